@@ -1,0 +1,223 @@
+#include "gemm.h"
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#ifdef PATCHGRAD_USE_OPENBLAS
+#include <cblas.h>
+#endif
+
+namespace patchgrad {
+
+// ---- reference ---------------------------------------------------------------------------
+
+void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha,
+                    const real* A, int64_t lda, const real* B, int64_t ldb, real beta, real* C,
+                    int64_t ldc) {
+    for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+            real dot = 0;
+            for (int64_t k = 0; k < K; ++k) {
+                const real a = trans_a ? A[k * lda + i] : A[i * lda + k];
+                const real b = trans_b ? B[j * ldb + k] : B[k * ldb + j];
+                dot += a * b;
+            }
+            real& c = C[i * ldc + j];
+            c = beta == 0 ? alpha * dot : alpha * dot + beta * c;
+        }
+}
+
+// ---- blocked -----------------------------------------------------------------------------
+//
+// The GotoBLAS / BLIS scheme. A multiply does 2MNK flops on only MK + KN + MN numbers, so
+// it can run at the speed of the arithmetic units, not of memory, if every number loaded
+// is reused many times while it sits in a register or a nearby cache:
+//
+//   for jc in steps of NC over N:                      op(B) panel  [KC, NC] -> L3 / L2
+//     for pc in steps of KC over K:
+//       pack op(B)[pc:pc+KC, jc:jc+NC] into Bp
+//       for ic in steps of MC over M:                  op(A) block  [MC, KC] -> L2
+//         pack op(A)[ic:ic+MC, pc:pc+KC] into Ap
+//         for each NR-wide sliver of Bp (stays in L1) and MR-tall sliver of Ap:
+//           micro-kernel: C[MR, NR] tile += Ap sliver @ Bp sliver, over KC
+//
+// Packing copies each block once into the exact order the micro-kernel reads it: for
+// every k, the MR values of op(A) and then the NR values of op(B) are adjacent. The
+// micro-kernel then streams through two contiguous arrays whatever the transposes and
+// leading dimensions were, and slivers at the matrix edges are zero-padded to full MR x NR,
+// so the one kernel handles every M, N, K (only the final write to C is clipped).
+//
+// The micro-kernel keeps an MR x NR tile of C in registers: per k it loads NR values of B
+// (NR / vector-width vector loads), and for each of the MR rows broadcasts one value of A
+// and does NR / vector-width multiply-adds. MR * NR / width accumulators plus the B
+// vectors must fit the register file, which is why the tile depends on the vector ISA the
+// compiler targets (SSE2: 16 registers of 16 bytes, AVX2: 16 x 32, AVX-512: 32 x 64).
+//
+// Summation order: each C element adds k in increasing order within a KC block, and the
+// blocks in increasing order, so the result depends only on the sizes and transposes.
+
+namespace {
+
+// The tile, MR x NR elements of C, per instruction set; the register counts below are for
+// float (a row of doubles takes twice the registers, so with AVX there are fewer rows). NR
+// is a whole number of vectors and more than 16 elements: GCC then vectorises the j loop of
+// the micro-kernel (a row of the tile) instead of unrolling it and vectorising across rows,
+// which needs shuffles and ran ~20x slower. The numbers were picked by measurement with
+// autograd/bench/matmul_bench.cpp.
+#if defined(__AVX512F__)
+// 32 registers of 16 floats: 12 x 2 accumulators + 2 for B + 1 broadcast of A.
+constexpr int64_t MR = sizeof(real) == 4 ? 12 : 6;
+constexpr int64_t NR = 32;
+#elif defined(__AVX2__)
+// 16 registers of 8 floats: 4 x 3 accumulators + 3 for B + 1 broadcast of A.
+constexpr int64_t MR = sizeof(real) == 4 ? 4 : 2;
+constexpr int64_t NR = 24;
+#else
+// The portable baseline (SSE2 on x86-64, NEON on ARM64): 16 or more registers of 4
+// floats, 2 x 6 accumulators.
+constexpr int64_t MR = 2;
+constexpr int64_t NR = 24;
+#endif
+
+// Block sizes for a typical core (32-48 KB L1, 0.5-2 MB L2): a KC x NR sliver of B (32 KB
+// in float) stays in L1 while the micro-kernel sweeps down an MC x KC block of A (147 KB)
+// held in L2; the KC x NC panel of B (1.5 MB) lives in L2 / L3.
+constexpr int64_t KC = 256;
+constexpr int64_t MC = 144;
+constexpr int64_t NC = 1536;
+static_assert(MC % MR == 0 && NC % NR == 0, "blocks must hold whole tiles");
+
+// Ap[s][p][i] = op(A)[ic + s*MR + i, pc + p] for the mc x kc block, zero-padded to
+// whole MR-row slivers.
+void pack_a(bool trans_a, const real* A, int64_t lda, int64_t ic, int64_t pc, int64_t mc,
+            int64_t kc, real* Ap) {
+    for (int64_t s = 0; s < mc; s += MR) {
+        const int64_t rows = std::min(MR, mc - s);
+        for (int64_t p = 0; p < kc; ++p) {
+            real* dst = Ap + s * kc + p * MR;
+            for (int64_t i = 0; i < rows; ++i) {
+                const int64_t r = ic + s + i, k = pc + p;
+                dst[i] = trans_a ? A[k * lda + r] : A[r * lda + k];
+            }
+            for (int64_t i = rows; i < MR; ++i) dst[i] = 0;
+        }
+    }
+}
+
+// Bp[s][p][j] = op(B)[pc + p, jc + s*NR + j] for the kc x nc panel, zero-padded to whole
+// NR-column slivers.
+void pack_b(bool trans_b, const real* B, int64_t ldb, int64_t pc, int64_t jc, int64_t kc,
+            int64_t nc, real* Bp) {
+    for (int64_t s = 0; s < nc; s += NR) {
+        const int64_t cols = std::min(NR, nc - s);
+        for (int64_t p = 0; p < kc; ++p) {
+            real* dst = Bp + s * kc + p * NR;
+            const int64_t k = pc + p;
+            if (trans_b)
+                for (int64_t j = 0; j < cols; ++j) dst[j] = B[(jc + s + j) * ldb + k];
+            else
+                for (int64_t j = 0; j < cols; ++j) dst[j] = B[k * ldb + jc + s + j];
+            for (int64_t j = cols; j < NR; ++j) dst[j] = 0;
+        }
+    }
+}
+
+// C[mr, nr] = alpha * (Ap sliver @ Bp sliver) + beta * C, with mr <= MR, nr <= NR.
+void micro_kernel(int64_t kc, const real* Ap, const real* Bp, real alpha, real beta, real* C,
+                  int64_t ldc, int64_t mr, int64_t nr) {
+    real acc[MR][NR] = {};
+    for (int64_t p = 0; p < kc; ++p) {
+        const real* a = Ap + p * MR;
+        const real* b = Bp + p * NR;
+        // Unrolled rows let the tile live in registers: -O3 unrolls them by itself, -O2 not.
+#pragma GCC unroll 16
+        for (int64_t i = 0; i < MR; ++i)
+            for (int64_t j = 0; j < NR; ++j) acc[i][j] += a[i] * b[j];
+    }
+    if (mr == MR && nr == NR) {
+        for (int64_t i = 0; i < MR; ++i) {
+            real* c = C + i * ldc;
+            if (beta == 0)
+                for (int64_t j = 0; j < NR; ++j) c[j] = alpha * acc[i][j];
+            else
+                for (int64_t j = 0; j < NR; ++j) c[j] = alpha * acc[i][j] + beta * c[j];
+        }
+    } else {
+        for (int64_t i = 0; i < mr; ++i) {
+            real* c = C + i * ldc;
+            for (int64_t j = 0; j < nr; ++j)
+                c[j] = beta == 0 ? alpha * acc[i][j] : alpha * acc[i][j] + beta * c[j];
+        }
+    }
+}
+
+// C = beta * C, the whole answer when K == 0.
+void scale_c(int64_t M, int64_t N, real beta, real* C, int64_t ldc) {
+    for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0 ? 0 : beta * C[i * ldc + j];
+}
+
+}  // namespace
+
+void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha,
+                  const real* A, int64_t lda, const real* B, int64_t ldb, real beta, real* C,
+                  int64_t ldc) {
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) return scale_c(M, N, beta, C, ldc);
+
+    // Reused across calls (and per thread), so the many small multiplies of attention do not
+    // each allocate.
+    thread_local std::vector<real> a_pack, b_pack;
+    const int64_t kc_max = std::min(KC, K);
+    a_pack.resize(static_cast<size_t>(kc_max * std::min(MC, (M + MR - 1) / MR * MR)));
+    b_pack.resize(static_cast<size_t>(kc_max * std::min(NC, (N + NR - 1) / NR * NR)));
+    real* Ap = a_pack.data();
+    real* Bp = b_pack.data();
+
+    for (int64_t jc = 0; jc < N; jc += NC) {
+        const int64_t nc = std::min(NC, N - jc);
+        for (int64_t pc = 0; pc < K; pc += KC) {
+            const int64_t kc = std::min(KC, K - pc);
+            // Later K blocks add onto what the first one wrote.
+            const real beta_block = pc == 0 ? beta : real(1);
+            pack_b(trans_b, B, ldb, pc, jc, kc, nc, Bp);
+            for (int64_t ic = 0; ic < M; ic += MC) {
+                const int64_t mc = std::min(MC, M - ic);
+                pack_a(trans_a, A, lda, ic, pc, mc, kc, Ap);
+                for (int64_t jr = 0; jr < nc; jr += NR)
+                    for (int64_t ir = 0; ir < mc; ir += MR)
+                        micro_kernel(kc, Ap + ir * kc, Bp + jr * kc, alpha, beta_block,
+                                     C + (ic + ir) * ldc + jc + jr, ldc, std::min(MR, mc - ir),
+                                     std::min(NR, nc - jr));
+            }
+        }
+    }
+}
+
+// ---- dispatch ----------------------------------------------------------------------------
+
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A,
+          int64_t lda, const real* B, int64_t ldb, real beta, real* C, int64_t ldc) {
+#ifdef PATCHGRAD_USE_OPENBLAS
+    if (M <= 0 || N <= 0) return;
+    // BLAS rejects a leading dimension of 0, which an empty K would give.
+    if (K <= 0) return scale_c(M, N, beta, C, ldc);
+    // CBLAS sizes are int; anything larger stays with our own kernel.
+    const int64_t int_max = std::numeric_limits<int>::max();
+    if (std::max({M, N, K, lda, ldb, ldc}) > int_max)
+        return gemm_blocked(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#ifdef PATCHGRAD_DOUBLE
+    cblas_dgemm(
+#else
+    cblas_sgemm(
+#endif
+        CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+        static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha, A, static_cast<int>(lda),
+        B, static_cast<int>(ldb), beta, C, static_cast<int>(ldc));
+#else
+    gemm_blocked(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#endif
+}
+
+}  // namespace patchgrad

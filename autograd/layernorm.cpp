@@ -1,0 +1,92 @@
+// layernorm.cpp — layer normalisation over the last dimension.
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ops.h"
+
+namespace patchgrad {
+
+namespace {
+void check_affine(const Tensor& param, const char* name, const Tensor& x) {
+    if (param.defined() && param.shape() != Shape{x.size(-1)})
+        throw std::invalid_argument(std::string("layer_norm: ") + name + " of shape " + shape_str(param.shape()) +
+                                    " does not match the normalised dimension [" + std::to_string(x.size(-1)) +
+                                    "] of input " + shape_str(x.shape()));
+}
+}  // namespace
+
+// x [..., D], weight [D] or undefined (= 1), bias [D] or undefined (= 0) -> y [..., D]
+//   xhat = (x - mean) * rstd,  rstd = 1 / sqrt(var + eps),  y = xhat * weight + bias
+// Per row, with dxhat = dy * weight:
+//   dx      = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
+//   dweight = sum over rows of dy * xhat      dbias = sum over rows of dy
+// The forward saves mean and rstd per row; xhat is recomputed from x in the backward.
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, real eps) {
+    if (x.dim() == 0)
+        throw std::invalid_argument("layer_norm: input must have at least one dimension, got shape " +
+                                    shape_str(x.shape()));
+    check_affine(weight, "weight", x);
+    check_affine(bias, "bias", x);
+    if (!(eps >= 0)) {
+        std::ostringstream msg;
+        msg << "layer_norm: eps must be >= 0, got " << eps << " (input " << shape_str(x.shape()) << ")";
+        throw std::invalid_argument(msg.str());
+    }
+
+    const int64_t D = x.size(-1);
+    const int64_t rows = D > 0 ? shape_numel(x.shape()) / D : 0;  // D == 0: nothing to normalise
+    Tensor out = Tensor::empty(x.shape());
+    std::vector<real> mean(rows), rstd(rows);
+    const real* w = weight.defined() ? weight.data() : nullptr;
+    const real* b = bias.defined() ? bias.data() : nullptr;
+    for (int64_t r = 0; r < rows; ++r) {
+        const real* xr = x.data() + r * D;
+        real* yr = out.data() + r * D;
+        real sum = 0;
+        for (int64_t j = 0; j < D; ++j) sum += xr[j];
+        const real mu = sum / static_cast<real>(D);
+        real squares = 0;
+        for (int64_t j = 0; j < D; ++j) squares += (xr[j] - mu) * (xr[j] - mu);
+        const real rs = 1 / std::sqrt(squares / static_cast<real>(D) + eps);
+        for (int64_t j = 0; j < D; ++j) yr[j] = (xr[j] - mu) * rs * (w ? w[j] : 1) + (b ? b[j] : 0);
+        mean[r] = mu;
+        rstd[r] = rs;
+    }
+
+    record(out, "layer_norm", {x, weight, bias},
+           [x, weight, bias, rows, D, mean = std::move(mean), rstd = std::move(rstd)](Tensor& o) mutable {
+               const real* dy = o.grad_data();
+               const real* w = weight.defined() ? weight.data() : nullptr;
+               real* dx = x.requires_grad() ? x.grad_data() : nullptr;
+               real* dw = weight.defined() && weight.requires_grad() ? weight.grad_data() : nullptr;
+               real* db = bias.defined() && bias.requires_grad() ? bias.grad_data() : nullptr;
+               for (int64_t r = 0; r < rows; ++r) {
+                   const real* xr = x.data() + r * D;
+                   const real* dyr = dy + r * D;
+                   const real mu = mean[r], rs = rstd[r];
+                   real sum_dxhat = 0, sum_dxhat_xhat = 0;
+                   for (int64_t j = 0; j < D; ++j) {
+                       const real xhat = (xr[j] - mu) * rs;
+                       const real dxhat = dyr[j] * (w ? w[j] : 1);
+                       sum_dxhat += dxhat;
+                       sum_dxhat_xhat += dxhat * xhat;
+                       if (dw) dw[j] += dyr[j] * xhat;
+                       if (db) db[j] += dyr[j];
+                   }
+                   if (!dx) continue;
+                   const real mean_dxhat = sum_dxhat / static_cast<real>(D);
+                   const real mean_dxhat_xhat = sum_dxhat_xhat / static_cast<real>(D);
+                   real* dxr = dx + r * D;
+                   for (int64_t j = 0; j < D; ++j) {
+                       const real xhat = (xr[j] - mu) * rs;
+                       dxr[j] += rs * (dyr[j] * (w ? w[j] : 1) - mean_dxhat - xhat * mean_dxhat_xhat);
+                   }
+               }
+           });
+    return out;
+}
+
+}  // namespace patchgrad

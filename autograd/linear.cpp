@@ -1,0 +1,51 @@
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "gemm.h"
+#include "ops.h"
+
+namespace patchgrad {
+
+// linear: x [..., in] @ weight [out, in]^T + bias [out] -> y [..., out]
+//   with the leading dimensions flattened into R rows, x [R, in], dOut [R, out]:
+//   dx = dOut @ W      dW = dOut^T @ x      db = sum over the R rows of dOut
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+    if (!x.defined() || !weight.defined())
+        throw std::invalid_argument("linear: the input and the weight must be defined (only the bias may be undefined)");
+    if (weight.dim() != 2)
+        throw std::invalid_argument("linear: weight must be [out, in], got " + shape_str(weight.shape()));
+    const int64_t in = weight.size(1), out = weight.size(0);
+    if (x.dim() < 1 || x.size(-1) != in)
+        throw std::invalid_argument("linear: input " + shape_str(x.shape()) + " does not end in the " +
+                                    std::to_string(in) + " in-features of weight " + shape_str(weight.shape()));
+    if (bias.defined() && (bias.dim() != 1 || bias.size(0) != out))
+        throw std::invalid_argument("linear: bias " + shape_str(bias.shape()) + " does not match weight " +
+                                    shape_str(weight.shape()) + "; expected [" + std::to_string(out) + "]");
+
+    const int64_t rows = shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));
+    Shape y_shape = x.shape();
+    y_shape.back() = out;
+    Tensor y = Tensor::empty(y_shape);
+
+    // As in torch.addmm, every row of y starts as the bias and gemm adds x @ W^T onto it
+    // (beta = 1): the bias is summed in gemm's own pass over y, not in a second one.
+    if (bias.defined())
+        for (int64_t r = 0; r < rows; ++r) std::copy(bias.data(), bias.data() + out, y.data() + r * out);
+    gemm(false, true, rows, out, in, 1, x.data(), in, weight.data(), in, bias.defined() ? 1 : 0, y.data(), out);
+
+    record(y, "linear", {x, weight, bias}, [x, weight, bias, rows, in, out](Tensor& o) mutable {
+        const real* dy = o.grad_data();
+        if (x.requires_grad()) gemm(false, false, rows, in, out, 1, dy, out, weight.data(), in, 1, x.grad_data(), in);
+        if (weight.requires_grad())
+            gemm(true, false, out, in, rows, 1, dy, out, x.data(), in, 1, weight.grad_data(), in);
+        if (bias.defined() && bias.requires_grad()) {
+            real* db = bias.grad_data();
+            for (int64_t r = 0; r < rows; ++r)
+                for (int64_t j = 0; j < out; ++j) db[j] += dy[r * out + j];
+        }
+    });
+    return y;
+}
+
+}  // namespace patchgrad

@@ -1,0 +1,119 @@
+// ops.h — every differentiable operation patchgrad has, one line of shapes each.
+//
+// Each op lives in the .cpp file named after it (matmul in matmul.cpp, softmax in
+// softmax.cpp, ...) with its forward and its backward side by side, and its gradient check
+// in tests/autograd/test_<file>.cpp. Shapes are written [B, N, D] etc.; "..." means any
+// number of leading dimensions. Every op throws std::invalid_argument naming the op and
+// the shapes when its inputs do not fit.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "rng.h"
+#include "tensor.h"
+
+namespace patchgrad {
+
+// ---- elementwise (elementwise.cpp), NumPy broadcasting ----------------------------------
+// Shapes are aligned at the right; a dimension of 1 (or a missing one) stretches to match.
+// The result has the broadcast shape; backward sums the gradient over the stretched axes.
+Tensor add(const Tensor& a, const Tensor& b);  // a + b
+Tensor sub(const Tensor& a, const Tensor& b);  // a - b
+Tensor mul(const Tensor& a, const Tensor& b);  // a * b
+Tensor div(const Tensor& a, const Tensor& b);  // a / b
+Tensor neg(const Tensor& a);                   // -a
+Tensor add(const Tensor& a, real s);           // a + s
+Tensor mul(const Tensor& a, real s);           // a * s
+Tensor exp(const Tensor& a);
+Tensor log(const Tensor& a);
+Tensor sqrt(const Tensor& a);
+Tensor pow(const Tensor& a, real exponent);
+Tensor tanh(const Tensor& a);
+
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a);
+Tensor operator+(const Tensor& a, real s);
+Tensor operator+(real s, const Tensor& a);
+Tensor operator-(const Tensor& a, real s);
+Tensor operator-(real s, const Tensor& a);
+Tensor operator*(const Tensor& a, real s);
+Tensor operator*(real s, const Tensor& a);
+Tensor operator/(const Tensor& a, real s);
+Tensor operator/(real s, const Tensor& a);
+
+// The broadcast shape of two shapes, or an error naming `op` and both shapes.
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+// [shape of a] -> `shape` (a broadcast copy; backward sums back). The class token
+// [1, 1, D] becomes [B, 1, D] this way before it is concatenated to the patches.
+Tensor broadcast_to(const Tensor& a, const Shape& shape);
+
+// ---- reductions (reduce.cpp) -----------------------------------------------------------
+Tensor sum(const Tensor& a);                                       // -> []
+Tensor sum(const Tensor& a, int64_t axis, bool keepdim = false);   // axis removed (or kept as 1)
+Tensor mean(const Tensor& a);
+Tensor mean(const Tensor& a, int64_t axis, bool keepdim = false);
+// Max: the gradient goes to the first position holding the maximum (like torch.max(dim)).
+Tensor max(const Tensor& a);
+Tensor max(const Tensor& a, int64_t axis, bool keepdim = false);
+
+// ---- shape (shape.cpp) -----------------------------------------------------------------
+// New shape with the same number of elements; one entry may be -1 (inferred).
+Tensor reshape(const Tensor& a, Shape shape);
+// Output axis i is input axis dims[i]; dims is a permutation of 0..ndim-1.
+Tensor permute(const Tensor& a, const std::vector<int64_t>& dims);
+Tensor transpose(const Tensor& a, int64_t axis0, int64_t axis1);
+// Joins tensors that agree on every axis but `axis`.
+Tensor concat(const std::vector<Tensor>& tensors, int64_t axis);
+// Elements start..end-1 along `axis` (Python's a[..., start:end, ...]); negative start/end
+// count from the end.
+Tensor slice(const Tensor& a, int64_t axis, int64_t start, int64_t end);
+// Element `index` along `axis`, which is removed (Python's a[:, index]).
+Tensor select(const Tensor& a, int64_t axis, int64_t index);
+
+// ---- matmul (matmul.cpp) ---------------------------------------------------------------
+// [..., M, K] @ [..., K, N] -> [..., M, N]; leading dimensions broadcast. Both inputs need
+// at least 2 dimensions.
+Tensor matmul(const Tensor& a, const Tensor& b);
+// x [..., in] @ weight[out, in]^T + bias [out] -> [..., out]; bias may be undefined.
+// The same as matmul(x, transpose(weight, 0, 1)) + bias, in one pass (linear.cpp).
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
+
+// ---- images to patches (unfold.cpp) ----------------------------------------------------
+// [B, C, H, W] -> [B, C*kh*kw, L], L = ((H-kh)/sh + 1) * ((W-kw)/sw + 1); row c*kh*kw +
+// i*kw + j of column l holds channel c, pixel (i, j) of the l-th window in row-major window
+// order: exactly torch.nn.functional.unfold(x, (kh, kw), stride=(sh, sw)).
+Tensor unfold(const Tensor& x, int64_t kh, int64_t kw, int64_t sh, int64_t sw);
+
+// ---- softmax (softmax.cpp) -------------------------------------------------------------
+// exp(x - max) / sum exp(x - max) along `axis`: subtracting the max makes it safe for
+// logits in the thousands.
+Tensor softmax(const Tensor& x, int64_t axis);
+Tensor log_softmax(const Tensor& x, int64_t axis);
+
+// ---- layer normalisation (layernorm.cpp) -----------------------------------------------
+// Over the last dimension D: (x - mean) / sqrt(var + eps) * weight + bias, with the biased
+// variance like PyTorch. weight and bias are [D] or undefined (then 1 and 0).
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, real eps = 1e-5);
+
+// ---- GELU (gelu.cpp) -------------------------------------------------------------------
+enum class GeluApproximation { None, Tanh };
+// None: x * Phi(x) with the exact erf; Tanh: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+Tensor gelu(const Tensor& x, GeluApproximation approximation = GeluApproximation::None);
+
+// ---- cross-entropy (cross_entropy.cpp) --------------------------------------------------
+// logits [B, K], labels B integers in [0, K) -> [] the mean over the batch of
+// -log softmax(logits)[label]. With label smoothing e the target is (1-e) one-hot + e/K,
+// as in torch.nn.functional.cross_entropy(label_smoothing=e).
+Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& labels,
+                     real label_smoothing = 0);
+
+// ---- dropout (dropout.cpp) -------------------------------------------------------------
+// Training: zero each element with probability p, scale the rest by 1/(1-p), mask drawn
+// from `rng`. Not training (or p == 0): the identity, and no random numbers are drawn.
+Tensor dropout(const Tensor& x, real p, bool training, Rng& rng);
+
+}  // namespace patchgrad

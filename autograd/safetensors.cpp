@@ -1,0 +1,585 @@
+#include "safetensors.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <stdexcept>
+
+namespace patchgrad {
+
+bool NamedTensors::contains(const std::string& name) const {
+    for (const auto& [n, t] : tensors)
+        if (n == name) return true;
+    return false;
+}
+
+Tensor NamedTensors::get(const std::string& name) const {
+    for (const auto& [n, t] : tensors)
+        if (n == name) return t;
+    throw std::invalid_argument("NamedTensors: no tensor named '" + name + "'");
+}
+
+namespace {
+
+// The reference implementation refuses headers above 100 MB; so do we, so that a garbled
+// length cannot make us allocate gigabytes.
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+
+// ---- a minimal JSON reader: objects, arrays, strings and integers -------------------------
+// That is all a safetensors header holds. Objects keep their keys in file order.
+
+struct Json {
+    enum class Kind { Object, Array, String, Integer };
+    Kind kind = Kind::Object;
+    std::string string;
+    int64_t integer = 0;
+    std::vector<Json> items;         // array elements, or object values
+    std::vector<std::string> keys;   // object keys, parallel to items
+    size_t offset = 0;               // where the value starts in the header, for messages
+};
+
+const char* kind_name(Json::Kind kind) {
+    switch (kind) {
+        case Json::Kind::Object: return "an object";
+        case Json::Kind::Array: return "an array";
+        case Json::Kind::String: return "a string";
+        case Json::Kind::Integer: return "an integer";
+    }
+    return "a value";
+}
+
+class JsonReader {
+public:
+    JsonReader(const std::string& text, const std::string& where) : text_(text), where_(where) {}
+
+    Json parse_document() {
+        Json value = parse_value(0);
+        skip_space();
+        if (pos_ != text_.size()) fail("unexpected '" + std::string(1, text_[pos_]) + "' after the JSON object");
+        return value;
+    }
+
+private:
+    // Deep enough for any header, shallow enough that "[[[[..." cannot exhaust the stack.
+    static constexpr int kMaxDepth = 32;
+
+    [[noreturn]] void fail(const std::string& problem) const {
+        throw std::invalid_argument(where_ + ": invalid JSON header at byte " + std::to_string(pos_) +
+                                    " of the header: " + problem);
+    }
+
+    void skip_space() {
+        while (pos_ < text_.size() &&
+               (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' || text_[pos_] == '\r'))
+            ++pos_;
+    }
+
+    void expect(char c) {
+        skip_space();
+        if (pos_ >= text_.size()) fail(std::string("expected '") + c + "' but the header ended");
+        if (text_[pos_] != c) fail(std::string("expected '") + c + "' but found '" + text_[pos_] + "'");
+        ++pos_;
+    }
+
+    Json parse_value(int depth) {
+        if (depth > kMaxDepth) fail("nested more than " + std::to_string(kMaxDepth) + " levels deep");
+        skip_space();
+        if (pos_ >= text_.size()) fail("expected a value but the header ended");
+        const char c = text_[pos_];
+        if (c == '{') return parse_object(depth);
+        if (c == '[') return parse_array(depth);
+        if (c == '"') {
+            Json s;
+            s.kind = Json::Kind::String;
+            s.offset = pos_;
+            s.string = parse_string();
+            return s;
+        }
+        if (c == '-' || (c >= '0' && c <= '9')) return parse_integer();
+        fail("unexpected '" + std::string(1, c) + "' (a safetensors header holds only objects, arrays, strings and integers)");
+    }
+
+    Json parse_object(int depth) {
+        Json obj;
+        obj.kind = Json::Kind::Object;
+        obj.offset = pos_;
+        expect('{');
+        skip_space();
+        if (pos_ < text_.size() && text_[pos_] == '}') {
+            ++pos_;
+            return obj;
+        }
+        while (true) {
+            skip_space();
+            if (pos_ >= text_.size() || text_[pos_] != '"') fail("expected a quoted key");
+            const size_t key_offset = pos_;
+            std::string key = parse_string();
+            if (std::find(obj.keys.begin(), obj.keys.end(), key) != obj.keys.end()) {
+                pos_ = key_offset;
+                fail("duplicate key \"" + key + "\"");
+            }
+            expect(':');
+            obj.items.push_back(parse_value(depth + 1));
+            obj.keys.push_back(std::move(key));
+            skip_space();
+            if (pos_ < text_.size() && text_[pos_] == ',') {
+                ++pos_;
+                continue;
+            }
+            expect('}');
+            return obj;
+        }
+    }
+
+    Json parse_array(int depth) {
+        Json arr;
+        arr.kind = Json::Kind::Array;
+        arr.offset = pos_;
+        expect('[');
+        skip_space();
+        if (pos_ < text_.size() && text_[pos_] == ']') {
+            ++pos_;
+            return arr;
+        }
+        while (true) {
+            arr.items.push_back(parse_value(depth + 1));
+            skip_space();
+            if (pos_ < text_.size() && text_[pos_] == ',') {
+                ++pos_;
+                continue;
+            }
+            expect(']');
+            return arr;
+        }
+    }
+
+    Json parse_integer() {
+        Json num;
+        num.kind = Json::Kind::Integer;
+        num.offset = pos_;
+        const bool negative = text_[pos_] == '-';
+        if (negative) ++pos_;
+        if (pos_ >= text_.size() || text_[pos_] < '0' || text_[pos_] > '9') fail("expected a digit");
+        uint64_t magnitude = 0;
+        while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') {
+            const uint64_t digit = static_cast<uint64_t>(text_[pos_] - '0');
+            if (magnitude > (static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) - digit) / 10)
+                fail("integer too large");
+            magnitude = magnitude * 10 + digit;
+            ++pos_;
+        }
+        if (pos_ < text_.size() && (text_[pos_] == '.' || text_[pos_] == 'e' || text_[pos_] == 'E'))
+            fail("expected an integer, found a fractional number");
+        num.integer = negative ? -static_cast<int64_t>(magnitude) : static_cast<int64_t>(magnitude);
+        return num;
+    }
+
+    unsigned parse_hex4() {
+        if (text_.size() - pos_ < 4) fail("\\u escape cut short");
+        unsigned code = 0;
+        for (int i = 0; i < 4; ++i) {
+            const char h = text_[pos_++];
+            code <<= 4;
+            if (h >= '0' && h <= '9') code |= static_cast<unsigned>(h - '0');
+            else if (h >= 'a' && h <= 'f') code |= static_cast<unsigned>(h - 'a' + 10);
+            else if (h >= 'A' && h <= 'F') code |= static_cast<unsigned>(h - 'A' + 10);
+            else fail("bad hex digit in \\u escape");
+        }
+        return code;
+    }
+
+    static void append_utf8(std::string& out, unsigned cp) {
+        if (cp < 0x80) {
+            out += static_cast<char>(cp);
+        } else if (cp < 0x800) {
+            out += static_cast<char>(0xC0 | (cp >> 6));
+            out += static_cast<char>(0x80 | (cp & 0x3F));
+        } else if (cp < 0x10000) {
+            out += static_cast<char>(0xE0 | (cp >> 12));
+            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+            out += static_cast<char>(0x80 | (cp & 0x3F));
+        } else {
+            out += static_cast<char>(0xF0 | (cp >> 18));
+            out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+            out += static_cast<char>(0x80 | (cp & 0x3F));
+        }
+    }
+
+    std::string parse_string() {
+        ++pos_;  // the opening quote
+        std::string out;
+        while (true) {
+            if (pos_ >= text_.size()) fail("unterminated string");
+            const char c = text_[pos_++];
+            if (c == '"') return out;
+            if (static_cast<unsigned char>(c) < 0x20) {
+                --pos_;
+                fail("control character in a string");
+            }
+            if (c != '\\') {
+                out += c;
+                continue;
+            }
+            if (pos_ >= text_.size()) fail("unterminated string");
+            const char e = text_[pos_++];
+            switch (e) {
+                case '"': out += '"'; break;
+                case '\\': out += '\\'; break;
+                case '/': out += '/'; break;
+                case 'b': out += '\b'; break;
+                case 'f': out += '\f'; break;
+                case 'n': out += '\n'; break;
+                case 'r': out += '\r'; break;
+                case 't': out += '\t'; break;
+                case 'u': {
+                    unsigned cp = parse_hex4();
+                    // A character outside the Basic Multilingual Plane is a surrogate pair.
+                    if (cp >= 0xD800 && cp <= 0xDBFF) {
+                        if (text_.compare(pos_, 2, "\\u") != 0) fail("lone high surrogate in \\u escape");
+                        pos_ += 2;
+                        const unsigned low = parse_hex4();
+                        if (low < 0xDC00 || low > 0xDFFF) fail("bad low surrogate in \\u escape");
+                        cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+                    } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+                        fail("lone low surrogate in \\u escape");
+                    }
+                    append_utf8(out, cp);
+                    break;
+                }
+                default:
+                    --pos_;
+                    fail(std::string("unknown escape \\") + e);
+            }
+        }
+    }
+
+    const std::string& text_;
+    const std::string& where_;
+    size_t pos_ = 0;
+};
+
+// ---- JSON writing -------------------------------------------------------------------------
+
+std::string json_string(const std::string& s) {
+    std::string out = "\"";
+    for (const char c : s) {
+        if (c == '"') out += "\\\"";
+        else if (c == '\\') out += "\\\\";
+        else if (static_cast<unsigned char>(c) < 0x20) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+            out += buf;
+        } else {
+            out += c;
+        }
+    }
+    return out + "\"";
+}
+
+// ---- dtypes -------------------------------------------------------------------------------
+
+enum class Dtype { F32, F64, I64 };
+
+struct TensorEntry {
+    std::string name;
+    Dtype dtype;
+    Shape shape;
+    uint64_t begin, end;
+};
+
+size_t dtype_size(Dtype d) { return d == Dtype::F32 ? 4 : 8; }
+
+// Little-endian bytes <-> integers, independent of the host's byte order.
+uint64_t read_le(const unsigned char* p, size_t n) {
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+    return v;
+}
+void write_le(unsigned char* p, uint64_t v, size_t n) {
+    for (size_t i = 0; i < n; ++i) p[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+
+// Converts one tensor's raw bytes to `real`.
+void convert(const unsigned char* bytes, Dtype dtype, real* out, int64_t n, const std::string& where) {
+    for (int64_t i = 0; i < n; ++i) {
+        const unsigned char* p = bytes + i * static_cast<int64_t>(dtype_size(dtype));
+        if (dtype == Dtype::F32) {
+            const auto bits = static_cast<uint32_t>(read_le(p, 4));
+            float f;
+            std::memcpy(&f, &bits, 4);
+            out[i] = static_cast<real>(f);
+        } else if (dtype == Dtype::F64) {
+            const uint64_t bits = read_le(p, 8);
+            double d;
+            std::memcpy(&d, &bits, 8);
+            out[i] = static_cast<real>(d);
+            if (std::isfinite(d) && !std::isfinite(out[i]))
+                throw std::invalid_argument(where + ": element " + std::to_string(i) + " (" + std::to_string(d) +
+                                            ") overflows the float type");
+        } else {
+            const auto v = static_cast<int64_t>(read_le(p, 8));
+            // Integers are exact in `real` up to 2^24 (float) or 2^53 (double).
+            constexpr int64_t exact = int64_t(1) << std::numeric_limits<real>::digits;
+            if (v > exact || v < -exact)
+                throw std::invalid_argument(where + ": element " + std::to_string(i) + " (" + std::to_string(v) +
+                                            ") is not exactly representable as a real");
+            out[i] = static_cast<real>(v);
+        }
+    }
+}
+
+// Reads one header entry {"dtype": ..., "shape": [...], "data_offsets": [b, e]}.
+TensorEntry read_entry(const std::string& name, const Json& j, const std::string& where) {
+    const std::string what = where + ": tensor '" + name + "'";
+    if (j.kind != Json::Kind::Object)
+        throw std::invalid_argument(what + ": expected an object, found " + kind_name(j.kind));
+    TensorEntry e{name, Dtype::F32, {}, 0, 0};
+    bool has_dtype = false, has_shape = false, has_offsets = false;
+    for (size_t i = 0; i < j.keys.size(); ++i) {
+        const std::string& key = j.keys[i];
+        const Json& v = j.items[i];
+        if (key == "dtype") {
+            if (v.kind != Json::Kind::String)
+                throw std::invalid_argument(what + ": dtype is " + kind_name(v.kind) + ", not a string");
+            if (v.string == "F32") e.dtype = Dtype::F32;
+            else if (v.string == "F64") e.dtype = Dtype::F64;
+            else if (v.string == "I64") e.dtype = Dtype::I64;
+            else {
+                static const std::set<std::string> known = {"BOOL", "U8", "I8", "U16", "I16", "F16", "BF16",
+                                                            "U32", "I32", "U64", "F8_E4M3", "F8_E5M2"};
+                throw std::invalid_argument(what + ": " + (known.count(v.string) ? "unsupported" : "unknown") +
+                                            " dtype \"" + v.string + "\" (patchgrad reads F32, F64 and I64)");
+            }
+            has_dtype = true;
+        } else if (key == "shape") {
+            if (v.kind != Json::Kind::Array)
+                throw std::invalid_argument(what + ": shape is " + kind_name(v.kind) + ", not an array");
+            for (const Json& d : v.items) {
+                if (d.kind != Json::Kind::Integer || d.integer < 0)
+                    throw std::invalid_argument(what + ": shape must hold non-negative integers");
+                e.shape.push_back(d.integer);
+            }
+            has_shape = true;
+        } else if (key == "data_offsets") {
+            if (v.kind != Json::Kind::Array || v.items.size() != 2 || v.items[0].kind != Json::Kind::Integer ||
+                v.items[1].kind != Json::Kind::Integer || v.items[0].integer < 0 || v.items[1].integer < 0)
+                throw std::invalid_argument(what + ": data_offsets must be two non-negative integers [begin, end]");
+            e.begin = static_cast<uint64_t>(v.items[0].integer);
+            e.end = static_cast<uint64_t>(v.items[1].integer);
+            if (e.end < e.begin)
+                throw std::invalid_argument(what + ": data_offsets [" + std::to_string(e.begin) + ", " +
+                                            std::to_string(e.end) + "] end before they begin");
+            has_offsets = true;
+        } else {
+            throw std::invalid_argument(what + ": unexpected field \"" + key + "\"");
+        }
+    }
+    if (!has_dtype) throw std::invalid_argument(what + ": missing dtype");
+    if (!has_shape) throw std::invalid_argument(what + ": missing shape");
+    if (!has_offsets) throw std::invalid_argument(what + ": missing data_offsets");
+    return e;
+}
+
+// Number of bytes the shape needs, or throws if that does not fit the data section
+// (checked before multiplying further, so a garbled shape cannot overflow).
+uint64_t shape_bytes(const TensorEntry& e, uint64_t data_bytes, const std::string& where) {
+    uint64_t bytes = dtype_size(e.dtype);
+    for (int64_t d : e.shape) if (d == 0) return 0;
+    for (int64_t d : e.shape) {
+        if (static_cast<uint64_t>(d) > data_bytes || bytes > data_bytes / static_cast<uint64_t>(d))
+            throw std::invalid_argument(where + ": tensor '" + e.name + "' of shape " + shape_str(e.shape) +
+                                        " is larger than the file's data section (" + std::to_string(data_bytes) +
+                                        " bytes)");
+        bytes *= static_cast<uint64_t>(d);
+    }
+    return bytes;
+}
+
+}  // namespace
+
+// ---- saving -------------------------------------------------------------------------------
+
+void save_safetensors(const std::string& path, const NamedTensors& named) {
+    const std::string where = "save_safetensors: " + path;
+#ifdef PATCHGRAD_DOUBLE
+    const char* dtype = "F64";
+#else
+    const char* dtype = "F32";
+#endif
+    const size_t item = sizeof(real);
+
+    std::set<std::string> seen;
+    std::string header = "{";
+    if (!named.metadata.empty()) {
+        header += "\"__metadata__\":{";
+        bool first = true;
+        for (const auto& [k, v] : named.metadata) {
+            if (!first) header += ",";
+            first = false;
+            header += json_string(k) + ":" + json_string(v);
+        }
+        header += "}";
+    }
+    uint64_t offset = 0;
+    for (const auto& [name, t] : named.tensors) {
+        if (name.empty() || name == "__metadata__")
+            throw std::invalid_argument(where + ": '" + name + "' is not a valid tensor name");
+        if (!seen.insert(name).second) throw std::invalid_argument(where + ": tensor '" + name + "' appears twice");
+        if (!t.defined()) throw std::invalid_argument(where + ": tensor '" + name + "' is undefined");
+        const uint64_t bytes = static_cast<uint64_t>(t.numel()) * item;
+        if (header.size() > 1) header += ",";
+        header += json_string(name) + ":{\"dtype\":\"" + dtype + "\",\"shape\":[";
+        for (size_t i = 0; i < t.shape().size(); ++i) header += (i ? "," : "") + std::to_string(t.shape()[i]);
+        header += "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + bytes) + "]}";
+        offset += bytes;
+    }
+    header += "}";
+    // Spaces up to a multiple of 8 keep the tensor data 8-byte aligned, as the reference
+    // implementation does.
+    header.append((8 - header.size() % 8) % 8, ' ');
+
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        if (!out) throw std::invalid_argument(where + ": cannot open '" + tmp + "' for writing");
+        unsigned char len[8];
+        write_le(len, header.size(), 8);
+        out.write(reinterpret_cast<const char*>(len), 8);
+        out.write(header.data(), static_cast<std::streamsize>(header.size()));
+        std::vector<unsigned char> buf;
+        for (const auto& [name, t] : named.tensors) {
+            buf.resize(static_cast<size_t>(t.numel()) * item);
+            const real* x = t.data();
+            for (int64_t i = 0; i < t.numel(); ++i) {
+                uint64_t bits = 0;
+                if constexpr (sizeof(real) == 4) {
+                    uint32_t b32;
+                    std::memcpy(&b32, &x[i], 4);
+                    bits = b32;
+                } else {
+                    std::memcpy(&bits, &x[i], 8);
+                }
+                write_le(buf.data() + i * static_cast<int64_t>(item), bits, item);
+            }
+            out.write(reinterpret_cast<const char*>(buf.data()), static_cast<std::streamsize>(buf.size()));
+        }
+        out.close();
+        if (!out) {
+            std::remove(tmp.c_str());
+            throw std::invalid_argument(where + ": writing '" + tmp + "' failed (disk full?)");
+        }
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+        std::remove(tmp.c_str());
+        throw std::invalid_argument(where + ": cannot rename '" + tmp + "' to '" + path + "'");
+    }
+}
+
+// ---- loading ------------------------------------------------------------------------------
+
+NamedTensors load_safetensors(const std::string& path) {
+    const std::string where = "load_safetensors: " + path;
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) throw std::invalid_argument(where + ": no such file");
+    if (std::filesystem::is_directory(path, ec)) throw std::invalid_argument(where + ": is a directory, not a file");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::invalid_argument(where + ": cannot open the file for reading");
+    in.seekg(0, std::ios::end);
+    const auto size_pos = in.tellg();
+    if (size_pos < 0) throw std::invalid_argument(where + ": cannot determine the file size");
+    const auto file_size = static_cast<uint64_t>(size_pos);
+    in.seekg(0);
+
+    if (file_size < 8)
+        throw std::invalid_argument(where + ": truncated: the file has " + std::to_string(file_size) +
+                                    " bytes, fewer than the 8-byte header length");
+    unsigned char len[8];
+    in.read(reinterpret_cast<char*>(len), 8);
+    if (!in) throw std::invalid_argument(where + ": cannot read the header length");
+    const uint64_t header_len = read_le(len, 8);
+    if (header_len > file_size - 8)
+        throw std::invalid_argument(where + ": header length " + std::to_string(header_len) +
+                                    " is larger than the rest of the file (" + std::to_string(file_size - 8) +
+                                    " bytes): truncated or not a safetensors file");
+    if (header_len > kMaxHeaderBytes)
+        throw std::invalid_argument(where + ": header length " + std::to_string(header_len) +
+                                    " exceeds the limit of " + std::to_string(kMaxHeaderBytes) + " bytes");
+    std::string header(static_cast<size_t>(header_len), '\0');
+    in.read(header.data(), static_cast<std::streamsize>(header_len));
+    if (!in) throw std::invalid_argument(where + ": cannot read the " + std::to_string(header_len) + "-byte header");
+    if (header.empty() || header[0] != '{')
+        throw std::invalid_argument(where + ": the header does not start with '{': not a safetensors file");
+
+    const Json root = JsonReader(header, where).parse_document();
+    const uint64_t data_bytes = file_size - 8 - header_len;
+
+    NamedTensors result;
+    std::vector<TensorEntry> entries;
+    for (size_t i = 0; i < root.keys.size(); ++i) {
+        const Json& v = root.items[i];
+        if (root.keys[i] == "__metadata__") {
+            if (v.kind != Json::Kind::Object)
+                throw std::invalid_argument(where + ": __metadata__ is " + kind_name(v.kind) + ", not an object");
+            for (size_t k = 0; k < v.keys.size(); ++k) {
+                if (v.items[k].kind != Json::Kind::String)
+                    throw std::invalid_argument(where + ": __metadata__ value of \"" + v.keys[k] + "\" is " +
+                                                kind_name(v.items[k].kind) + ", not a string");
+                result.metadata[v.keys[k]] = v.items[k].string;
+            }
+            continue;
+        }
+        TensorEntry e = read_entry(root.keys[i], v, where);
+        if (e.end > data_bytes)
+            throw std::invalid_argument(where + ": tensor '" + e.name + "' has data_offsets [" + std::to_string(e.begin) +
+                                        ", " + std::to_string(e.end) + "] outside the data section (" +
+                                        std::to_string(data_bytes) + " bytes): truncated file?");
+        const uint64_t expected = shape_bytes(e, data_bytes, where);
+        if (e.end - e.begin != expected)
+            throw std::invalid_argument(where + ": tensor '" + e.name + "' of shape " + shape_str(e.shape) + " needs " +
+                                        std::to_string(expected) + " bytes but data_offsets [" +
+                                        std::to_string(e.begin) + ", " + std::to_string(e.end) + "] hold " +
+                                        std::to_string(e.end - e.begin));
+        entries.push_back(std::move(e));
+    }
+
+    // The tensors must tile the data section exactly: no overlap (two tensors sharing
+    // bytes) and, like the reference implementation, no holes.
+    std::stable_sort(entries.begin(), entries.end(),
+                     [](const TensorEntry& a, const TensorEntry& b) { return a.begin < b.begin; });
+    uint64_t covered = 0;
+    const TensorEntry* previous = nullptr;
+    for (const TensorEntry& e : entries) {
+        if (e.begin < covered)
+            throw std::invalid_argument(where + ": tensors '" + previous->name + "' and '" + e.name +
+                                        "' overlap in the data section");
+        if (e.begin > covered)
+            throw std::invalid_argument(where + ": bytes " + std::to_string(covered) + " to " +
+                                        std::to_string(e.begin) + " of the data section belong to no tensor");
+        covered = e.end;
+        previous = &e;
+    }
+    if (covered != data_bytes)
+        throw std::invalid_argument(where + ": the last " + std::to_string(data_bytes - covered) +
+                                    " bytes of the file belong to no tensor");
+
+    std::vector<unsigned char> buf;
+    for (const TensorEntry& e : entries) {
+        buf.resize(static_cast<size_t>(e.end - e.begin));
+        in.seekg(static_cast<std::streamoff>(8 + header_len + e.begin));
+        in.read(reinterpret_cast<char*>(buf.data()), static_cast<std::streamsize>(buf.size()));
+        if (!in) throw std::invalid_argument(where + ": cannot read the data of tensor '" + e.name + "'");
+        Tensor t = Tensor::empty(e.shape);
+        convert(buf.data(), e.dtype, t.data(), t.numel(), where + ": tensor '" + e.name + "'");
+        result.tensors.emplace_back(e.name, t);
+    }
+    return result;
+}
+
+}  // namespace patchgrad

@@ -1,0 +1,331 @@
+#include "tensor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+#include <stdexcept>
+#include <unordered_set>
+
+#include "rng.h"
+
+namespace patchgrad {
+
+std::string shape_str(const Shape& shape) {
+    std::string s = "[";
+    for (size_t i = 0; i < shape.size(); ++i) {
+        if (i) s += ", ";
+        s += std::to_string(shape[i]);
+    }
+    return s + "]";
+}
+
+int64_t shape_numel(const Shape& shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+}
+
+int64_t normalize_axis(int64_t axis, const Shape& shape, const char* op) {
+    const int64_t ndim = static_cast<int64_t>(shape.size());
+    const int64_t a = axis < 0 ? axis + ndim : axis;
+    if (a < 0 || a >= ndim)
+        throw std::invalid_argument(std::string(op) + ": axis " + std::to_string(axis) +
+                                    " is out of range for a tensor of shape " + shape_str(shape));
+    return a;
+}
+
+// ---- creation ----------------------------------------------------------------------------
+
+namespace {
+// The element count of a shape a tensor is about to be created with.
+int64_t checked_numel(const Shape& shape) {
+    for (int64_t d : shape)
+        if (d < 0) throw std::invalid_argument("Tensor: negative dimension in shape " + shape_str(shape));
+    return shape_numel(shape);
+}
+
+Tensor make(const Shape& shape, std::vector<real> values, bool requires_grad) {
+    checked_numel(shape);
+    auto impl = std::make_shared<TensorImpl>();
+    impl->shape = shape;
+    impl->data = std::move(values);
+    impl->requires_grad = requires_grad;
+    return Tensor(std::move(impl));
+}
+}  // namespace
+
+Tensor Tensor::empty(const Shape& shape) { return make(shape, std::vector<real>(checked_numel(shape)), false); }
+
+Tensor Tensor::zeros(const Shape& shape, bool requires_grad) { return full(shape, 0, requires_grad); }
+
+Tensor Tensor::ones(const Shape& shape, bool requires_grad) { return full(shape, 1, requires_grad); }
+
+Tensor Tensor::full(const Shape& shape, real value, bool requires_grad) {
+    return make(shape, std::vector<real>(checked_numel(shape), value), requires_grad);
+}
+
+Tensor Tensor::scalar(real value, bool requires_grad) { return make({}, {value}, requires_grad); }
+
+Tensor Tensor::arange(real start, real end, real step) {
+    if (step == 0 || (end - start) / step < 0)
+        throw std::invalid_argument("arange: step " + std::to_string(step) + " never goes from " +
+                                    std::to_string(start) + " to " + std::to_string(end));
+    const auto n = static_cast<int64_t>(std::ceil((end - start) / step));
+    std::vector<real> v(n);
+    for (int64_t i = 0; i < n; ++i) v[i] = start + step * static_cast<real>(i);
+    return make({n}, std::move(v), false);
+}
+
+Tensor Tensor::from_vector(const Shape& shape, std::vector<real> values, bool requires_grad) {
+    if (static_cast<int64_t>(values.size()) != shape_numel(shape))
+        throw std::invalid_argument("from_vector: " + std::to_string(values.size()) +
+                                    " values do not fill shape " + shape_str(shape) + " (" +
+                                    std::to_string(shape_numel(shape)) + " elements)");
+    return make(shape, std::move(values), requires_grad);
+}
+
+Tensor Tensor::uniform(const Shape& shape, real low, real high, Rng& rng, bool requires_grad) {
+    std::vector<real> v(checked_numel(shape));
+    for (auto& x : v) x = static_cast<real>(rng.uniform(low, high));
+    return make(shape, std::move(v), requires_grad);
+}
+
+Tensor Tensor::normal(const Shape& shape, real mean, real std, Rng& rng, bool requires_grad) {
+    std::vector<real> v(checked_numel(shape));
+    for (auto& x : v) x = static_cast<real>(mean + std * rng.normal());
+    return make(shape, std::move(v), requires_grad);
+}
+
+Tensor Tensor::trunc_normal(const Shape& shape, real mean, real std, real a, real b, Rng& rng,
+                            bool requires_grad) {
+    if (!(a < b) || std <= 0)
+        throw std::invalid_argument("trunc_normal: need a < b and std > 0, got a=" + std::to_string(a) +
+                                    " b=" + std::to_string(b) + " std=" + std::to_string(std));
+    std::vector<real> v(checked_numel(shape));
+    for (auto& x : v) {
+        double draw;
+        do draw = mean + std * rng.normal();
+        while (draw < a || draw > b);
+        x = static_cast<real>(draw);
+    }
+    return make(shape, std::move(v), requires_grad);
+}
+
+// ---- shape and elements --------------------------------------------------------------------
+
+TensorImpl& Tensor::impl() {
+    if (!impl_) throw std::logic_error("Tensor: use of an undefined tensor");
+    return *impl_;
+}
+const TensorImpl& Tensor::impl() const {
+    if (!impl_) throw std::logic_error("Tensor: use of an undefined tensor");
+    return *impl_;
+}
+
+const Shape& Tensor::shape() const { return impl().shape; }
+int64_t Tensor::size(int64_t axis) const { return shape()[normalize_axis(axis, shape(), "size")]; }
+int64_t Tensor::numel() const { return static_cast<int64_t>(impl().data.size()); }
+real* Tensor::data() { return impl().data.data(); }
+const real* Tensor::data() const { return impl().data.data(); }
+
+real Tensor::item() const {
+    if (numel() != 1)
+        throw std::invalid_argument("item: tensor of shape " + shape_str(shape()) +
+                                    " has " + std::to_string(numel()) + " elements, not 1");
+    return impl().data[0];
+}
+
+namespace {
+int64_t flat_offset(const Shape& shape, std::initializer_list<int64_t> index) {
+    if (index.size() != shape.size())
+        throw std::invalid_argument("at: " + std::to_string(index.size()) + " indices for a tensor of shape " +
+                                    shape_str(shape));
+    int64_t offset = 0;
+    size_t axis = 0;
+    for (int64_t i : index) {
+        if (i < 0 || i >= shape[axis])
+            throw std::out_of_range("at: index " + std::to_string(i) + " is out of range for axis " +
+                                    std::to_string(axis) + " of shape " + shape_str(shape));
+        offset = offset * shape[axis] + i;
+        ++axis;
+    }
+    return offset;
+}
+}  // namespace
+
+real Tensor::at(std::initializer_list<int64_t> index) const { return impl().data[flat_offset(shape(), index)]; }
+real& Tensor::at(std::initializer_list<int64_t> index) { return impl().data[flat_offset(shape(), index)]; }
+
+// ---- autograd --------------------------------------------------------------------------------
+
+bool Tensor::requires_grad() const { return impl().requires_grad; }
+
+Tensor& Tensor::requires_grad_(bool on) {
+    if (!is_leaf())
+        throw std::invalid_argument(std::string("requires_grad_: only leaves can change requires_grad; this tensor is the result of '") +
+                                    op() + "' (use detach() first)");
+    impl().requires_grad = on;
+    return *this;
+}
+
+Tensor& Tensor::retain_grad() {
+    impl().retain_grad = true;
+    return *this;
+}
+
+Tensor Tensor::grad() const {
+    if (!has_grad()) return Tensor();
+    return make(shape(), impl().grad, false);
+}
+
+real* Tensor::grad_data() const {
+    if (!impl_) throw std::logic_error("Tensor: use of an undefined tensor");
+    auto& g = impl_->grad;
+    if (g.empty()) g.assign(impl_->data.size(), real(0));
+    return g.data();
+}
+
+void Tensor::zero_grad() {
+    impl().grad.clear();
+    impl().grad.shrink_to_fit();
+}
+
+Tensor Tensor::detach() const { return make(shape(), impl().data, false); }
+
+void Tensor::backward() {
+    if (numel() != 1)
+        throw std::invalid_argument("backward: called on a tensor of shape " + shape_str(shape()) +
+                                    " without a seed gradient; only a one-element tensor (a loss) "
+                                    "has the implicit seed 1 — pass a seed of the same shape");
+    backward(Tensor::ones(shape()));
+}
+
+void Tensor::backward(const Tensor& seed) {
+    if (!requires_grad())
+        throw std::invalid_argument("backward: this tensor does not require grad (no input of the ops "
+                                    "that made it has requires_grad, or it was made under NoGradGuard)");
+    if (seed.shape() != shape())
+        throw std::invalid_argument("backward: seed of shape " + shape_str(seed.shape()) +
+                                    " does not match the tensor's shape " + shape_str(shape()));
+
+    // Topological order by an iterative depth-first search (an explicit stack instead of
+    // recursion, so a graph thousands of ops deep cannot overflow the call stack). A node is
+    // appended after all of its inputs, so walking `order` backwards visits every node
+    // before any of the nodes it was computed from: its .grad is complete when we use it.
+    // `order` owns its nodes: freeing a consumer's inputs below must not free a node that
+    // is still waiting for its turn.
+    std::vector<std::shared_ptr<TensorImpl>> order;
+    std::unordered_set<TensorImpl*> visited;
+    std::vector<std::pair<std::shared_ptr<TensorImpl>, size_t>> stack;  // node, next input to visit
+    stack.emplace_back(impl_, 0);
+    visited.insert(impl_.get());
+    while (!stack.empty()) {
+        auto& [node, next] = stack.back();
+        if (node->graph_freed)
+            throw std::logic_error(std::string("backward: the graph through '") + node->op +
+                                   "' was already freed by an earlier backward(); run the forward "
+                                   "pass again (patchgrad frees the graph so memory does not grow)");
+        if (next < node->inputs.size()) {
+            const auto& input = node->inputs[next++].impl_ptr();
+            if (visited.insert(input.get()).second) stack.emplace_back(input, 0);
+        } else {
+            order.push_back(std::move(node));
+            stack.pop_back();
+        }
+    }
+
+    {
+        real* g = grad_data();
+        const real* s = seed.data();
+        for (int64_t i = 0; i < numel(); ++i) g[i] += s[i];
+    }
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+        TensorImpl& node = **it;
+        if (!node.backward) continue;  // a leaf
+        Tensor out(*it);
+        if (!node.grad.empty()) node.backward(out);
+        node.backward = nullptr;
+        node.inputs.clear();
+        node.graph_freed = true;
+        if (!node.retain_grad && &node != impl_.get()) {
+            node.grad.clear();
+            node.grad.shrink_to_fit();
+        }
+        it->reset();  // the node dies here unless someone outside still holds it
+    }
+}
+
+// ---- printing --------------------------------------------------------------------------------
+
+namespace {
+// Prints dimension `axis` of the block starting at `offset`; long dimensions show their first
+// and last three entries, like NumPy and PyTorch.
+void print_dim(std::ostream& os, const Tensor& t, size_t axis, int64_t offset) {
+    const Shape& shape = t.shape();
+    const int64_t n = shape[axis];
+    int64_t stride = 1;
+    for (size_t j = axis + 1; j < shape.size(); ++j) stride *= shape[j];
+    const int64_t edge = 3;
+    os << "[";
+    for (int64_t i = 0; i < n; ++i) {
+        if (n > 2 * edge && i == edge) {
+            os << "...";
+            i = n - edge - 1;
+            if (axis + 1 < shape.size()) os << ",\n" << std::string(axis + 8, ' ');
+            else os << ", ";
+            continue;
+        }
+        if (axis + 1 == shape.size()) os << t.data()[offset + i];
+        else print_dim(os, t, axis + 1, offset + i * stride);
+        if (i + 1 < n) {
+            if (axis + 1 < shape.size()) os << ",\n" << std::string(axis + 8, ' ');
+            else os << ", ";
+        }
+    }
+    os << "]";
+}
+}  // namespace
+
+std::string Tensor::str() const {
+    if (!defined()) return "tensor(undefined)";
+    std::ostringstream os;
+    os << std::setprecision(4) << "tensor(";
+    if (shape().empty()) os << data()[0];
+    else print_dim(os, *this, 0, 0);
+    os << ", shape=" << shape_str(shape());
+    if (op()) os << ", op=" << op();
+    else if (requires_grad()) os << ", requires_grad";
+    os << ")";
+    return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
+
+// ---- grad mode and recording --------------------------------------------------------------------
+
+namespace {
+thread_local bool grad_mode = true;
+}
+
+bool grad_enabled() { return grad_mode; }
+NoGradGuard::NoGradGuard() : previous_(grad_mode) { grad_mode = false; }
+NoGradGuard::~NoGradGuard() { grad_mode = previous_; }
+
+void record(Tensor& out, const char* op, const std::vector<Tensor>& inputs, BackwardFn backward) {
+    if (!grad_mode) return;
+    TensorImpl& o = out.impl();
+    for (const Tensor& in : inputs)
+        if (in.defined() && in.requires_grad()) o.inputs.push_back(in);
+    if (o.inputs.empty()) return;
+    o.requires_grad = true;
+    o.op = op;
+    o.backward = std::move(backward);
+}
+
+void record(Tensor& out, const char* op, std::initializer_list<Tensor> inputs, BackwardFn backward) {
+    record(out, op, std::vector<Tensor>(inputs), std::move(backward));
+}
+
+}  // namespace patchgrad

@@ -1,0 +1,168 @@
+// tensor.h — the n-dimensional array at the heart of patchgrad, and its autograd node.
+//
+// Scalar type. patchgrad trains in float32 and checks gradients in float64 with the very
+// same op code. Instead of templating every class and function on the scalar type (which
+// would put all code in headers and `Tensor<T>` on every line), the scalar is chosen at
+// compile time: every library is built twice from the same sources,
+//
+//   patchgrad_<module>     with PATCHGRAD_DOUBLE undefined  -> real = float   (training)
+//   patchgrad_<module>64   with PATCHGRAD_DOUBLE defined    -> real = double  (gradient checks)
+//
+// A program links one family or the other, never both. `real` is the only scalar name the
+// library uses, so reading an op you never have to think about which build you are in.
+//
+// Layout. A tensor is always contiguous and row-major: element (i0, i1, ..., ik) lives at
+// offset sum_j ij * stride_j, stride_k = 1, stride_j = stride_{j+1} * shape_{j+1}. There are
+// no views: reshape, permute and slice each return a new contiguous tensor. That costs a
+// copy but keeps every op a plain loop over contiguous memory.
+//
+// Handles. `Tensor` is a cheap handle (a shared pointer) to a `TensorImpl`, like a Python
+// reference to a torch.Tensor: copying a Tensor does not copy its data.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace patchgrad {
+
+#ifdef PATCHGRAD_DOUBLE
+using real = double;
+#else
+using real = float;
+#endif
+
+using Shape = std::vector<int64_t>;
+
+class Rng;
+class Tensor;
+
+// "[2, 3, 4]" — used in every error message.
+std::string shape_str(const Shape& shape);
+int64_t shape_numel(const Shape& shape);
+// Normalises a possibly negative axis (-1 = last) for a tensor of `ndim` dimensions,
+// throwing "op: axis A is out of range for a tensor of shape [..]" otherwise.
+int64_t normalize_axis(int64_t axis, const Shape& shape, const char* op);
+
+// Pushes the gradient of one op result back to the op's inputs. It receives the result
+// itself (its data and its .grad are both readable) and adds into the inputs' .grad.
+using BackwardFn = std::function<void(Tensor& out)>;
+
+struct TensorImpl {
+    Shape shape;
+    std::vector<real> data;
+    std::vector<real> grad;  // empty until the first gradient arrives; then same size as data
+
+    bool requires_grad = false;
+    bool retain_grad = false;  // keep .grad of a non-leaf after backward (leaves always keep it)
+
+    // Autograd record, set only on results of differentiable ops while grad mode is on.
+    const char* op = nullptr;      // name of the op that made this tensor, e.g. "matmul"
+    std::vector<Tensor> inputs;    // the op's inputs that require grad
+    BackwardFn backward;           // pushes this->grad into inputs[i]->grad
+    bool graph_freed = false;      // set once backward() has consumed this node
+};
+
+class Tensor {
+public:
+    Tensor() = default;  // an undefined tensor (no storage); defined() is false
+    explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+    // ---- creation --------------------------------------------------------------------
+    static Tensor empty(const Shape& shape);  // contents unspecified (zero-filled in practice)
+    static Tensor zeros(const Shape& shape, bool requires_grad = false);
+    static Tensor ones(const Shape& shape, bool requires_grad = false);
+    static Tensor full(const Shape& shape, real value, bool requires_grad = false);
+    static Tensor scalar(real value, bool requires_grad = false);  // shape []
+    static Tensor arange(real start, real end, real step = 1);       // [start, end)
+    static Tensor from_vector(const Shape& shape, std::vector<real> values,
+                              bool requires_grad = false);
+    static Tensor uniform(const Shape& shape, real low, real high, Rng& rng,
+                          bool requires_grad = false);
+    static Tensor normal(const Shape& shape, real mean, real std, Rng& rng,
+                         bool requires_grad = false);
+    // Normal(mean, std) redrawn until it lies in [a, b] (absolute bounds, like
+    // torch.nn.init.trunc_normal_ and timm; for std 0.02 timm passes a=-2, b=2).
+    static Tensor trunc_normal(const Shape& shape, real mean, real std, real a, real b,
+                               Rng& rng, bool requires_grad = false);
+
+    // ---- shape and elements ----------------------------------------------------------
+    bool defined() const { return impl_ != nullptr; }
+    const Shape& shape() const;
+    int64_t dim() const { return static_cast<int64_t>(shape().size()); }
+    int64_t size(int64_t axis) const;  // negative axis counts from the end
+    int64_t numel() const;
+
+    real* data();
+    const real* data() const;
+    std::vector<real> to_vector() const { return impl().data; }
+    real item() const;  // the value of a one-element tensor
+    real at(std::initializer_list<int64_t> index) const;
+    real& at(std::initializer_list<int64_t> index);
+
+    // ---- autograd ----------------------------------------------------------------------
+    bool requires_grad() const;
+    Tensor& requires_grad_(bool on = true);  // only on leaves, like PyTorch
+    bool is_leaf() const { return impl().op == nullptr; }
+    const char* op() const { return impl().op; }
+    Tensor& retain_grad();  // keep this non-leaf's .grad after backward()
+
+    bool has_grad() const { return !impl().grad.empty(); }
+    Tensor grad() const;             // a copy of .grad (undefined tensor if none yet)
+    // .grad storage, allocated as zeros on first use. Callable through a const handle: a
+    // Tensor is a shared handle (like a shared_ptr), and backward closures hold their
+    // inputs as const copies yet must add into their gradients.
+    real* grad_data() const;
+    void zero_grad();                // drops .grad (like set_to_none=True in PyTorch)
+
+    // A new leaf holding a copy of the values, cut off from the graph.
+    Tensor detach() const;
+
+    // Reverse-mode differentiation from this tensor. Without a seed the tensor must hold
+    // one element and the seed is 1. Gradients are *added* to the .grad of every leaf that
+    // requires grad. The graph is freed afterwards; a second backward() through it throws.
+    void backward();
+    void backward(const Tensor& seed);
+
+    // ---- printing ----------------------------------------------------------------------
+    std::string str() const;  // "tensor([[1, 2], [3, 4]], shape=[2, 2])", long dims cut with ...
+
+    TensorImpl& impl();
+    const TensorImpl& impl() const;
+    const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+    bool same(const Tensor& other) const { return impl_ == other.impl_; }
+
+private:
+    std::shared_ptr<TensorImpl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// ---- grad mode -----------------------------------------------------------------------
+// While a NoGradGuard lives, ops record no graph (evaluation, optimizer updates), exactly
+// like `with torch.no_grad():`. The flag is thread-local so a guard on one thread does not
+// affect others.
+bool grad_enabled();
+class NoGradGuard {
+public:
+    NoGradGuard();
+    ~NoGradGuard();
+    NoGradGuard(const NoGradGuard&) = delete;
+    NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+private:
+    bool previous_;
+};
+
+// ---- recording an op (used by every op file) -------------------------------------------
+// If grad mode is on and any of `inputs` requires grad, marks `out` as the result of `op`,
+// remembers the inputs that require grad and the function that pushes out.grad back to
+// them. Otherwise does nothing, so evaluation builds no graph at all.
+void record(Tensor& out, const char* op, std::initializer_list<Tensor> inputs, BackwardFn backward);
+void record(Tensor& out, const char* op, const std::vector<Tensor>& inputs, BackwardFn backward);
+
+}  // namespace patchgrad

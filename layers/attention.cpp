@@ -1,0 +1,86 @@
+#include "layers/attention.h"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "autograd/ops.h"
+
+namespace patchgrad {
+
+MultiHeadSelfAttention::MultiHeadSelfAttention(int64_t dim, int64_t heads, Rng& rng, std::shared_ptr<Rng> dropout_rng,
+                                               bool qkv_bias, real attn_dropout, real proj_dropout)
+    : dim(dim), heads(heads), head_dim(heads > 0 ? dim / heads : 0) {
+    if (dim <= 0 || heads <= 0)
+        throw std::invalid_argument("MultiHeadSelfAttention: dim and heads must be positive, got dim " +
+                                    std::to_string(dim) + " and heads " + std::to_string(heads));
+    if (dim % heads != 0)
+        throw std::invalid_argument("MultiHeadSelfAttention: dim " + std::to_string(dim) +
+                                    " is not divisible by heads " + std::to_string(heads));
+    qkv = register_module("qkv", std::make_shared<Linear>(dim, 3 * dim, rng, qkv_bias));
+    attn_drop = register_module("attn_drop", std::make_shared<Dropout>(attn_dropout, dropout_rng));
+    proj = register_module("proj", std::make_shared<Linear>(dim, dim, rng));
+    proj_drop = register_module("proj_drop", std::make_shared<Dropout>(proj_dropout, dropout_rng));
+}
+
+void MultiHeadSelfAttention::record_attention(bool on) {
+    record_ = on;
+    attention_ = Tensor();
+}
+
+namespace {
+// [N] added to every row of the scores: 0 for a visible key, -inf for a hidden patch, so
+// exp(-inf - max) = 0 and a hidden patch gets exactly zero weight. The class token (key 0)
+// is always visible, which keeps every row's maximum finite.
+// Only keys are masked. Seed 003's OptionalMask also fills the rows of hidden queries
+// (mask[:, None, :] * mask[:, :, None]) with -finfo.max, which makes such a row uniform over
+// all tokens, hidden ones included; that row is only a hidden patch's own output, which no
+// visible token reads, so masking the keys suffices. (Seed 003's MultiHeadAttention never
+// passes its mask on to ScaledDotProductAttention, and builds that with inner_dim, i.e.
+// scales by 1/sqrt(heads * dim_head) instead of 1/sqrt(dim_head).)
+Tensor key_mask_bias(const std::vector<bool>& patch_mask, int64_t N) {
+    std::vector<real> bias(N, 0);
+    for (int64_t j = 1; j < N; ++j)
+        if (!patch_mask[j - 1]) bias[j] = -std::numeric_limits<real>::infinity();
+    return Tensor::from_vector({N}, std::move(bias));
+}
+}  // namespace
+
+// Scaled dot-product attention, scaled by 1/sqrt(head_dim) BEFORE the softmax (paper eq. 6,
+// A = softmax(q k^T / sqrt(D_h))). The entries of q k^T are sums of head_dim products, so
+// with unit-variance q and k their variance is head_dim; dividing by sqrt(head_dim) brings
+// it back to ~1 and keeps the softmax out of saturation, where it is nearly one-hot and
+// its gradient vanishes. Seed 002 writes softmax(q k^T) / sqrt(emb_size) instead: scaling
+// after the softmax does nothing about saturation (the logits stay large), only shrinks
+// every weight, so the rows of A sum to 1/sqrt(D) instead of 1 and the output is no longer
+// a weighted average of the values; and the scale belongs to the per-head size D_h, not to
+// the model size D (tests/layers/test_attention.cpp, "[seeds]", shows both numerically).
+// (Seed 002's mask line, energy.mask_fill(~mask, ...), calls no torch method — it would be
+// masked_fill_, in place — so its mask never takes effect.)
+Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<bool>& patch_mask) {
+    if (x.dim() != 3 || x.size(2) != dim)
+        throw std::invalid_argument("MultiHeadSelfAttention: expected x of shape [B, N, " + std::to_string(dim) +
+                                    "], got " + shape_str(x.shape()));
+    const int64_t B = x.size(0), N = x.size(1);
+    if (!patch_mask.empty() && static_cast<int64_t>(patch_mask.size()) != N - 1)
+        throw std::invalid_argument("MultiHeadSelfAttention: patch_mask has " + std::to_string(patch_mask.size()) +
+                                    " entries but x " + shape_str(x.shape()) + " has " + std::to_string(N - 1) +
+                                    " patches (N = " + std::to_string(N) + " tokens, the first is the class token)");
+
+    // [B, N, 3D] -> [B, N, 3, heads, head_dim] -> [3, B, heads, N, head_dim], as in timm
+    Tensor qkv_heads = permute(reshape((*qkv)(x), {B, N, 3, heads, head_dim}), {2, 0, 3, 1, 4});
+    Tensor q = select(qkv_heads, 0, 0), k = select(qkv_heads, 0, 1), v = select(qkv_heads, 0, 2);
+
+    // [B, heads, N, N]: row i holds token i's scores against every key j
+    Tensor scores = matmul(q, transpose(k, 2, 3)) * static_cast<real>(1 / std::sqrt(double(head_dim)));
+    if (!patch_mask.empty()) scores = scores + key_mask_bias(patch_mask, N);
+    Tensor attn = softmax(scores, -1);
+    if (record_) attention_ = attn.detach();
+
+    // [B, heads, N, head_dim] -> [B, N, heads, head_dim] -> [B, N, D]: the heads concatenated
+    Tensor out = reshape(permute(matmul((*attn_drop)(attn), v), {0, 2, 1, 3}), {B, N, dim});
+    return (*proj_drop)((*proj)(out));
+}
+
+}  // namespace patchgrad

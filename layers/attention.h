@@ -1,0 +1,52 @@
+// attention.h — multi-head self-attention (MSA), the "MSA" of the ViT paper's eq. (2).
+//
+//   qkv = x W_qkv + b_qkv                      one fused projection D -> 3D (seed 000 §2-5-1)
+//   q, k, v = split into `heads` heads of head_dim = D / heads
+//   A = softmax(q k^T / sqrt(head_dim))        [B, heads, N, N], each row sums to 1
+//   out = concat_heads(A v) W_proj + b_proj
+//
+// Children are named like timm's Attention ("qkv", "attn_drop", "proj", "proj_drop"), so
+// the parameters are blocks.N.attn.qkv.weight [3D, D] etc.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "autograd/rng.h"
+#include "layers/dropout.h"
+#include "layers/linear.h"
+#include "layers/module.h"
+
+namespace patchgrad {
+
+class MultiHeadSelfAttention : public Module {
+public:
+    // Throws if dim is not divisible by heads.
+    MultiHeadSelfAttention(int64_t dim, int64_t heads, Rng& rng, std::shared_ptr<Rng> dropout_rng,
+                           bool qkv_bias = true, real attn_dropout = 0, real proj_dropout = 0);
+    std::string type_name() const override { return "MultiHeadSelfAttention"; }
+
+    // x [B, N, D] -> [B, N, D]. Token 0 is the class token. `patch_mask` is empty (attend
+    // everywhere) or holds one entry per patch (N - 1 entries, true = visible), like seed
+    // 003's OptionalMask: no token attends to a hidden patch. The class token is always
+    // visible, so every row of A keeps at least one position and the softmax is defined.
+    Tensor forward(const Tensor& x, const std::vector<bool>& patch_mask = {});
+    Tensor operator()(const Tensor& x, const std::vector<bool>& patch_mask = {}) { return forward(x, patch_mask); }
+
+    // While on, forward keeps a detached copy of A (before attention dropout).
+    void record_attention(bool on);
+    // A [B, heads, N, N] of the last forward while recording; undefined before that.
+    Tensor attention() const { return attention_; }
+
+    std::shared_ptr<Linear> qkv;  // D -> 3D
+    std::shared_ptr<Dropout> attn_drop;
+    std::shared_ptr<Linear> proj;  // D -> D
+    std::shared_ptr<Dropout> proj_drop;
+    int64_t dim, heads, head_dim;
+
+private:
+    bool record_ = false;
+    Tensor attention_;
+};
+
+}  // namespace patchgrad

@@ -1,0 +1,33 @@
+#include "layers/feed_forward.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace patchgrad {
+
+// int(dim * mlp_ratio) truncates exactly like timm's Mlp, so both build the same shapes.
+// (Seed 000's ViTBlock computes self.mlp_hidden_dim but then builds its Linear layers from
+// the mlp_hidden_dim argument, which is None whenever only mlp_ratio is given.)
+int64_t mlp_hidden_dim(int64_t dim, int64_t mlp_dim, real mlp_ratio) {
+    if (mlp_dim > 0) return mlp_dim;
+    const int64_t hidden = static_cast<int64_t>(double(dim) * double(mlp_ratio));
+    if (hidden <= 0)
+        throw std::invalid_argument("mlp_hidden_dim: give mlp_dim > 0 or mlp_ratio > 0 (got dim " + std::to_string(dim) +
+                                    ", mlp_dim " + std::to_string(mlp_dim) + ", mlp_ratio " + std::to_string(mlp_ratio) + ")");
+    return hidden;
+}
+
+FeedForward::FeedForward(int64_t dim, int64_t hidden_dim, real dropout, Rng& rng, std::shared_ptr<Rng> dropout_rng,
+                         GeluApproximation approximation) {
+    fc1 = register_module("fc1", std::make_shared<Linear>(dim, hidden_dim, rng));
+    act = register_module("act", std::make_shared<GELU>(approximation));
+    drop1 = register_module("drop1", std::make_shared<Dropout>(dropout, dropout_rng));
+    fc2 = register_module("fc2", std::make_shared<Linear>(hidden_dim, dim, rng));
+    drop2 = register_module("drop2", std::make_shared<Dropout>(dropout, dropout_rng));
+}
+
+Tensor FeedForward::forward(const Tensor& x) {
+    return (*drop2)((*fc2)((*drop1)((*act)((*fc1)(x)))));
+}
+
+}  // namespace patchgrad

@@ -1,0 +1,38 @@
+// feed_forward.h — the Transformer's MLP: Linear -> GELU -> Dropout -> Linear -> Dropout.
+//
+// "The MLP contains two layers with a GELU non-linearity" (ViT paper, eq. 3); seed 000's
+// ViTBlock and seed 003's FeedForward. Children are named like timm's Mlp ("fc1", "act",
+// "drop1", "fc2", "drop2") so the parameters are blocks.N.mlp.fc1.weight etc.
+#pragma once
+
+#include <memory>
+
+#include "autograd/ops.h"
+#include "autograd/rng.h"
+#include "layers/activation.h"
+#include "layers/dropout.h"
+#include "layers/linear.h"
+#include "layers/module.h"
+
+namespace patchgrad {
+
+// The MLP's hidden size as seed 000's ViTBlock takes it: `mlp_dim` when given (> 0),
+// otherwise dim * mlp_ratio (timm's convention, e.g. 768 * 4 = 3072).
+int64_t mlp_hidden_dim(int64_t dim, int64_t mlp_dim, real mlp_ratio);
+
+class FeedForward : public Layer {
+public:
+    FeedForward(int64_t dim, int64_t hidden_dim, real dropout, Rng& rng, std::shared_ptr<Rng> dropout_rng,
+                GeluApproximation approximation = GeluApproximation::None);
+    std::string type_name() const override { return "FeedForward"; }
+    // x [..., dim] -> [..., dim]
+    Tensor forward(const Tensor& x) override;
+
+    std::shared_ptr<Linear> fc1;  // dim -> hidden_dim
+    std::shared_ptr<GELU> act;
+    std::shared_ptr<Dropout> drop1;
+    std::shared_ptr<Linear> fc2;  // hidden_dim -> dim
+    std::shared_ptr<Dropout> drop2;
+};
+
+}  // namespace patchgrad

@@ -1,0 +1,75 @@
+#include "module.h"
+
+#include <stdexcept>
+
+namespace patchgrad {
+
+namespace {
+void check_name(const std::string& name, const std::string& owner) {
+    if (name.empty() || name.find('.') != std::string::npos)
+        throw std::invalid_argument(owner + ": '" + name + "' is not a valid name (non-empty, no dots)");
+}
+}  // namespace
+
+Tensor Module::register_parameter(const std::string& name, Tensor value) {
+    check_name(name, type_name());
+    for (const auto& [n, p] : params_)
+        if (n == name) throw std::invalid_argument(type_name() + ": parameter '" + name + "' registered twice");
+    value.requires_grad_(true);
+    params_.emplace_back(name, value);
+    return value;
+}
+
+void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
+    check_name(name, type_name());
+    if (!module) throw std::invalid_argument(type_name() + ": submodule '" + name + "' is null");
+    for (const auto& [n, m] : children_)
+        if (n == name) throw std::invalid_argument(type_name() + ": submodule '" + name + "' registered twice");
+    module->train(training_);
+    children_.emplace_back(name, std::move(module));
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_parameters() const {
+    std::vector<std::pair<std::string, Tensor>> out = params_;
+    for (const auto& [name, child] : children_)
+        for (auto& [sub, p] : child->named_parameters()) out.emplace_back(name + "." + sub, p);
+    return out;
+}
+
+std::vector<Tensor> Module::parameters() const {
+    std::vector<Tensor> out;
+    for (auto& [name, p] : named_parameters()) out.push_back(p);
+    return out;
+}
+
+int64_t Module::num_parameters() const {
+    int64_t n = 0;
+    for (const auto& [name, p] : named_parameters()) n += p.numel();
+    return n;
+}
+
+Tensor Module::parameter(const std::string& dotted_name) const {
+    for (const auto& [name, p] : named_parameters())
+        if (name == dotted_name) return p;
+    throw std::invalid_argument(type_name() + ": no parameter named '" + dotted_name + "'");
+}
+
+std::vector<std::pair<std::string, const Module*>> Module::named_modules() const {
+    std::vector<std::pair<std::string, const Module*>> out;
+    for (const auto& [name, child] : children_) {
+        out.emplace_back(name, child.get());
+        for (auto& [sub, m] : child->named_modules()) out.emplace_back(name + "." + sub, m);
+    }
+    return out;
+}
+
+void Module::train(bool on) {
+    training_ = on;
+    for (auto& [name, child] : children_) child->train(on);
+}
+
+void Module::zero_grad() {
+    for (auto& [name, p] : named_parameters()) p.zero_grad();
+}
+
+}  // namespace patchgrad

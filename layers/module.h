@@ -1,0 +1,72 @@
+// module.h — the base of every layer: a tree of named parameters and submodules.
+//
+// Like torch.nn.Module: a module registers its parameters and children under short names,
+// and the tree gives every parameter a dotted name ("blocks.3.attn.qkv.weight") that is the
+// same as in PyTorch/timm, so weights can move between the two without renaming.
+// Modules are held by std::shared_ptr and are not copyable (a copy would share the
+// parameter tensors without anyone noticing).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/tensor.h"
+
+namespace patchgrad {
+
+class Module {
+public:
+    Module() = default;
+    virtual ~Module() = default;
+    Module(const Module&) = delete;
+    Module& operator=(const Module&) = delete;
+
+    // The class name shown by summaries and error messages ("Linear", "ViTBlock").
+    virtual std::string type_name() const = 0;
+
+    // Every parameter of this module and its descendants, in registration order, with
+    // dotted names relative to this module.
+    std::vector<std::pair<std::string, Tensor>> named_parameters() const;
+    std::vector<Tensor> parameters() const;
+    int64_t num_parameters() const;
+    // The parameter with this dotted name; throws naming it (and the module) if absent.
+    Tensor parameter(const std::string& dotted_name) const;
+
+    const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const { return children_; }
+    // Every descendant with its dotted name, depth first (this module itself is not listed).
+    std::vector<std::pair<std::string, const Module*>> named_modules() const;
+
+    // Train/eval mode, propagated to every descendant (dropout and drop path look at it).
+    void train(bool on = true);
+    void eval() { train(false); }
+    bool training() const { return training_; }
+
+    void zero_grad();
+
+protected:
+    // Registers `value` as a leaf that requires grad, under `name`, and returns it.
+    Tensor register_parameter(const std::string& name, Tensor value);
+    template <class M>
+    std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
+        add_child(name, module);
+        return module;
+    }
+
+private:
+    void add_child(const std::string& name, std::shared_ptr<Module> module);
+    std::vector<std::pair<std::string, Tensor>> params_;
+    std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+    bool training_ = true;
+};
+
+// A module with one tensor in and one out (Linear, LayerNorm, GELU, Dropout, ...): what
+// Sequential chains. Modules with more inputs (attention with a mask) define their own forward.
+class Layer : public Module {
+public:
+    virtual Tensor forward(const Tensor& x) = 0;
+    Tensor operator()(const Tensor& x) { return forward(x); }
+};
+
+}  // namespace patchgrad

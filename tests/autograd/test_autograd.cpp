@@ -1,0 +1,177 @@
+// The reverse-mode engine: graph recording, topological order, accumulation, graph freeing,
+// grad mode, detach, and its error messages.
+#include <memory>
+
+#include "autograd/ops.h"
+#include "autograd/tensor.h"
+#include "catch.h"
+#include "test_util.h"
+
+using namespace patchgrad;
+using namespace patchgrad::test;
+
+TEST_CASE("autograd: a scalar expression, as in micrograd", "[autograd]") {
+    // f(a, b) = (a * b + b^3) / a ; df/da = -b^3 / a^2, df/db = 1 + 3 b^2 / a
+    Tensor a = Tensor::scalar(2, true), b = Tensor::scalar(-3, true);
+    Tensor f = (a * b + pow(b, 3)) / a;
+    REQUIRE(f.item() == Approx((2.0 * -3 - 27) / 2));
+    f.backward();
+    REQUIRE(a.grad().item() == Approx(27.0 / 4));
+    REQUIRE(b.grad().item() == Approx(1 + 27.0 / 2));
+    REQUIRE(a.is_leaf());
+    REQUIRE_FALSE(f.is_leaf());
+    REQUIRE(std::string(f.op()) == "div");
+}
+
+TEST_CASE("autograd: a tensor used twice receives both contributions", "[autograd]") {
+    Tensor x = Tensor::from_vector({3}, {1, 2, 3}, true);
+    Tensor y = sum(x * x + x);  // dy/dx = 2x + 1
+    y.backward();
+    REQUIRE(x.grad().to_vector() == std::vector<real>{3, 5, 7});
+
+    // A diamond: h feeds two branches that meet again.
+    Tensor w = Tensor::from_vector({2}, {0.5, -1}, true);
+    Tensor h = exp(w);
+    Tensor z = sum(h * h + tanh(h));
+    z.backward();
+    for (int i = 0; i < 2; ++i) {
+        const double e = std::exp(double(w.data()[i]));
+        const double t = std::tanh(e);
+        REQUIRE(w.grad().data()[i] == Approx((2 * e + (1 - t * t)) * e));
+    }
+}
+
+TEST_CASE("autograd: gradients accumulate across backward calls until zero_grad", "[autograd]") {
+    Tensor x = Tensor::from_vector({2}, {1, 2}, true);
+    sum(x * 3).backward();
+    sum(x * 3).backward();  // a new graph: adds again, like PyTorch
+    REQUIRE(x.grad().to_vector() == std::vector<real>{6, 6});
+    x.zero_grad();
+    REQUIRE_FALSE(x.has_grad());
+    sum(x * 3).backward();
+    REQUIRE(x.grad().to_vector() == std::vector<real>{3, 3});
+}
+
+TEST_CASE("autograd: backward twice through the same graph is an error, not doubled gradients", "[autograd][errors]") {
+    Tensor x = Tensor::from_vector({2}, {1, 2}, true);
+    Tensor y = sum(x * x);
+    y.backward();
+    require_error([&] { y.backward(); }, {"backward", "already freed", "sum"});
+    REQUIRE(x.grad().to_vector() == std::vector<real>{2, 4});
+
+    // A second loss that shares a subgraph with the first one cannot silently lose the
+    // shared part either.
+    Tensor h = x * 2;
+    Tensor l1 = sum(h);
+    Tensor l2 = sum(h * h);
+    l1.backward();
+    require_error([&] { l2.backward(); }, {"already freed", "mul"});
+}
+
+TEST_CASE("autograd: the graph is freed after backward", "[autograd][memory]") {
+    Tensor x = Tensor::from_vector({4}, {1, 2, 3, 4}, true);
+    std::weak_ptr<TensorImpl> hidden;
+    Tensor loss;
+    {
+        Tensor h = tanh(x * 2);
+        hidden = h.impl_ptr();
+        loss = sum(h * h);
+    }
+    REQUIRE_FALSE(hidden.expired());  // kept alive by the graph of `loss`
+    loss.backward();
+    REQUIRE(hidden.expired());        // freed by backward although `loss` still lives
+    REQUIRE(loss.impl().inputs.empty());
+}
+
+TEST_CASE("autograd: memory does not grow across training steps", "[autograd][memory]") {
+    Rng rng(0);
+    Tensor w = Tensor::uniform({8, 8}, -1, 1, rng, true);
+    std::vector<std::weak_ptr<TensorImpl>> activations;
+    for (int step = 0; step < 20; ++step) {
+        Tensor x = Tensor::uniform({4, 8}, -1, 1, rng);
+        Tensor h = tanh(matmul(x, w));
+        activations.push_back(h.impl_ptr());
+        Tensor loss = mean(h * h);
+        loss.backward();
+        for (int i = 0; i < w.numel(); ++i) w.data()[i] -= real(0.1) * w.grad_data()[i];
+        w.zero_grad();
+    }
+    for (auto& a : activations) REQUIRE(a.expired());
+    REQUIRE(w.impl().inputs.empty());
+}
+
+TEST_CASE("autograd: a graph 100000 ops deep does not overflow the stack", "[autograd]") {
+    Tensor x = Tensor::scalar(1, true);
+    Tensor y = x;
+    for (int i = 0; i < 100000; ++i) y = y * real(1.0000001);
+    y.backward();
+    REQUIRE(x.grad().item() == Approx(std::pow(1.0000001, 100000)).epsilon(1e-5));
+    // Dropping a long chain must not recurse through 100000 destructors either: the graph
+    // was already dismantled node by node during backward.
+}
+
+TEST_CASE("autograd: only tensors that need gradients get them", "[autograd]") {
+    Tensor a = Tensor::from_vector({2}, {1, 2}, true);
+    Tensor c = Tensor::from_vector({2}, {3, 4});  // a constant
+    Tensor y = sum(a * c);
+    REQUIRE(y.requires_grad());
+    y.backward();
+    REQUIRE(a.grad().to_vector() == std::vector<real>{3, 4});
+    REQUIRE_FALSE(c.has_grad());
+
+    Tensor k = sum(c * c);
+    REQUIRE_FALSE(k.requires_grad());
+    REQUIRE(k.is_leaf());
+    require_error([&] { k.backward(); }, {"backward", "does not require grad"});
+}
+
+TEST_CASE("autograd: intermediate gradients are dropped unless retained", "[autograd]") {
+    Tensor x = Tensor::from_vector({2}, {1, 2}, true);
+    Tensor h = x * 3;
+    Tensor kept = (x * 2).retain_grad();
+    Tensor y = sum(h * kept);
+    y.backward();
+    REQUIRE_FALSE(h.has_grad());
+    REQUIRE(kept.grad().to_vector() == std::vector<real>{3, 6});  // dy/dkept = h
+}
+
+TEST_CASE("autograd: NoGradGuard records nothing and nests", "[autograd]") {
+    Tensor x = Tensor::from_vector({2}, {1, 2}, true);
+    REQUIRE(grad_enabled());
+    {
+        NoGradGuard outer;
+        {
+            NoGradGuard inner;
+            REQUIRE_FALSE(grad_enabled());
+        }
+        REQUIRE_FALSE(grad_enabled());
+        Tensor y = x * 2;
+        REQUIRE_FALSE(y.requires_grad());
+        REQUIRE(y.is_leaf());
+        REQUIRE(y.to_vector() == std::vector<real>{2, 4});
+    }
+    REQUIRE(grad_enabled());
+    REQUIRE((x * 2).requires_grad());
+}
+
+TEST_CASE("autograd: detach cuts the graph", "[autograd]") {
+    Tensor x = Tensor::from_vector({2}, {1, 2}, true);
+    Tensor h = x * 3;
+    Tensor d = h.detach();
+    REQUIRE(d.is_leaf());
+    REQUIRE_FALSE(d.requires_grad());
+    REQUIRE(d.to_vector() == h.to_vector());
+    Tensor y = sum(h * d);  // gradient flows only through h: dy/dx = 3 * d
+    y.backward();
+    REQUIRE(x.grad().to_vector() == std::vector<real>{9, 18});
+    require_error([&] { h.requires_grad_(false); }, {"requires_grad_", "mul"});
+}
+
+TEST_CASE("autograd: backward of a non-scalar needs a seed of its shape", "[autograd][errors]") {
+    Tensor x = Tensor::from_vector({2, 2}, {1, 2, 3, 4}, true);
+    Tensor y = x * 2;
+    require_error([&] { y.backward(); }, {"backward", "[2, 2]", "seed"});
+    require_error([&] { y.backward(Tensor::ones({4})); }, {"backward", "[4]", "[2, 2]"});
+    y.backward(Tensor::from_vector({2, 2}, {1, 0, 0, 1}));
+    REQUIRE(x.grad().to_vector() == std::vector<real>{2, 0, 0, 2});
+}

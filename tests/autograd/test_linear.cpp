@@ -1,0 +1,115 @@
+#include <vector>
+
+#include "autograd/ops.h"
+#include "catch.h"
+#include "test_util.h"
+
+namespace patchgrad {
+using namespace patchgrad::test;
+
+namespace {
+
+// y[r, o] = sum_i x[r, i] w[o, i] + b[o] over the rows r of x flattened to [R, in].
+Tensor naive_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+    const int64_t out = w.size(0), in = w.size(1), rows = x.numel() / in;
+    Shape shape = x.shape();
+    shape.back() = out;
+    Tensor y = Tensor::zeros(shape);
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t o = 0; o < out; ++o) {
+            double s = b.defined() ? b.data()[o] : 0;
+            for (int64_t i = 0; i < in; ++i) s += double(x.data()[r * in + i]) * w.data()[o * in + i];
+            y.data()[r * out + o] = static_cast<real>(s);
+        }
+    return y;
+}
+
+// The [in, out] transpose of w, by a loop.
+Tensor transposed(const Tensor& w) {
+    const int64_t out = w.size(0), in = w.size(1);
+    Tensor t = Tensor::empty({in, out});
+    for (int64_t o = 0; o < out; ++o)
+        for (int64_t i = 0; i < in; ++i) t.data()[i * out + o] = w.data()[o * in + i];
+    return t;
+}
+
+struct LinearCase {
+    Shape x, w;
+};
+const LinearCase kCases[] = {
+    {{2, 3, 5}, {4, 5}}, {{3, 1, 5}, {7, 5}}, {{7}, {11, 7}}, {{1, 1}, {1, 1}}, {{13, 2}, {3, 2}}, {{2, 2, 1, 3}, {1, 3}},
+};
+
+}  // namespace
+
+TEST_CASE("linear: hand-computed values", "[op:linear][forward]") {
+    // x = [[1, 2], [3, 4]], W = [[1, 0], [1, -1], [2, 1]], b = [10, 20, 30].
+    const Tensor x = Tensor::from_vector({2, 2}, {1, 2, 3, 4});
+    const Tensor w = Tensor::from_vector({3, 2}, {1, 0, 1, -1, 2, 1});
+    const Tensor b = Tensor::from_vector({3}, {10, 20, 30});
+    require_close(linear(x, w, b), Tensor::from_vector({2, 3}, {11, 19, 34, 13, 19, 40}), 1e-12);
+    require_close(linear(x, w, Tensor()), Tensor::from_vector({2, 3}, {1, -1, 4, 3, -1, 10}), 1e-12);
+}
+
+TEST_CASE("linear: matches a naive loop and matmul(x, W^T) + b, with and without bias", "[op:linear][forward]") {
+    Rng rng(1);
+    for (const LinearCase& c : kCases) {
+        INFO("x " << shape_str(c.x) << " weight " << shape_str(c.w));
+        const Tensor x = rand_tensor(c.x, rng, -1, 1, false), w = rand_tensor(c.w, rng, -1, 1, false);
+        const Tensor b = rand_tensor({c.w[0]}, rng, -1, 1, false);
+        const Tensor y = linear(x, w, b);
+        require_close(y, naive_linear(x, w, b), 1e-12);
+        require_close(linear(x, w, Tensor()), naive_linear(x, w, Tensor()), 1e-12);
+
+        if (x.dim() >= 2) {
+            Tensor via_matmul = matmul(x, transposed(w));
+            for (int64_t r = 0; r < via_matmul.numel() / c.w[0]; ++r)
+                for (int64_t o = 0; o < c.w[0]; ++o) via_matmul.data()[r * c.w[0] + o] += b.data()[o];
+            require_close(y, via_matmul, 1e-12);
+        }
+    }
+}
+
+TEST_CASE("linear: gradcheck with bias on odd shapes", "[op:linear][gradcheck]") {
+    Rng rng(2);
+    uint64_t seed = 10;
+    for (const LinearCase& c : kCases) {
+        INFO("x " << shape_str(c.x) << " weight " << shape_str(c.w));
+        check_gradients([](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2]); },
+                        {rand_tensor(c.x, rng), rand_tensor(c.w, rng), rand_tensor({c.w[0]}, rng)}, ++seed);
+    }
+}
+
+TEST_CASE("linear: gradcheck without bias", "[op:linear][gradcheck]") {
+    Rng rng(3);
+    uint64_t seed = 20;
+    for (const LinearCase& c : kCases) {
+        INFO("x " << shape_str(c.x) << " weight " << shape_str(c.w));
+        check_gradients([](const std::vector<Tensor>& in) { return linear(in[0], in[1], Tensor()); },
+                        {rand_tensor(c.x, rng), rand_tensor(c.w, rng)}, ++seed);
+    }
+}
+
+TEST_CASE("linear: gradcheck when only some inputs require grad", "[op:linear][gradcheck]") {
+    Rng rng(4);
+    auto op = [](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2]); };
+    // The image patches going into the first layer need no gradient.
+    check_gradients(op, {rand_tensor({2, 3, 5}, rng, -1, 1, false), rand_tensor({4, 5}, rng), rand_tensor({4}, rng)}, 30);
+    // A frozen layer still passes the gradient through to x.
+    check_gradients(op, {rand_tensor({2, 3, 5}, rng), rand_tensor({4, 5}, rng, -1, 1, false),
+                         rand_tensor({4}, rng, -1, 1, false)}, 31);
+    check_gradients(op, {rand_tensor({3, 5}, rng, -1, 1, false), rand_tensor({4, 5}, rng, -1, 1, false),
+                         rand_tensor({4}, rng)}, 32);
+}
+
+TEST_CASE("linear: errors name the shapes", "[op:linear][errors]") {
+    const Tensor w = Tensor::zeros({4, 5});
+    require_error([&] { linear(Tensor::zeros({2, 3}), w, Tensor()); }, {"linear", "[2, 3]", "[4, 5]", "in-features"});
+    require_error([&] { linear(Tensor::scalar(1), w, Tensor()); }, {"linear", "[]", "[4, 5]"});
+    require_error([&] { linear(Tensor::zeros({2, 5}), w, Tensor::zeros({5})); }, {"linear", "bias", "[5]", "[4, 5]"});
+    require_error([&] { linear(Tensor::zeros({2, 5}), w, Tensor::zeros({1, 4})); }, {"linear", "bias", "[1, 4]"});
+    require_error([&] { linear(Tensor::zeros({2, 5}), Tensor::zeros({5}), Tensor()); }, {"linear", "weight", "[5]"});
+    require_error([&] { linear(Tensor::zeros({2, 5}), Tensor(), Tensor()); }, {"linear", "weight"});
+}
+
+}  // namespace patchgrad

@@ -1,0 +1,8 @@
+// catch.h — include this instead of Catch2 directly: it works with Catch2 v2 (Debian 12's
+// single header) and v3 (Ubuntu 24.04, Homebrew).
+#pragma once
+#if __has_include(<catch2/catch_all.hpp>)
+#include <catch2/catch_all.hpp>
+#else
+#include <catch2/catch.hpp>
+#endif

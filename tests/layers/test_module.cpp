@@ -1,0 +1,87 @@
+#include <memory>
+
+#include "catch.h"
+#include "layers/activation.h"
+#include "layers/dropout.h"
+#include "layers/feed_forward.h"
+#include "layers/layer_test_util.h"
+#include "layers/linear.h"
+#include "layers/sequential.h"
+#include "test_util.h"
+
+namespace patchgrad {
+using namespace patchgrad::test;
+
+namespace {
+// A module whose registrations the tests choose.
+struct Bag : Module {
+    std::string type_name() const override { return "Bag"; }
+    using Module::register_module;
+    using Module::register_parameter;
+};
+}  // namespace
+
+TEST_CASE("Module: dotted names through nested modules, in registration order", "[layer:Module]") {
+    Rng rng(90);
+    Bag root;
+    root.register_parameter("cls_token", Tensor::zeros({1, 1, 4}));
+    auto blocks = root.register_module("blocks", std::make_shared<Sequential>());
+    blocks->add(std::make_shared<FeedForward>(4, 8, 0, rng, nullptr));
+    blocks->add(std::make_shared<FeedForward>(4, 8, 0, rng, nullptr));
+    root.register_module("head", std::make_shared<Linear>(4, 3, rng));
+
+    std::vector<std::string> names;
+    for (const auto& [name, p] : root.named_parameters()) names.push_back(name);
+    CHECK(names == std::vector<std::string>{"cls_token", "blocks.0.fc1.weight", "blocks.0.fc1.bias",
+                                            "blocks.0.fc2.weight", "blocks.0.fc2.bias", "blocks.1.fc1.weight",
+                                            "blocks.1.fc1.bias", "blocks.1.fc2.weight", "blocks.1.fc2.bias",
+                                            "head.weight", "head.bias"});
+    CHECK(root.num_parameters() == 4 + 2 * (2 * 4 * 8 + 8 + 4) + 4 * 3 + 3);
+    CHECK(root.parameters().size() == 11);
+    CHECK(root.parameter("blocks.1.fc2.weight").shape() == Shape{4, 8});
+    CHECK(root.parameter("head.bias").same(root.named_parameters().back().second));
+
+    std::vector<std::string> modules;
+    for (const auto& [name, m] : root.named_modules()) modules.push_back(name + ":" + m->type_name());
+    CHECK(modules == std::vector<std::string>{"blocks:Sequential", "blocks.0:FeedForward", "blocks.0.fc1:Linear",
+                                              "blocks.0.act:GELU", "blocks.0.drop1:Dropout", "blocks.0.fc2:Linear",
+                                              "blocks.0.drop2:Dropout", "blocks.1:FeedForward", "blocks.1.fc1:Linear",
+                                              "blocks.1.act:GELU", "blocks.1.drop1:Dropout", "blocks.1.fc2:Linear",
+                                              "blocks.1.drop2:Dropout", "head:Linear"});
+}
+
+TEST_CASE("Module: train/eval reaches grandchildren", "[layer:Module]") {
+    Rng rng(91);
+    Sequential outer;
+    auto mlp = std::make_shared<FeedForward>(4, 8, 0.1, rng, std::make_shared<Rng>(92));
+    outer.add(mlp);
+    outer.eval();
+    CHECK_FALSE(outer.training());
+    CHECK_FALSE(mlp->training());
+    CHECK_FALSE(mlp->drop1->training());
+    outer.train();
+    CHECK(mlp->drop2->training());
+}
+
+TEST_CASE("Module: zero_grad drops every parameter's gradient", "[layer:Module]") {
+    Rng rng(93);
+    Sequential seq;
+    seq.add(std::make_shared<Linear>(3, 4, rng)).add(std::make_shared<Tanh>()).add(std::make_shared<Linear>(4, 2, rng));
+    weighted_sum(seq(rand_tensor({5, 3}, rng, -1, 1, false)), Tensor::ones({5, 2})).backward();
+    for (const Tensor& p : seq.parameters()) CHECK(p.has_grad());
+    seq.zero_grad();
+    for (const Tensor& p : seq.parameters()) CHECK_FALSE(p.has_grad());
+}
+
+TEST_CASE("Module: bad names and unknown parameters are errors", "[layer:Module][errors]") {
+    Rng rng(94);
+    Bag bag;
+    bag.register_parameter("w", Tensor::zeros({2}));
+    require_error([&] { bag.register_parameter("w", Tensor::zeros({2})); }, {"Bag", "'w'", "twice"});
+    require_error([&] { bag.register_parameter("a.b", Tensor::zeros({2})); }, {"Bag", "'a.b'"});
+    bag.register_module("fc", std::make_shared<Linear>(2, 2, rng));
+    require_error([&] { bag.register_module("fc", std::make_shared<Identity>()); }, {"Bag", "'fc'", "twice"});
+    require_error([&] { bag.parameter("fc.nope"); }, {"Bag", "'fc.nope'"});
+}
+
+}  // namespace patchgrad

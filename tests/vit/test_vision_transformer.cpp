@@ -1,0 +1,344 @@
+#include <set>
+
+#include "catch.h"
+#include "test_util.h"
+#include "vit/summary.h"
+#include "vit/vision_transformer.h"
+#include "vit_test_util.h"
+
+namespace patchgrad::test {
+
+namespace {
+
+const std::vector<bool> kMask{true, false, true, true, false, true};  // 6 patches, 2 hidden
+
+Tensor small_images(uint64_t seed, int64_t batch = 2) {
+    Rng rng(seed);
+    return rand_tensor({batch, 3, 8, 12}, rng);
+}
+
+// The whole small ViT (2 images 3 x 8 x 12, every parameter, ~2,300 numbers), checked element
+// by element without sampling.
+void check_vit_gradients(const std::string& pool, const std::string& head, const std::vector<bool>& mask) {
+    ViTConfig c = small_config();
+    c.pool = pool;
+    c.head = head;
+    VisionTransformer model(c, 20);
+    Rng rng(21);
+    randomize_parameters(model, rng);
+    std::vector<Tensor> inputs{small_images(22)};
+    for (const Tensor& p : model.parameters()) inputs.push_back(p);
+    check_gradients([&](const std::vector<Tensor>& xs) { return model.forward(xs[0], mask); }, inputs);
+}
+
+}  // namespace
+
+TEST_CASE("VisionTransformer: parameter names, shapes and order follow timm", "[vit][layer:VisionTransformer]") {
+    ViTConfig c = small_config();
+    c.head = "mlp";
+    VisionTransformer model(c, 1);
+    std::vector<std::pair<std::string, Shape>> expected{
+        {"cls_token", {1, 1, 8}}, {"pos_embed", {1, 7, 8}}, {"patch_embed.proj.weight", {8, 48}}, {"patch_embed.proj.bias", {8}}};
+    for (int l = 0; l < 2; ++l) {
+        const std::string b = "blocks." + std::to_string(l) + ".";
+        for (auto& e : std::vector<std::pair<std::string, Shape>>{
+                 {"norm1.weight", {8}}, {"norm1.bias", {8}}, {"attn.qkv.weight", {24, 8}}, {"attn.qkv.bias", {24}},
+                 {"attn.proj.weight", {8, 8}}, {"attn.proj.bias", {8}}, {"norm2.weight", {8}}, {"norm2.bias", {8}},
+                 {"mlp.fc1.weight", {16, 8}}, {"mlp.fc1.bias", {16}}, {"mlp.fc2.weight", {8, 16}}, {"mlp.fc2.bias", {8}}})
+            expected.emplace_back(b + e.first, e.second);
+    }
+    for (auto& e : std::vector<std::pair<std::string, Shape>>{{"norm.weight", {8}}, {"norm.bias", {8}},
+                                                             {"pre_logits.fc.weight", {8, 8}}, {"pre_logits.fc.bias", {8}},
+                                                             {"head.weight", {5, 8}}, {"head.bias", {5}}})
+        expected.push_back(e);
+
+    auto params = model.named_parameters();
+    REQUIRE(params.size() == expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+        CHECK(params[i].first == expected[i].first);
+        CHECK(params[i].second.shape() == expected[i].second);
+    }
+    CHECK(model.parameter("pos_embed").same(model.pos_encoding.table));
+    CHECK(model.parameter("cls_token").same(model.cls_token));
+    CHECK(model.norm->eps == Approx(1e-6));
+
+    SECTION("linear head, no qkv bias, fixed positions") {
+        c.head = "linear";
+        c.qkv_bias = false;
+        c.learnable_pos_embed = false;
+        VisionTransformer plain(c, 1);
+        std::set<std::string> names;
+        for (auto& [name, p] : plain.named_parameters()) names.insert(name);
+        CHECK(names.count("cls_token"));
+        CHECK_FALSE(names.count("pos_embed"));
+        CHECK_FALSE(names.count("pre_logits.fc.weight"));
+        CHECK_FALSE(names.count("blocks.0.attn.qkv.bias"));
+        CHECK(plain.num_parameters() == model.num_parameters() - 7 * 8 - (8 * 8 + 8) - 2 * 24);
+        CHECK_FALSE(plain.pos_encoding.table.requires_grad());
+    }
+}
+
+TEST_CASE("VisionTransformer: the same seed gives the same weights, another seed others",
+          "[vit][layer:VisionTransformer]") {
+    VisionTransformer a(small_config(), 5), b(small_config(), 5), c(small_config(), 6);
+    auto pa = a.named_parameters(), pb = b.named_parameters(), pc = c.named_parameters();
+    for (size_t i = 0; i < pa.size(); ++i) require_close(pa[i].second, pb[i].second, 0, pa[i].first);
+    CHECK(max_abs_difference(pa[0].second, pc[0].second) > 0);  // cls_token
+    CHECK(max_abs_difference(a.parameter("head.weight"), c.parameter("head.weight")) > 0);
+}
+
+TEST_CASE("VisionTransformer: forward is eqs. (1)-(4) composed from the children, for both poolings",
+          "[vit][layer:VisionTransformer][forward]") {
+    for (std::string pool : {"cls", "mean"}) {
+        for (std::string head : {"linear", "mlp"}) {
+            INFO("pool " << pool << ", head " << head);
+            ViTConfig c = small_config();
+            c.pool = pool;
+            c.head = head;
+            VisionTransformer model(c, 2);
+            Rng rng(3);
+            randomize_parameters(model, rng);
+            Tensor images = small_images(4, 3);
+
+            Tensor z = model.patch_embed->forward(images);
+            z = concat({broadcast_to(model.cls_token, {3, 1, 8}), z}, 1) + model.pos_encoding.table;  // (1)
+            for (auto& block : model.blocks->layers) z = block->forward(z);                             // (2), (3)
+            Tensor pooled = Tensor::zeros({3, 8});                                                     // [B, D]
+            for (int64_t b = 0; b < 3; ++b)
+                for (int64_t d = 0; d < 8; ++d) {
+                    double acc = 0;
+                    for (int64_t n = 0; n < 7; ++n) acc += z.at({b, n, d});
+                    pooled.at({b, d}) = static_cast<real>(pool == "cls" ? z.at({b, 0, d}) : acc / 7);
+                }
+            Tensor y = model.norm->forward(pooled);  // (4)
+            if (head == "mlp") y = tanh(model.pre_logits->fc->forward(y));
+            Tensor logits = model.head->forward(y);
+            require_close(model.forward(images), logits, 1e-12);
+            REQUIRE(logits.shape() == Shape{3, 5});
+        }
+    }
+}
+
+TEST_CASE("VisionTransformer: images in a batch do not interact", "[vit][layer:VisionTransformer][forward]") {
+    ViTConfig c = small_config();
+    c.pool = "mean";
+    VisionTransformer model(c, 7);
+    Rng rng(8);
+    randomize_parameters(model, rng);
+    Tensor images = small_images(9, 3);
+    Tensor batched = model.forward(images, kMask);
+    for (int64_t b = 0; b < 3; ++b)
+        require_close(model.forward(slice(images, 0, b, b + 1), kMask), slice(batched, 0, b, b + 1), 1e-12);
+}
+
+TEST_CASE("VisionTransformer: a hidden patch does not change the logits; a visible one does",
+          "[vit][layer:VisionTransformer][forward]") {
+    VisionTransformer model(small_config(), 10);
+    Rng rng(11);
+    randomize_parameters(model, rng);
+    Tensor images = small_images(12, 1);
+    Tensor before = model.forward(images, kMask);
+    Tensor changed = images.detach();
+    // Patch 1 (row 0, columns 4..7) is hidden by kMask, patch 0 (columns 0..3) is visible.
+    for (int64_t c = 0; c < 3; ++c)
+        for (int64_t i = 0; i < 4; ++i) changed.at({0, c, i, 5}) += 1;
+    require_close(model.forward(changed, kMask), before, 1e-12);
+    for (int64_t c = 0; c < 3; ++c) changed.at({0, c, 1, 1}) += 1;
+    CHECK(max_abs_difference(model.forward(changed, kMask), before) > 1e-4);
+}
+
+TEST_CASE("VisionTransformer: gradcheck w.r.t. the images and every parameter, cls pooling, linear head",
+          "[vit][layer:VisionTransformer][gradcheck]") {
+    check_vit_gradients("cls", "linear", {});
+}
+
+TEST_CASE("VisionTransformer: gradcheck w.r.t. the images and every parameter, cls pooling, linear head, mask",
+          "[vit][layer:VisionTransformer][gradcheck]") {
+    check_vit_gradients("cls", "linear", kMask);
+}
+
+TEST_CASE("VisionTransformer: gradcheck w.r.t. the images and every parameter, cls pooling, mlp head",
+          "[vit][layer:VisionTransformer][gradcheck]") {
+    check_vit_gradients("cls", "mlp", {});
+}
+
+TEST_CASE("VisionTransformer: gradcheck w.r.t. the images and every parameter, mean pooling, linear head",
+          "[vit][layer:VisionTransformer][gradcheck]") {
+    check_vit_gradients("mean", "linear", {});
+}
+
+TEST_CASE("VisionTransformer: gradcheck w.r.t. the images and every parameter, mean pooling, mlp head, mask",
+          "[vit][layer:VisionTransformer][gradcheck]") {
+    check_vit_gradients("mean", "mlp", kMask);
+}
+
+TEST_CASE("VisionTransformer: gradcheck with fixed positions, no qkv bias, tanh GELU and LayerNorm eps 1e-5",
+          "[vit][layer:VisionTransformer][gradcheck]") {
+    ViTConfig c = small_config();
+    c.learnable_pos_embed = false;
+    c.qkv_bias = false;
+    c.gelu = GeluApproximation::Tanh;
+    c.layer_norm_eps = 1e-5;
+    c.channels = 1;
+    VisionTransformer model(c, 23);
+    Rng rng(24);
+    randomize_parameters(model, rng);
+    std::vector<Tensor> inputs{rand_tensor({2, 1, 8, 12}, rng)};
+    for (const Tensor& p : model.parameters()) inputs.push_back(p);
+    check_gradients([&](const std::vector<Tensor>& xs) { return model.forward(xs[0], kMask); }, inputs);
+}
+
+TEST_CASE("VisionTransformer: recorded attention maps, one per block, rows sum to 1, hidden patches get 0",
+          "[vit][layer:VisionTransformer][forward]") {
+    VisionTransformer model(small_config(), 30);
+    Rng rng(31);
+    randomize_parameters(model, rng);
+    model.forward(small_images(32));
+    for (const Tensor& a : model.attention_maps()) CHECK_FALSE(a.defined());
+    model.record_attention(true);
+    model.forward(small_images(32), kMask);
+    auto maps = model.attention_maps();
+    REQUIRE(maps.size() == 2);
+    for (const Tensor& a : maps) {
+        REQUIRE(a.shape() == Shape{2, 2, 7, 7});
+        for (int64_t b = 0; b < 2; ++b)
+            for (int64_t h = 0; h < 2; ++h)
+                for (int64_t i = 0; i < 7; ++i) {
+                    double row = 0;
+                    for (int64_t j = 0; j < 7; ++j) row += a.at({b, h, i, j});
+                    CHECK(row == Approx(1).margin(1e-12));
+                    CHECK(a.at({b, h, i, 2}) == 0);  // patch 1 is hidden (token 2)
+                    CHECK(a.at({b, h, i, 5}) == 0);  // patch 4 is hidden (token 5)
+                }
+    }
+    model.record_attention(false);
+    for (const Tensor& a : model.attention_maps()) CHECK_FALSE(a.defined());
+}
+
+TEST_CASE("VisionTransformer: dropout is active in training and off in eval", "[vit][layer:VisionTransformer]") {
+    ViTConfig c = small_config();
+    VisionTransformer plain(c, 40);
+    c.dropout = 0.3;
+    c.emb_dropout = 0.3;
+    c.attn_dropout = 0.3;
+    VisionTransformer model(c, 40);
+    Tensor images = small_images(41);
+    CHECK(max_abs_difference(model.forward(images), model.forward(images)) > 1e-6);
+    model.eval();
+    CHECK_FALSE(model.blocks->layers[1]->mlp->drop1->training());
+    require_close(model.forward(images), model.forward(images), 0);
+    require_close(model.forward(images), plain.forward(images), 0);  // dropout draws nothing at construction
+}
+
+TEST_CASE("PreLogits: seed 000's pre-training head of three Linear layers collapses to one affine map; ours does not",
+          "[vit][layer:VisionTransformer][seeds]") {
+    Rng rng(50);
+    // seed 000 (is_pretrain): Linear(D, mlp) -> Linear(mlp, mlp) -> Linear(mlp, classes), nothing in between
+    Linear l1(8, 16, rng), l2(16, 16, rng), l3(16, 5, rng);
+    for (Linear* l : {&l1, &l2, &l3}) randomize_parameters(*l, rng);
+    // The composition as a single Linear: W = W3 W2 W1, b = W3 (W2 b1 + b2) + b3
+    Tensor W = matmul(l3.weight, matmul(l2.weight, l1.weight));
+    Tensor b = reshape(l3(l2(reshape(l1.bias, {1, 16}))), {5});
+    Tensor x = rand_tensor({4, 8}, rng, -2, 2, false);
+    require_close(l3(l2(l1(x))), linear(x, W, b), 1e-12);
+
+    // Ours: pre_logits (Linear + tanh) then head. An affine g has g((a+b)/2) = (g(a)+g(b))/2.
+    ViTConfig c = small_config();
+    c.head = "mlp";
+    VisionTransformer model(c, 51);
+    randomize_parameters(model, rng);
+    auto head = [&](const Tensor& y) { return model.head->forward(model.pre_logits->forward(y)); };
+    Tensor a = rand_tensor({1, 8}, rng, -2, 2, false), a2 = rand_tensor({1, 8}, rng, -2, 2, false);
+    CHECK(max_abs_difference(head((a + a2) * 0.5), (head(a) + head(a2)) * 0.5) > 1e-3);
+    Tensor s1 = l3(l2(l1((a + a2) * 0.5))), s2 = (l3(l2(l1(a))) + l3(l2(l1(a2)))) * 0.5;
+    require_close(s1, s2, 1e-12);
+}
+
+TEST_CASE("vit_config: the paper's Table 1 and the CIFAR configurations", "[vit][layer:VisionTransformer]") {
+    struct Row { std::string name; int64_t patch, dim, depth, heads, mlp; };
+    for (Row r : {Row{"vit-b16", 16, 768, 12, 12, 3072}, Row{"vit-b32", 32, 768, 12, 12, 3072},
+                  Row{"vit-l16", 16, 1024, 24, 16, 4096}, Row{"vit-h14", 14, 1280, 32, 16, 5120}}) {
+        INFO(r.name);
+        ViTConfig c = vit_config(r.name);
+        CHECK(c.name == r.name);
+        CHECK(c.image_height == 224);
+        CHECK(c.image_width == 224);
+        CHECK(c.channels == 3);
+        CHECK(c.num_classes == 1000);
+        CHECK(c.patch_size == r.patch);
+        CHECK(c.dim == r.dim);
+        CHECK(c.depth == r.depth);
+        CHECK(c.heads == r.heads);
+        CHECK(c.mlp_hidden() == r.mlp);
+        CHECK(c.pool == "cls");
+        CHECK(c.head == "linear");
+        CHECK(c.learnable_pos_embed);
+        CHECK(c.qkv_bias);
+        CHECK(c.layer_norm_eps == Approx(1e-6));
+    }
+    for (Row r : {Row{"cifar-tiny", 4, 128, 6, 4, 256}, Row{"cifar-small", 4, 192, 6, 3, 384}}) {
+        INFO(r.name);
+        ViTConfig c = vit_config(r.name);
+        CHECK(c.image_height == 32);
+        CHECK(c.image_width == 32);
+        CHECK(c.num_patches() == 64);
+        CHECK(c.num_classes == 10);
+        CHECK(c.patch_size == r.patch);
+        CHECK(c.dim == r.dim);
+        CHECK(c.depth == r.depth);
+        CHECK(c.heads == r.heads);
+        CHECK(c.mlp_hidden() == r.mlp);
+    }
+    for (const std::string& name : vit_config_names()) CHECK_NOTHROW(validate(vit_config(name)));
+}
+
+TEST_CASE("vit_config: ViT-Huge has MLP 5120 (Table 1); seed 000's 4096 gives 548M parameters, not 632M",
+          "[vit][layer:VisionTransformer][seeds]") {
+    ViTConfig huge = vit_config("vit-h14");
+    CHECK(huge.mlp_hidden() == 5120);
+    CHECK(summarize(huge).total_parameters() / 1000000 == 632);  // Table 1: 632M
+    huge.mlp_dim = 4096;                                         // seed 000's ViT_Huge
+    CHECK(summarize(huge).total_parameters() == 548126952);
+}
+
+TEST_CASE("vit_config: an unknown name lists the known ones", "[vit][layer:VisionTransformer][errors]") {
+    require_error([] { vit_config("vit-x"); },
+                  {"vit_config", "'vit-x'", "vit-b16", "vit-b32", "vit-l16", "vit-h14", "cifar-tiny", "cifar-small"});
+}
+
+TEST_CASE("VisionTransformer: configuration errors name the sizes", "[vit][layer:VisionTransformer][errors]") {
+    auto with = [](auto change) {
+        ViTConfig c = small_config();
+        change(c);
+        return c;
+    };
+    auto build = [](const ViTConfig& c) { return [c] { VisionTransformer model(c, 0); }; };
+    require_error(build(with([](ViTConfig& c) { c.image_height = 10; })), {"ViTConfig 'small'", "10x12", "patch size 4"});
+    require_error(build(with([](ViTConfig& c) { c.image_width = 14; })), {"ViTConfig", "8x14", "patch size 4"});
+    require_error(build(with([](ViTConfig& c) { c.heads = 3; })), {"ViTConfig", "dim 8", "heads 3"});
+    require_error(build(with([](ViTConfig& c) { c.depth = 0; })), {"ViTConfig", "depth", "0"});
+    require_error(build(with([](ViTConfig& c) { c.patch_size = -4; })), {"ViTConfig", "patch size", "-4"});
+    require_error(build(with([](ViTConfig& c) { c.channels = 0; })), {"ViTConfig", "channels", "0"});
+    require_error(build(with([](ViTConfig& c) { c.num_classes = 0; })), {"ViTConfig", "num_classes", "0"});
+    require_error(build(with([](ViTConfig& c) { c.mlp_dim = 0; c.mlp_ratio = 0; })), {"ViTConfig", "mlp_ratio"});
+    require_error(build(with([](ViTConfig& c) { c.dropout = 1; })), {"ViTConfig", "dropout", "[0, 1)"});
+    require_error(build(with([](ViTConfig& c) { c.pool = "max"; })), {"ViTConfig", "pool", "\"max\""});
+    require_error(build(with([](ViTConfig& c) { c.head = "conv"; })), {"ViTConfig", "head", "\"conv\""});
+    ViTConfig ratio = with([](ViTConfig& c) { c.mlp_dim = 0; c.mlp_ratio = 3; });
+    CHECK(VisionTransformer(ratio, 0).blocks->layers[0]->mlp->fc1->out_features == 24);
+}
+
+TEST_CASE("VisionTransformer: input errors name the sizes", "[vit][layer:VisionTransformer][errors]") {
+    VisionTransformer model(small_config(), 60);
+    require_error([&] { model.forward(Tensor::zeros({2, 1, 8, 12})); },
+                  {"VisionTransformer", "3 channels", "[B, 3, 8, 12]", "[2, 1, 8, 12]"});
+    require_error([&] { model.forward(Tensor::zeros({2, 3, 8, 8})); },
+                  {"VisionTransformer", "image size 8x12", "[2, 3, 8, 8]"});
+    require_error([&] { model.forward(Tensor::zeros({3, 8, 12})); }, {"VisionTransformer", "[B, 3, 8, 12]", "[3, 8, 12]"});
+    require_error([&] { model.forward(Tensor::zeros({2, 3, 8, 12}), {true, false, true, true, false}); },
+                  {"VisionTransformer", "patch mask has 5 entries", "6", "2x3 patches of 4x4"});
+    require_error([&] { model.forward(Tensor::zeros({2, 3, 8, 12}), std::vector<bool>(7, true)); },
+                  {"VisionTransformer", "7 entries", "6"});
+}
+
+}  // namespace patchgrad::test

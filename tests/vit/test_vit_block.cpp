@@ -1,0 +1,98 @@
+#include "catch.h"
+#include "test_util.h"
+#include "vit/vit_block.h"
+#include "vit_test_util.h"
+
+namespace patchgrad::test {
+
+namespace {
+
+std::shared_ptr<ViTBlock> random_block(uint64_t seed, bool qkv_bias = true,
+                                       GeluApproximation gelu = GeluApproximation::None) {
+    Rng rng(seed);
+    auto block = std::make_shared<ViTBlock>(8, 2, 16, rng, nullptr, qkv_bias, 0, 0, gelu);
+    randomize_parameters(*block, rng);
+    return block;
+}
+
+}  // namespace
+
+TEST_CASE("ViTBlock: children and parameter names follow timm's Block", "[vit][layer:ViTBlock]") {
+    Rng rng(1);
+    ViTBlock block(8, 2, 16, rng, nullptr);
+    std::vector<std::pair<std::string, Shape>> expected{
+        {"norm1.weight", {8}},         {"norm1.bias", {8}},        {"attn.qkv.weight", {24, 8}},
+        {"attn.qkv.bias", {24}},       {"attn.proj.weight", {8, 8}}, {"attn.proj.bias", {8}},
+        {"norm2.weight", {8}},         {"norm2.bias", {8}},        {"mlp.fc1.weight", {16, 8}},
+        {"mlp.fc1.bias", {16}},        {"mlp.fc2.weight", {8, 16}}, {"mlp.fc2.bias", {8}}};
+    auto params = block.named_parameters();
+    REQUIRE(params.size() == expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+        CHECK(params[i].first == expected[i].first);
+        CHECK(params[i].second.shape() == expected[i].second);
+    }
+    ViTBlock no_bias(8, 2, 16, rng, nullptr, false);
+    CHECK(no_bias.num_parameters() == block.num_parameters() - 24);
+    CHECK_THROWS(no_bias.parameter("attn.qkv.bias"));
+    CHECK(block.norm1->eps == Approx(1e-6));
+}
+
+TEST_CASE("ViTBlock: forward is the paper's eqs. (2) and (3) composed from the children",
+          "[vit][layer:ViTBlock][forward]") {
+    auto block = random_block(2);
+    Rng rng(3);
+    Tensor z = rand_tensor({2, 7, 8}, rng, -1, 1, false);
+    const std::vector<bool> mask{true, false, true, true, false, true};
+    for (const std::vector<bool>& m : {std::vector<bool>{}, mask}) {
+        INFO("mask entries " << m.size());
+        Tensor z_prime = block->attn->forward(block->norm1->forward(z), m) + z;       // (2)
+        Tensor expected = block->mlp->forward(block->norm2->forward(z_prime)) + z_prime;  // (3)
+        require_close(block->forward(z, m), expected, 1e-12);
+    }
+    CHECK(max_abs_difference(block->forward(z, mask), block->forward(z)) > 1e-3);
+    require_close((*block)(z), block->forward(z, {}), 0);
+}
+
+TEST_CASE("ViTBlock: with the attention and MLP outputs zeroed, the residual block is the identity",
+          "[vit][layer:ViTBlock][forward]") {
+    auto block = random_block(4);
+    for (Tensor p : {block->attn->proj->weight, block->attn->proj->bias, block->mlp->fc2->weight, block->mlp->fc2->bias})
+        for (int64_t i = 0; i < p.numel(); ++i) p.data()[i] = 0;
+    Rng rng(5);
+    Tensor z = rand_tensor({3, 5, 8}, rng, -1, 1, false);
+    require_close(block->forward(z), z, 0);
+}
+
+TEST_CASE("ViTBlock: seed 000's forward feeds LN(x) to the MLP, which is not eq. (3)", "[vit][layer:ViTBlock][seeds]") {
+    auto block = random_block(6);
+    Rng rng(7);
+    Tensor z = rand_tensor({2, 7, 8}, rng, -1, 1, false);
+    // seed 000: out = self.mhsa(self.layernorm1(x)) + x
+    //           out = self.feedforward(self.layernorm2(x)) + out
+    Tensor out = block->attn->forward(block->norm1->forward(z)) + z;
+    Tensor seed000 = block->mlp->forward(block->norm2->forward(z)) + out;
+    CHECK(max_abs_difference(block->forward(z), seed000) > 1e-2);
+}
+
+TEST_CASE("ViTBlock: gradcheck w.r.t. the input and every parameter", "[vit][layer:ViTBlock][gradcheck]") {
+    const std::vector<bool> mask{true, false, true, true, false, true};
+    for (const std::vector<bool>& m : {std::vector<bool>{}, mask}) {
+        for (bool qkv_bias : {true, false}) {
+            INFO("mask entries " << m.size() << ", qkv_bias " << qkv_bias);
+            auto block = random_block(8, qkv_bias, qkv_bias ? GeluApproximation::None : GeluApproximation::Tanh);
+            Rng rng(9);
+            std::vector<Tensor> inputs{rand_tensor({2, 7, 8}, rng)};
+            for (const Tensor& p : block->parameters()) inputs.push_back(p);
+            check_gradients([&](const std::vector<Tensor>& xs) { return block->forward(xs[0], m); }, inputs);
+        }
+    }
+}
+
+TEST_CASE("ViTBlock: errors name the sizes", "[vit][layer:ViTBlock][errors]") {
+    Rng rng(10);
+    require_error([&] { ViTBlock(10, 3, 16, rng, nullptr); }, {"MultiHeadSelfAttention", "dim 10", "heads 3"});
+    ViTBlock block(8, 2, 16, rng, nullptr);
+    require_error([&] { block.forward(Tensor::zeros({2, 7, 8}), {true, false}); }, {"patch_mask", "2 entries", "6 patches"});
+}
+
+}  // namespace patchgrad::test

@@ -1,0 +1,34 @@
+// cli.h — what the subcommands of the `patchgrad` program share (main.cpp dispatches).
+//
+// A subcommand takes the arguments after its name and returns the exit status. A bad
+// command line throws UsageError; main prints its message as one line and exits with 2.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace patchgrad::cli {
+
+struct UsageError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+struct Flags {
+    std::map<std::string, std::string> values;  // "--config" -> "vit-b16"
+    bool help = false;                          // --help or -h was given
+};
+
+// Accepts "--name value" and "--name=value" for the flags in `value_flags`, and --help/-h.
+// Anything else (an unknown flag, a stray word, a flag without its value) is a UsageError.
+Flags parse_flags(const std::vector<std::string>& args, const std::vector<std::string>& value_flags);
+
+// "42" -> 42; anything but a positive decimal integer is a UsageError naming `flag`.
+int64_t parse_positive_int(const std::string& flag, const std::string& text);
+
+// The subcommands.
+int summary_command(const std::vector<std::string>& args);
+
+}  // namespace patchgrad::cli

@@ -1,0 +1,59 @@
+// patchgrad — the command-line program. `patchgrad <command> [options]`; each command lives
+// in its own file in vit/cli/ and is listed in `commands` below.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "vit/cli/cli.h"
+
+namespace {
+
+struct Command {
+    const char* name;
+    const char* description;
+    int (*run)(const std::vector<std::string>& args);
+};
+
+const Command commands[] = {
+    {"summary", "print a ViT configuration's layers, output shapes and parameter counts",
+     patchgrad::cli::summary_command},
+};
+
+void print_usage(std::ostream& os) {
+    os << "usage: patchgrad <command> [options]\n"
+          "\n"
+          "commands:\n";
+    for (const Command& c : commands) os << "  " << c.name << std::string(10 - std::string(c.name).size(), ' ') << c.description << "\n";
+    os << "\n"
+          "Run 'patchgrad <command> --help' for a command's options.\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    if (args.empty()) {
+        print_usage(std::cerr);
+        return 2;
+    }
+    if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+        print_usage(std::cout);
+        return 0;
+    }
+    for (const Command& c : commands) {
+        if (args[0] != c.name) continue;
+        try {
+            return c.run(std::vector<std::string>(args.begin() + 1, args.end()));
+        } catch (const patchgrad::cli::UsageError& e) {
+            std::cerr << "patchgrad " << c.name << ": " << e.what() << " (see 'patchgrad " << c.name << " --help')\n";
+            return 2;
+        } catch (const std::exception& e) {
+            std::cerr << "patchgrad " << c.name << ": " << e.what() << "\n";
+            return 1;
+        }
+    }
+    std::string known;
+    for (const Command& c : commands) known += (known.empty() ? "" : ", ") + std::string(c.name);
+    std::cerr << "patchgrad: unknown command '" << args[0] << "' (commands: " << known << "; see 'patchgrad --help')\n";
+    return 2;
+}

@@ -1,0 +1,46 @@
+#include "vit/positional_encoding.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "autograd/ops.h"
+
+namespace patchgrad {
+
+Tensor sinusoidal_positional_encoding(int64_t num_positions, int64_t dim) {
+    if (num_positions <= 0 || dim <= 0)
+        throw std::invalid_argument("sinusoidal_positional_encoding: num_positions (" +
+                                    std::to_string(num_positions) + ") and dim (" + std::to_string(dim) +
+                                    ") must be positive");
+    Tensor table = Tensor::zeros({1, num_positions, dim});
+    real* pe = table.data();
+    for (int64_t pos = 0; pos < num_positions; ++pos) {
+        for (int64_t i2 = 0; i2 < dim; i2 += 2) {
+            // Computed in double so the float table is the correctly rounded value.
+            const double angle = double(pos) / std::pow(10000.0, double(i2) / double(dim));
+            pe[pos * dim + i2] = static_cast<real>(std::sin(angle));
+            if (i2 + 1 < dim) pe[pos * dim + i2 + 1] = static_cast<real>(std::cos(angle));
+        }
+    }
+    return table;
+}
+
+PositionalEncoding::PositionalEncoding(int64_t num_positions, int64_t dim, bool learnable, Rng& rng)
+    : learnable(learnable) {
+    if (num_positions <= 0 || dim <= 0)
+        throw std::invalid_argument("PositionalEncoding: num_positions (" + std::to_string(num_positions) +
+                                    ") and dim (" + std::to_string(dim) + ") must be positive");
+    table = learnable ? Tensor::trunc_normal({1, num_positions, dim}, 0, 0.02, -2, 2, rng)
+                      : sinusoidal_positional_encoding(num_positions, dim);
+}
+
+Tensor PositionalEncoding::forward(const Tensor& x) const {
+    if (!table.defined()) throw std::invalid_argument("PositionalEncoding: forward on an empty encoding");
+    const Shape& t = table.shape();
+    if (x.dim() != 3 || x.size(1) != t[1] || x.size(2) != t[2])
+        throw std::invalid_argument("PositionalEncoding: expected x [B, " + std::to_string(t[1]) + ", " +
+                                    std::to_string(t[2]) + "], got shape " + shape_str(x.shape()));
+    return x + table;
+}
+
+}  // namespace patchgrad

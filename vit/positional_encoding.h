@@ -1,0 +1,46 @@
+// positional_encoding.h — step 4 of the ViT (seed 000 §2-4): E_pos, added to the sequence
+// [x_class; x_p^1 E; ...; x_p^N E] so that the Transformer knows where each patch came from
+// (the paper's eq. (1)). One row per position: row 0 is the class token, rows 1..N the
+// patches in the Patcher's row-major order.
+//
+// Two kinds:
+//  - learnable (the paper, seeds 001-003, timm): a parameter [1, N+1, D], initialised
+//    trunc_normal(std 0.02) like timm and seed 004's _init_weights;
+//  - fixed sinusoidal (seed 000's PositionalEncoder with learnable=False, seed 004's
+//    get_sinusoid_encoding), not trained:
+//        PE(pos, 2i)   = sin(pos / 10000^(2i/D))
+//        PE(pos, 2i+1) = cos(pos / 10000^(2i/D))
+//    Seed 000's commented-out "Method 1" loop writes sin into the odd dimensions too, so
+//    every pair of columns would be identical; its "Method 2" (and this file) use cos there.
+//
+// Parameter names. timm keeps `pos_embed` (and `cls_token`) as top-level parameters of the
+// VisionTransformer, not inside a submodule, so a PositionalEncoding is a plain value (the
+// table and how it was made), not a Module: the VisionTransformer registers `table` itself
+// as "pos_embed" when it is learnable. The fixed table is not a parameter, like a PyTorch
+// buffer.
+#pragma once
+
+#include "autograd/rng.h"
+#include "autograd/tensor.h"
+
+namespace patchgrad {
+
+// The fixed table [1, num_positions, dim] of the formula above. An odd `dim` ends with a
+// sine column that has no cosine partner.
+Tensor sinusoidal_positional_encoding(int64_t num_positions, int64_t dim);
+
+class PositionalEncoding {
+public:
+    PositionalEncoding() = default;
+    // learnable: trunc_normal(0, 0.02, a=-2, b=2) drawn from `rng`; otherwise the sinusoidal
+    // table (no random numbers drawn).
+    PositionalEncoding(int64_t num_positions, int64_t dim, bool learnable, Rng& rng);
+
+    // x [B, num_positions, dim] -> x + E_pos (broadcast over the batch)
+    Tensor forward(const Tensor& x) const;
+
+    Tensor table;  // E_pos [1, num_positions, dim]
+    bool learnable = false;
+};
+
+}  // namespace patchgrad

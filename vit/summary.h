@@ -1,0 +1,46 @@
+// summary.h — what `patchgrad summary` prints: a torchsummary-style table of a ViT
+// configuration (layer, output shape for a batch of one image, parameters) and the total.
+//
+// The table is worked out from the configuration alone, following the forward pass step by
+// step, so summarising ViT-H/14 (632M parameters, 2.5 GB of floats) allocates no weights, no
+// gradients and runs no forward pass. tests/vit/test_summary.cpp checks, row by row, that it
+// describes the model VisionTransformer really builds (names, types, parameter counts).
+//
+// Unlike torchsummary, the total includes the parameters that belong to no layer: cls_token
+// and pos_embed. torchsummary only counts the weights and biases of layers, which is why
+// seed 002's table for ViT-B/16 ends at 86,415,592: that is 86,567,656 (timm's
+// vit_base_patch16_224) minus cls_token (768) and pos_embed (197 x 768), 152,064 parameters.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "autograd/tensor.h"
+#include "vit/vision_transformer.h"
+
+namespace patchgrad {
+
+struct SummaryRow {
+    std::string name;     // a module's dotted name ("blocks.0.attn.qkv"), a parameter's ("cls_token"), or "pool"
+    std::string type;     // the module's type_name(), "Parameter", or what the step does
+    Shape output_shape;   // after this step, for a batch of one image
+    int64_t parameters;   // the parameters this row owns
+};
+
+struct ModelSummary {
+    ViTConfig config;
+    std::vector<SummaryRow> rows;
+
+    int64_t total_parameters() const;
+    // cls_token and pos_embed: the parameters torchsummary leaves out.
+    int64_t parameters_outside_layers() const;
+    std::string table() const;
+};
+
+// Validates the configuration (see validate()) and lists every step of its forward pass.
+ModelSummary summarize(const ViTConfig& config);
+
+// 86567656 -> "86,567,656"
+std::string with_thousands(int64_t n);
+
+}  // namespace patchgrad

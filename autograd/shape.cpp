@@ -200,32 +200,22 @@ Tensor concat(const std::vector<Tensor>& tensors, int64_t axis) {
     return out;
 }
 
-// slice: a [..., n, ...] -> out [..., end - start, ...], elements start..end-1 along `axis`.
-// Unlike Python, a range that is empty or reaches outside 0..n is an error, not clamped:
-// in a model it is always a bug.
-//   dA[..., start + k, ...] += dOut[..., k, ...], zero elsewhere
-Tensor slice(const Tensor& a, int64_t axis, int64_t start, int64_t end) {
+namespace {
+// The elements s..s+len-1 along axis `ax` of a, as a tensor of shape `out_shape` (the same
+// elements in the same order, with or without the axis). Seen as [outer, n, inner], each
+// outer row contributes one contiguous run of len*inner elements.
+//   dA[..., s + k, ...] += dOut[..., k, ...], zero elsewhere
+Tensor take_along(const Tensor& a, int64_t ax, int64_t s, int64_t len, const Shape& out_shape, const char* op) {
     const Shape& in_shape = a.shape();
-    const int64_t ax = normalize_axis(axis, in_shape, "slice");
-    const int64_t n = in_shape[ax];
-    const int64_t s = start < 0 ? start + n : start;
-    const int64_t e = end < 0 ? end + n : end;
-    if (s < 0 || e > n || s >= e)
-        throw std::invalid_argument("slice: range " + std::to_string(start) + ":" + std::to_string(end) +
-                                    " is empty or out of range for axis " + std::to_string(axis) +
-                                    " of shape " + shape_str(in_shape));
-
-    Shape out_shape = in_shape;
-    out_shape[ax] = e - s;
     const int64_t outer = dims_product(in_shape, 0, ax);
     const int64_t inner = dims_product(in_shape, ax + 1, a.dim());
-    const int64_t in_row = n * inner, out_row = (e - s) * inner, skip = s * inner;
+    const int64_t in_row = in_shape[ax] * inner, out_row = len * inner, skip = s * inner;
     Tensor out = Tensor::empty(out_shape);
     const real* x = a.data();
     real* y = out.data();
     for (int64_t o = 0; o < outer; ++o) std::copy(x + o * in_row + skip, x + o * in_row + skip + out_row, y + o * out_row);
 
-    record(out, "slice", {a}, [a, outer, in_row, out_row, skip](Tensor& o) mutable {
+    record(out, op, {a}, [a, outer, in_row, out_row, skip](Tensor& o) mutable {
         const real* dy = o.grad_data();
         real* dx = a.grad_data();
         for (int64_t r = 0; r < outer; ++r) {
@@ -236,10 +226,28 @@ Tensor slice(const Tensor& a, int64_t axis, int64_t start, int64_t end) {
     });
     return out;
 }
+}  // namespace
+
+// slice: a [..., n, ...] -> out [..., end - start, ...], elements start..end-1 along `axis`.
+// Unlike Python, a range that is empty or reaches outside 0..n is an error, not clamped:
+// in a model it is always a bug.
+Tensor slice(const Tensor& a, int64_t axis, int64_t start, int64_t end) {
+    const Shape& in_shape = a.shape();
+    const int64_t ax = normalize_axis(axis, in_shape, "slice");
+    const int64_t n = in_shape[ax];
+    const int64_t s = start < 0 ? start + n : start;
+    const int64_t e = end < 0 ? end + n : end;
+    if (s < 0 || e > n || s >= e)
+        throw std::invalid_argument("slice: range " + std::to_string(start) + ":" + std::to_string(end) +
+                                    " is empty or out of range for axis " + std::to_string(axis) +
+                                    " of shape " + shape_str(in_shape));
+    Shape out_shape = in_shape;
+    out_shape[ax] = e - s;
+    return take_along(a, ax, s, e - s, out_shape, "slice");
+}
 
 // select: a [..., n, ...] -> out [..., ...], element `index` along `axis`, which is removed
 // (the ViT head reads the class token as select(x, 1, 0): [B, 1 + N, D] -> [B, D]).
-//   dA[..., index, ...] += dOut, zero elsewhere
 Tensor select(const Tensor& a, int64_t axis, int64_t index) {
     const Shape& in_shape = a.shape();
     const int64_t ax = normalize_axis(axis, in_shape, "select");
@@ -248,27 +256,9 @@ Tensor select(const Tensor& a, int64_t axis, int64_t index) {
     if (i < 0 || i >= n)
         throw std::invalid_argument("select: index " + std::to_string(index) + " is out of range for axis " +
                                     std::to_string(axis) + " of shape " + shape_str(in_shape));
-
     Shape out_shape = in_shape;
     out_shape.erase(out_shape.begin() + ax);
-    const int64_t outer = dims_product(in_shape, 0, ax);
-    const int64_t inner = dims_product(in_shape, ax + 1, a.dim());
-    const int64_t in_row = n * inner, skip = i * inner;
-    Tensor out = Tensor::empty(out_shape);
-    const real* x = a.data();
-    real* y = out.data();
-    for (int64_t o = 0; o < outer; ++o) std::copy(x + o * in_row + skip, x + o * in_row + skip + inner, y + o * inner);
-
-    record(out, "select", {a}, [a, outer, inner, in_row, skip](Tensor& o) mutable {
-        const real* dy = o.grad_data();
-        real* dx = a.grad_data();
-        for (int64_t r = 0; r < outer; ++r) {
-            const real* src = dy + r * inner;
-            real* dst = dx + r * in_row + skip;
-            for (int64_t k = 0; k < inner; ++k) dst[k] += src[k];
-        }
-    });
-    return out;
+    return take_along(a, ax, i, 1, out_shape, "select");
 }
 
 }  // namespace patchgrad

@@ -3,6 +3,7 @@
 #pragma once
 #if __has_include(<catch2/catch_all.hpp>)
 #include <catch2/catch_all.hpp>
+using Catch::Approx;  // v2 has Approx at global scope; v3 only in namespace Catch
 #else
 #include <catch2/catch.hpp>
 #endif

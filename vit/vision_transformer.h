@@ -32,6 +32,7 @@
 #include "autograd/rng.h"
 #include "layers/activation.h"
 #include "layers/dropout.h"
+#include "layers/feed_forward.h"
 #include "layers/layer_norm.h"
 #include "layers/linear.h"
 #include "layers/module.h"

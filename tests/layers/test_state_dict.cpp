@@ -126,9 +126,15 @@ TEST_CASE("load_state_dict: not strict skips missing and unexpected keys", "[lay
 }
 
 TEST_CASE("save_module: round trip through a safetensors file with metadata", "[layer:state_dict]") {
-    std::random_device rd;
-    const fs::path dir = fs::temp_directory_path() / ("patchgrad_test_state_dict_" + std::to_string(rd()));
-    fs::create_directories(dir);
+    struct TempDir {
+        fs::path path = fs::temp_directory_path() / ("patchgrad_test_state_dict_" + std::to_string(std::random_device()()));
+        TempDir() { fs::create_directories(path); }
+        ~TempDir() {
+            std::error_code ec;
+            fs::remove_all(path, ec);
+        }
+    } temp;
+    const fs::path& dir = temp.path;
     const std::string path = (dir / "net.safetensors").string();
 
     Net source(1), target(2);
@@ -141,7 +147,6 @@ TEST_CASE("save_module: round trip through a safetensors file with metadata", "[
     Net wide(1, 8);
     require_error([&] { load_module(path, wide); }, {"blocks.1.weight has shape [4, 3] in the file but [8, 3]"});
     require_error([&] { load_module((dir / "none.safetensors").string(), target); }, {"load_safetensors", "no such file"});
-    fs::remove_all(dir);
 }
 
 }  // namespace

@@ -1,6 +1,10 @@
 // vit_test_util.h — helpers shared by the tests in tests/vit/.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
+#include <string>
+
 #include "autograd/ops.h"
 #include "layers/module.h"
 #include "test_util.h"

@@ -1,5 +1,6 @@
 // patchgrad — the command-line program. `patchgrad <command> [options]`; each command lives
 // in its own file in vit/cli/ and is listed in `commands` below.
+#include <iomanip>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -17,13 +18,15 @@ struct Command {
 const Command commands[] = {
     {"summary", "print a ViT configuration's layers, output shapes and parameter counts",
      patchgrad::cli::summary_command},
+    {"bench", "time training steps of a ViT on random data (img/s, GFLOP/s, memory), or one matmul",
+     patchgrad::cli::bench_command},
 };
 
 void print_usage(std::ostream& os) {
     os << "usage: patchgrad <command> [options]\n"
           "\n"
           "commands:\n";
-    for (const Command& c : commands) os << "  " << c.name << std::string(10 - std::string(c.name).size(), ' ') << c.description << "\n";
+    for (const Command& c : commands) os << "  " << std::left << std::setw(10) << c.name << c.description << "\n";
     os << "\n"
           "Run 'patchgrad <command> --help' for a command's options.\n";
 }

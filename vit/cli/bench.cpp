@@ -1,0 +1,350 @@
+// `patchgrad bench`: how fast patchgrad trains a ViT on this machine, and how fast its matmul
+// kernels are. It prints numbers; it checks nothing (the tests do that).
+//
+//   patchgrad bench [--config NAME] [--dim D] [--depth L] [--heads H] [--mlp M] [--patch P]
+//                   [--batch B] [--steps S] [--warmup W] [--threads T]
+//   patchgrad bench matmul M N K [--repeats R]
+//
+// The first times full training steps on one random batch: forward, cross-entropy,
+// backward, AdamW step, zero_grad, exactly what a training loop does minus the data loading.
+// vit/scripts/bench_torch.py runs the same step in PyTorch and compares.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "autograd/gemm.h"
+#include "autograd/ops.h"
+#include "autograd/optimizer.h"
+#include "autograd/rng.h"
+#include "vit/cli/cli.h"
+#include "vit/vision_transformer.h"
+
+#ifdef PATCHGRAD_USE_OPENBLAS
+#include <cblas.h>
+#endif
+
+namespace patchgrad::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void print_help() {
+    std::cout << "usage: patchgrad bench [--config NAME] [--dim D] [--depth L] [--heads H] [--mlp M] [--patch P]\n"
+                 "                       [--batch B] [--steps S] [--warmup W] [--threads T]\n"
+                 "       patchgrad bench matmul M N K [--repeats R]\n"
+                 "\n"
+                 "Times full training steps of a Vision Transformer on one random batch (forward,\n"
+                 "cross-entropy, backward, AdamW step, zero_grad) and prints images per second, ms per\n"
+                 "step, the achieved GFLOP/s (matmul multiply-adds only) and the memory in use.\n"
+                 "\n"
+                 "  --config NAME   one of:";
+    for (const std::string& name : vit_config_names()) std::cout << " " << name;
+    std::cout << " (default: cifar-tiny)\n"
+                 "  --dim D, --depth L, --heads H, --mlp M, --patch P\n"
+                 "                  override the configuration's hidden size, blocks, heads, MLP size, patch size\n"
+                 "  --batch B       images per step (default: 128)\n"
+                 "  --steps S       measured steps (default: 10)\n"
+                 "  --warmup W      steps run first and not measured (default: 2)\n"
+                 "  --threads T     accepted and printed, but patchgrad has no thread pool yet: every op runs\n"
+                 "                  on one thread whatever T is (a build with OpenBLAS uses OpenBLAS's threads,\n"
+                 "                  set by the environment variable OPENBLAS_NUM_THREADS)\n"
+                 "  -h, --help      show this help\n"
+                 "\n"
+                 "'matmul M N K' times C[M, N] = A[M, K] @ B[K, N], and the transposed forms linear uses,\n"
+                 "with patchgrad's gemm_blocked, gemm_reference (when M*N*K <= 2^26) and cblas_sgemm (when\n"
+                 "built with PATCHGRAD_USE_OPENBLAS); best of R runs after one warm-up (default R: 5).\n";
+}
+
+// ---- what the machine and the build are ----------------------------------------------------
+
+// The widest vector instructions this binary was compiled for (PATCHGRAD_NATIVE=ON gives
+// the machine's own; the portable default is SSE2 on x86-64).
+const char* compiled_isa() {
+#if defined(__AVX512F__)
+    return "AVX-512";
+#elif defined(__AVX2__)
+    return "AVX2";
+#elif defined(__AVX__)
+    return "AVX";
+#elif defined(__SSE2__)
+    return "SSE2";
+#elif defined(__ARM_NEON)
+    return "NEON";
+#else
+    return "scalar";
+#endif
+}
+
+const char* matmul_backend() {
+#ifdef PATCHGRAD_USE_OPENBLAS
+    return "OpenBLAS cblas_sgemm";
+#else
+    return "gemm_blocked (built-in)";
+#endif
+}
+
+struct Memory {
+    double rss_mib = 0;   // resident now (VmRSS)
+    double peak_mib = 0;  // the most ever resident (VmHWM)
+};
+
+// From /proc/self/status on Linux; elsewhere only the peak, from getrusage (whose ru_maxrss
+// is in KiB on Linux and in bytes on macOS).
+Memory memory_now() {
+    Memory m;
+    std::ifstream status("/proc/self/status");
+    std::string key;
+    double kib;
+    while (status >> key) {
+        if (key == "VmRSS:" && status >> kib) m.rss_mib = kib / 1024;
+        if (key == "VmHWM:" && status >> kib) m.peak_mib = kib / 1024;
+    }
+    if (m.peak_mib == 0) {
+        rusage usage{};
+        getrusage(RUSAGE_SELF, &usage);
+#ifdef __APPLE__
+        m.peak_mib = double(usage.ru_maxrss) / (1024 * 1024);
+#else
+        m.peak_mib = double(usage.ru_maxrss) / 1024;
+#endif
+    }
+    return m;
+}
+
+// ---- counting the work -----------------------------------------------------------------------
+
+// Multiply-adds of one image's forward pass, counting the matrix products only (the
+// LayerNorms, softmax, GELU, residual adds and the loss are O(tokens * D), a few percent).
+// With N patches, T = N + 1 tokens, D = dim, F = MLP hidden size, K classes, L blocks:
+//   patch embedding   N * (C * P * P) * D
+//   per block         qkv T * D * 3D  +  QK^T T * T * D  +  AV T * T * D  (all heads together)
+//                     + proj T * D * D  +  fc1 T * D * F  +  fc2 T * F * D
+//   head              D * K  (+ D * D for the pre-training head's hidden layer)
+// A multiply-add is 2 FLOPs. A training step costs about 3 forward passes: the backward of
+// every product computes two products of the same size, one for the input's gradient and
+// one for the weight's (the patch embedding needs no image gradient, so 3x slightly
+// overcounts it), the convention of PyTorch profilers and MFU estimates.
+double forward_macs_per_image(const ViTConfig& c) {
+    const double N = double(c.num_patches()), T = N + 1, D = double(c.dim), F = double(c.mlp_hidden());
+    const double K = double(c.num_classes), patch_dim = double(c.channels * c.patch_size * c.patch_size);
+    const double block = T * D * 3 * D + 2 * T * T * D + T * D * D + 2 * T * D * F;
+    const double head = D * K + (c.head == "mlp" ? D * D : 0);
+    return N * patch_dim * D + double(c.depth) * block + head;
+}
+
+// ---- flags -----------------------------------------------------------------------------------
+
+// Like parse_positive_int, but 0 is allowed too.
+int64_t parse_count(const std::string& flag, const std::string& text) {
+    if (text == "0") return 0;
+    try {
+        return parse_positive_int(flag, text);
+    } catch (const UsageError&) {
+        throw UsageError(flag + " needs 0 or a positive integer, got '" + text + "'");
+    }
+}
+
+std::string config_str(const ViTConfig& c) {
+    return c.name + " (" + std::to_string(c.image_height) + "x" + std::to_string(c.image_width) + ", patch " +
+           std::to_string(c.patch_size) + ", dim " + std::to_string(c.dim) + ", depth " + std::to_string(c.depth) +
+           ", heads " + std::to_string(c.heads) + ", MLP " + std::to_string(c.mlp_hidden()) + ", " +
+           std::to_string(c.num_classes) + " classes)";
+}
+
+// ---- the training benchmark ------------------------------------------------------------------
+
+int run_training(const Flags& flags) {
+    auto value = [&flags](const char* flag, const std::string& fallback) {
+        return flags.values.count(flag) ? flags.values.at(flag) : fallback;
+    };
+    const std::string name = value("--config", "cifar-tiny");
+    const std::vector<std::string> names = vit_config_names();
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+        std::string known;
+        for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
+        throw UsageError("unknown config '" + name + "' (known: " + known + ")");
+    }
+    ViTConfig config = vit_config(name);
+    for (const auto& [flag, field] : {std::pair<const char*, int64_t*>{"--dim", &config.dim},
+                                      {"--depth", &config.depth},
+                                      {"--heads", &config.heads},
+                                      {"--mlp", &config.mlp_dim},
+                                      {"--patch", &config.patch_size}})
+        if (flags.values.count(flag)) *field = parse_positive_int(flag, flags.values.at(flag));
+    try {
+        validate(config);
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
+    }
+    const int64_t batch = parse_positive_int("--batch", value("--batch", "128"));
+    const int64_t steps = parse_positive_int("--steps", value("--steps", "10"));
+    const int64_t warmup = parse_count("--warmup", value("--warmup", "2"));
+    const int64_t threads = parse_positive_int("--threads", value("--threads", "1"));
+
+    VisionTransformer model(config, 0);
+    AdamW optimizer(split_weight_decay(model.named_parameters()), 1e-3, {0.9, 0.999}, 1e-8, 0.05);
+    Rng rng(1);
+    const Tensor images =
+        Tensor::normal({batch, config.channels, config.image_height, config.image_width}, 0, 1, rng);
+    std::vector<int64_t> labels(batch);
+    for (int64_t& label : labels) label = static_cast<int64_t>(rng.below(config.num_classes));
+
+    const double train_gflop_per_image = 3 * 2 * forward_macs_per_image(config) * 1e-9;
+    std::printf("patchgrad bench: %s, %lld parameters\n", config_str(config).c_str(),
+                static_cast<long long>(model.num_parameters()));
+    std::printf("batch %lld, %lld warm-up + %lld measured steps of forward, cross-entropy, backward, AdamW, "
+                "zero_grad\n",
+                static_cast<long long>(batch), static_cast<long long>(warmup), static_cast<long long>(steps));
+    std::printf("build: %s, compiled for %s, matmul by %s\n", sizeof(real) == 4 ? "float32" : "float64",
+                compiled_isa(), matmul_backend());
+    std::printf("threads: %lld requested; patchgrad has no thread pool yet, so its ops run on one thread\n",
+                static_cast<long long>(threads));
+#ifdef PATCHGRAD_USE_OPENBLAS
+    const char* blas_threads = std::getenv("OPENBLAS_NUM_THREADS");
+    std::printf("         (OpenBLAS runs its own threads: OPENBLAS_NUM_THREADS=%s)\n",
+                blas_threads ? blas_threads : "unset, i.e. all cores");
+#endif
+    std::printf("work: %.2f M multiply-adds per image forward -> %.4f GFLOP per image per training step "
+                "(2 FLOPs per multiply-add, training = 3 x forward)\n\n",
+                forward_macs_per_image(config) * 1e-6, train_gflop_per_image);
+
+    const Memory before = memory_now();  // model, optimiser and the batch, before any step
+    std::printf("  %-9s %10s %10s %10s\n", "step", "ms", "loss", "RSS MiB");
+    std::vector<double> ms;
+    std::vector<double> rss;
+    for (int64_t s = 0; s < warmup + steps; ++s) {
+        const auto t0 = Clock::now();
+        Tensor loss = cross_entropy(model.forward(images), labels);
+        loss.backward();
+        optimizer.step();
+        optimizer.zero_grad();
+        const double elapsed = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+        const Memory mem = memory_now();
+        const bool measured = s >= warmup;
+        const std::string label = measured ? std::to_string(s - warmup + 1) : "warm-up " + std::to_string(s + 1);
+        std::printf("  %-9s %10.1f %10.4f %10.1f\n", label.c_str(), elapsed, double(loss.item()), mem.rss_mib);
+        std::fflush(stdout);
+        if (measured) {
+            ms.push_back(elapsed);
+            rss.push_back(mem.rss_mib);
+        }
+    }
+
+    const double mean_ms = std::accumulate(ms.begin(), ms.end(), 0.0) / double(ms.size());
+    const double min_ms = *std::min_element(ms.begin(), ms.end());
+    const Memory mem = memory_now();
+    std::printf("\n");
+    std::printf("img/s            %.1f\n", double(batch) / (mean_ms * 1e-3));
+    std::printf("ms per step      mean %.1f, min %.1f over %zu steps\n", mean_ms, min_ms, ms.size());
+    std::printf("GFLOP/s          %.1f (mean step), %.1f (fastest step)\n",
+                train_gflop_per_image * double(batch) / (mean_ms * 1e-3),
+                train_gflop_per_image * double(batch) / (min_ms * 1e-3));
+    std::printf("peak RSS         %.1f MiB (VmHWM); %.1f MiB before the first step\n", mem.peak_mib,
+                before.rss_mib);
+    if (mem.rss_mib > 0)
+        std::printf("RSS per step     %.1f MiB after the first measured step, %.1f after the last: %+.1f MiB\n",
+                    rss.front(), rss.back(), rss.back() - rss.front());
+    return 0;
+}
+
+// ---- the matmul benchmark --------------------------------------------------------------------
+
+double best_seconds(int64_t repeats, const std::function<void()>& run) {
+    run();
+    double best = 1e30;
+    for (int64_t r = 0; r < repeats; ++r) {
+        const auto t0 = Clock::now();
+        run();
+        best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+    }
+    return best;
+}
+
+int run_matmul(const std::vector<std::string>& args) {
+    // The sizes are the words before the first flag.
+    auto first_flag = std::find_if(args.begin(), args.end(), [](const std::string& a) { return a.rfind("-", 0) == 0; });
+    const std::vector<std::string> sizes(args.begin(), first_flag);
+    const Flags flags = parse_flags(std::vector<std::string>(first_flag, args.end()), {"--repeats"});
+    if (flags.help) {
+        print_help();
+        return 0;
+    }
+    if (sizes.size() != 3) throw UsageError("matmul needs three sizes M N K, e.g. 'bench matmul 1024 1024 1024'");
+    const int64_t M = parse_positive_int("M", sizes[0]), N = parse_positive_int("N", sizes[1]),
+                  K = parse_positive_int("K", sizes[2]);
+    const int64_t repeats =
+        flags.values.count("--repeats") ? parse_positive_int("--repeats", flags.values.at("--repeats")) : 5;
+
+    // A is read as [M, K] or [K, M], B as [K, N] or [N, K]: the same numbers serve every form.
+    Rng rng(0);
+    std::vector<real> A(M * K), B(K * N), C(M * N);
+    for (real& v : A) v = static_cast<real>(rng.uniform(-1, 1));
+    for (real& v : B) v = static_cast<real>(rng.uniform(-1, 1));
+    const double gflop = 2.0 * double(M) * double(N) * double(K) * 1e-9;
+    const bool small = double(M) * double(N) * double(K) <= double(1 << 26);
+
+    std::printf("patchgrad bench matmul: M=%lld N=%lld K=%lld, %s, compiled for %s, best of %lld runs, GFLOP/s\n",
+                static_cast<long long>(M), static_cast<long long>(N), static_cast<long long>(K),
+                sizeof(real) == 4 ? "float32" : "float64", compiled_isa(), static_cast<long long>(repeats));
+    std::printf("%-22s %12s %12s", "", "gemm_blocked", small ? "reference" : "");
+#ifdef PATCHGRAD_USE_OPENBLAS
+    std::printf(" %12s", "cblas_sgemm");
+#endif
+    std::printf("\n");
+    struct Form {
+        const char* name;
+        bool trans_a, trans_b;
+    };
+    for (const Form& f : {Form{"A @ B", false, false}, Form{"A @ B^T (linear fwd)", false, true},
+                          Form{"A^T @ B (weight grad)", true, false}}) {
+        const int64_t lda = f.trans_a ? M : K, ldb = f.trans_b ? K : N;
+        std::printf("%-22s", f.name);
+        const double blocked = best_seconds(repeats, [&] {
+            gemm_blocked(f.trans_a, f.trans_b, M, N, K, 1, A.data(), lda, B.data(), ldb, 0, C.data(), N);
+        });
+        std::printf(" %12.1f", gflop / blocked);
+        if (small) {
+            const double reference = best_seconds(std::min<int64_t>(repeats, 2), [&] {
+                gemm_reference(f.trans_a, f.trans_b, M, N, K, 1, A.data(), lda, B.data(), ldb, 0, C.data(), N);
+            });
+            std::printf(" %12.1f", gflop / reference);
+        } else {
+            std::printf(" %12s", "");
+        }
+#ifdef PATCHGRAD_USE_OPENBLAS
+        const double blas = best_seconds(repeats, [&] {
+            cblas_sgemm(CblasRowMajor, f.trans_a ? CblasTrans : CblasNoTrans, f.trans_b ? CblasTrans : CblasNoTrans,
+                        static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), 1, A.data(),
+                        static_cast<int>(lda), B.data(), static_cast<int>(ldb), 0, C.data(), static_cast<int>(N));
+        });
+        std::printf(" %12.1f", gflop / blas);
+#endif
+        std::printf("\n");
+    }
+    return 0;
+}
+
+}  // namespace
+
+int bench_command(const std::vector<std::string>& args) {
+    if (!args.empty() && args[0] == "matmul") return run_matmul(std::vector<std::string>(args.begin() + 1, args.end()));
+    const Flags flags = parse_flags(args, {"--config", "--dim", "--depth", "--heads", "--mlp", "--patch", "--batch",
+                                           "--steps", "--warmup", "--threads"});
+    if (flags.help) {
+        print_help();
+        return 0;
+    }
+    return run_training(flags);
+}
+
+}  // namespace patchgrad::cli

@@ -1,0 +1,202 @@
+"""Training throughput of patchgrad against PyTorch on this machine, measured in one run.
+
+Run by hand from the repository root with Debian's PyTorch (python3-torch 1.13 is installed
+for the system Python, not for a pyenv one on PATH), after building patchgrad:
+
+    /usr/bin/python3 vit/scripts/bench_torch.py [--config cifar-tiny] [--batch 128] [--steps 10]
+        [--warmup 2] [--rounds 2] [--patchgrad build/patchgrad] [--dim D --depth L --heads H --mlp M --patch P]
+
+Both sides time the same training step on one random batch: forward, mean cross-entropy,
+backward, AdamW (lr 1e-3, weight decay 0.05 on the matrices only, split like timm), and
+zero_grad. PyTorch runs the independent timm-style ViT of vit/scripts/make_golden.py (same
+parameter names, shapes and operations as patchgrad's model) with 1 and with 2 threads
+(torch.set_num_threads); patchgrad runs `patchgrad bench` (one thread; a build with OpenBLAS
+gets OPENBLAS_NUM_THREADS=1 unless the environment sets it). Every measurement is its own
+process, so each peak RSS is that run's alone, and the three alternate, round after round,
+so a slow spell of the machine hits them alike. The summary takes each contender's best
+round and compares patchgrad with the better of PyTorch's 1 and 2 threads.
+"""
+
+import argparse
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# vit_config() in vit/vision_transformer.cpp; the script checks that patchgrad reports the same.
+CONFIGS = {
+    "cifar-tiny": dict(patch_size=4, dim=128, depth=6, heads=4, mlp_dim=256),
+    "cifar-small": dict(patch_size=4, dim=192, depth=6, heads=3, mlp_dim=384),
+}
+OVERRIDES = [("--dim", "dim"), ("--depth", "depth"), ("--heads", "heads"), ("--mlp", "mlp_dim"),
+             ("--patch", "patch_size")]
+
+
+def model_config(args):
+    c = dict(image_height=32, image_width=32, channels=3, num_classes=10, layer_norm_eps=1e-6, pool="cls",
+             head="linear", qkv_bias=True, gelu="none", learnable_pos_embed=True, **CONFIGS[args.config])
+    for flag, key in OVERRIDES:
+        value = getattr(args, flag[2:])
+        if value is not None:
+            c[key] = value
+    return c
+
+
+def rss_mib():
+    """Resident memory now (VmRSS), in MiB."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def torch_worker(args):
+    """One PyTorch measurement in this process; prints one JSON line."""
+    import torch
+    import torch.nn.functional as F
+    sys.path.insert(0, os.path.join(ROOT, "vit", "scripts"))
+    from make_golden import ViT
+
+    torch.set_num_threads(args.torch_worker)
+    torch.manual_seed(0)
+    c = model_config(args)
+    model = ViT(c)
+    model.train()
+    # timm's param_groups_weight_decay, as patchgrad's split_weight_decay
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        exempt = p.ndim <= 1 or name.endswith(".bias") or name in ("cls_token", "pos_embed")
+        (no_decay if exempt else decay).append(p)
+    optimizer = torch.optim.AdamW([{"params": decay}, {"params": no_decay, "weight_decay": 0.0}], lr=1e-3,
+                                  betas=(0.9, 0.999), eps=1e-8, weight_decay=0.05)
+    images = torch.randn(args.batch, c["channels"], c["image_height"], c["image_width"])
+    labels = torch.randint(0, c["num_classes"], (args.batch,))
+
+    before_mib = rss_mib()
+    ms = []
+    for step in range(args.warmup + args.steps):
+        t0 = time.perf_counter()
+        loss = F.cross_entropy(model(images), labels)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        if step >= args.warmup:
+            ms.append((time.perf_counter() - t0) * 1e3)
+    mean_ms = sum(ms) / len(ms)
+    print(json.dumps(dict(img_s=args.batch / (mean_ms * 1e-3), mean_ms=mean_ms, min_ms=min(ms),
+                          peak_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, before_mib=before_mib,
+                          params=sum(p.numel() for p in model.parameters()), loss=loss.item(),
+                          torch=torch.__version__)))
+
+
+def run_torch(args, threads):
+    cmd = [sys.executable, os.path.abspath(__file__), "--torch-worker", str(threads)] + common_flags(args)
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def common_flags(args):
+    flags = ["--config", args.config, "--batch", str(args.batch), "--steps", str(args.steps),
+             "--warmup", str(args.warmup)]
+    for flag, _ in OVERRIDES:
+        value = getattr(args, flag[2:])
+        if value is not None:
+            flags += [flag, str(value)]
+    return flags
+
+
+def run_patchgrad(args):
+    env = dict(os.environ)
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    cmd = [args.patchgrad, "bench", "--threads", "1"] + common_flags(args)
+    result = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if result.returncode != 0:
+        sys.exit("bench_torch.py: %s failed:\n%s" % (" ".join(cmd), result.stderr))
+    out = result.stdout
+
+    def find(pattern):
+        match = re.search(pattern, out, re.MULTILINE)
+        if not match:
+            sys.exit("bench_torch.py: no match for %r in the output of %s:\n%s" % (pattern, " ".join(cmd), out))
+        return match.groups()
+
+    img_s, = find(r"^img/s\s+([0-9.]+)")
+    mean_ms, min_ms = find(r"^ms per step\s+mean ([0-9.]+), min ([0-9.]+)")
+    peak, before = find(r"^peak RSS\s+([0-9.]+) MiB \(VmHWM\); ([0-9.]+) MiB before the first step")
+    params, = find(r"^patchgrad bench: .*, ([0-9]+) parameters")
+    c = model_config(args)
+    sizes = find(r"^patchgrad bench: \S+ \(32x32, patch (\d+), dim (\d+), depth (\d+), heads (\d+), MLP (\d+),")
+    expected = tuple(str(c[k]) for k in ("patch_size", "dim", "depth", "heads", "mlp_dim"))
+    if sizes != expected:
+        sys.exit("bench_torch.py: patchgrad runs patch/dim/depth/heads/MLP %s but this script's %s is %s; update "
+                 "CONFIGS" % (sizes, args.config, expected))
+    build, = find(r"^build: (.*)$")
+    return dict(img_s=float(img_s), mean_ms=float(mean_ms), min_ms=float(min_ms), peak_mib=float(peak),
+                before_mib=float(before),
+                params=int(params), build=build)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--config", default="cifar-tiny", choices=sorted(CONFIGS))
+    parser.add_argument("--batch", type=int, default=128)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--patchgrad", default=os.path.join(ROOT, "build", "patchgrad"),
+                        help="the patchgrad binary (default: build/patchgrad in the repository)")
+    for flag, _ in OVERRIDES:
+        parser.add_argument(flag, type=int)
+    parser.add_argument("--torch-worker", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    for name in ("batch", "steps", "rounds"):
+        if getattr(args, name) <= 0:
+            parser.error("--%s must be positive" % name)
+    if args.warmup < 0:
+        parser.error("--warmup must be 0 or positive")
+
+    if args.torch_worker:
+        torch_worker(args)
+        return
+    if not os.access(args.patchgrad, os.X_OK):
+        sys.exit("bench_torch.py: no patchgrad binary at %s (build it, or pass --patchgrad PATH)" % args.patchgrad)
+
+    c = model_config(args)
+    print("config %s: patch %d, dim %d, depth %d, heads %d, MLP %d; batch %d, %d warm-up + %d measured steps, "
+          "%d rounds" % (args.config, c["patch_size"], c["dim"], c["depth"], c["heads"], c["mlp_dim"], args.batch,
+                         args.warmup, args.steps, args.rounds))
+    print("load average before: %.2f %.2f %.2f" % os.getloadavg())
+    names = ["PyTorch 1 thread", "PyTorch 2 threads", "patchgrad"]
+    results = {name: [] for name in names}
+    for r in range(1, args.rounds + 1):
+        for name in names:
+            res = run_patchgrad(args) if name == "patchgrad" else run_torch(args, 1 if "1" in name else 2)
+            results[name].append(res)
+            print("round %d  %-18s %8.1f img/s   ms/step mean %7.1f min %7.1f   peak RSS %7.1f MiB (%.1f before "
+                  "the first step)" % (r, name, res["img_s"], res["mean_ms"], res["min_ms"], res["peak_mib"],
+                                       res["before_mib"]), flush=True)
+    print("load average after:  %.2f %.2f %.2f" % os.getloadavg())
+
+    best = {name: max(results[name], key=lambda res: res["img_s"]) for name in names}
+    torch_best = max(names[:2], key=lambda name: best[name]["img_s"])
+    print()
+    print("PyTorch %s, %d parameters; patchgrad %s, %d parameters" % (
+        best[names[0]]["torch"], best[names[0]]["params"], best["patchgrad"]["build"], best["patchgrad"]["params"]))
+    if best[names[0]]["params"] != best["patchgrad"]["params"]:
+        print("WARNING: the two models differ in size, so the comparison is not like for like")
+    print("best round of each:")
+    for name in names:
+        print("  %-18s %8.1f img/s   peak RSS %7.1f MiB, of which the training steps added %.1f" % (
+            name, best[name]["img_s"], best[name]["peak_mib"], best[name]["peak_mib"] - best[name]["before_mib"]))
+    print("ratio patchgrad / %s (the better PyTorch): %.2f" % (
+        torch_best, best["patchgrad"]["img_s"] / best[torch_best]["img_s"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -64,7 +64,7 @@ namespace {
 // is a whole number of vectors and more than 16 elements: GCC then vectorises the j loop of
 // the micro-kernel (a row of the tile) instead of unrolling it and vectorising across rows,
 // which needs shuffles and ran ~20x slower. The numbers were picked by measurement with
-// autograd/bench/matmul_bench.cpp.
+// `patchgrad bench matmul M N K` (vit/cli/bench.cpp).
 #if defined(__AVX512F__)
 // 32 registers of 16 floats: 12 x 2 accumulators + 2 for B + 1 broadcast of A.
 constexpr int64_t MR = sizeof(real) == 4 ? 12 : 6;

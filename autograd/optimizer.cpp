@@ -129,6 +129,7 @@ void Optimizer::load_state_tensors(const std::vector<std::pair<std::string, Tens
         const int64_t i = std::stoll(name.substr(6, dot - 6));
         if (i >= static_cast<int64_t>(params.size()))
             throw bad("this optimizer has only " + std::to_string(params.size()) + " parameters");
+        if (!t.defined()) throw bad("the tensor is undefined");
         ParamState& s = loaded[i];
         if (field == "step") {
             const double step = t.numel() == 1 ? double(t.data()[0]) : -1;

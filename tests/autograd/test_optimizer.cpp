@@ -428,6 +428,8 @@ TEST_CASE("optimizer: load_state_tensors rejects state that does not fit", "[opt
     auto missing = good;
     missing.erase(missing.begin() + 2);  // state.0.exp_avg_sq
     require_error([&] { adamw.load_state_tensors(missing); }, {"AdamW", "state.0.exp_avg_sq", "missing"});
+    require_error([&] { adamw.load_state_tensors(with("state.1.exp_avg", Tensor())); },
+                  {"AdamW", "state.1.exp_avg", "undefined"});
     require_error([&] { adamw.load_state_tensors({{"exp_avg", Tensor::zeros({3})}}); },
                   {"AdamW", "'exp_avg'", "state.<index>.<field>"});
     // Adam state into an SGD with momentum: the buffers are not the ones SGD keeps.

@@ -168,13 +168,7 @@ int run_training(const Flags& flags) {
         return flags.values.count(flag) ? flags.values.at(flag) : fallback;
     };
     const std::string name = value("--config", "cifar-tiny");
-    const std::vector<std::string> names = vit_config_names();
-    if (std::find(names.begin(), names.end(), name) == names.end()) {
-        std::string known;
-        for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
-        throw UsageError("unknown config '" + name + "' (known: " + known + ")");
-    }
-    ViTConfig config = vit_config(name);
+    ViTConfig config = config_from_flag(name);
     for (const auto& [flag, field] : {std::pair<const char*, int64_t*>{"--dim", &config.dim},
                                       {"--depth", &config.depth},
                                       {"--heads", &config.heads},

@@ -37,4 +37,14 @@ int64_t parse_positive_int(const std::string& flag, const std::string& text) {
     return value;
 }
 
+ViTConfig config_from_flag(const std::string& name) {
+    try {
+        return vit_config(name);
+    } catch (const std::invalid_argument&) {
+        std::string known;
+        for (const std::string& n : vit_config_names()) known += (known.empty() ? "" : ", ") + n;
+        throw UsageError("unknown config '" + name + "' (known: " + known + ")");
+    }
+}
+
 }  // namespace patchgrad::cli

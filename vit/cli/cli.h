@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "vit/vision_transformer.h"
+
 namespace patchgrad::cli {
 
 struct UsageError : std::runtime_error {
@@ -24,6 +26,9 @@ struct Flags {
 // Accepts "--name value" and "--name=value" for the flags in `value_flags`, and --help/-h.
 // Anything else (an unknown flag, a stray word, a flag without its value) is a UsageError.
 Flags parse_flags(const std::vector<std::string>& args, const std::vector<std::string>& value_flags);
+
+// The named configuration (vit_config); an unknown name is a UsageError listing the known ones.
+ViTConfig config_from_flag(const std::string& name);
 
 // "42" -> 42; anything but a positive decimal integer is a UsageError naming `flag`.
 int64_t parse_positive_int(const std::string& flag, const std::string& text);

@@ -52,13 +52,7 @@ int summary_command(const std::vector<std::string>& args) {
     }
     if (!flags.values.count("--config")) throw UsageError("--config NAME is required");
     const std::string name = flags.values.at("--config");
-    const std::vector<std::string> names = vit_config_names();
-    if (std::find(names.begin(), names.end(), name) == names.end()) {
-        std::string known;
-        for (const std::string& n : names) known += (known.empty() ? "" : ", ") + n;
-        throw UsageError("unknown config '" + name + "' (known: " + known + ")");
-    }
-    ViTConfig config = vit_config(name);
+    ViTConfig config = config_from_flag(name);
     if (flags.values.count("--classes")) config.num_classes = parse_positive_int("--classes", flags.values.at("--classes"));
     if (flags.values.count("--image-size")) {
         const auto [h, w] = parse_image_size(flags.values.at("--image-size"));

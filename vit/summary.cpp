@@ -88,10 +88,7 @@ std::string ModelSummary::table() const {
     auto pad_left = [](const std::string& s, size_t w) { return std::string(w - s.size(), ' ') + s; };
 
     std::ostringstream os;
-    os << c.name << ": " << c.image_height << "x" << c.image_width << " images, " << c.channels << " channels, patch "
-       << c.patch_size << " (" << c.num_patches() << " patches), dim " << c.dim << ", depth " << c.depth << ", heads "
-       << c.heads << ", MLP " << c.mlp_hidden() << ", " << c.num_classes << " classes, pool " << c.pool << ", head "
-       << c.head << "\n";
+    os << describe(c) << "\n";
     os << dashes << "\n"
        << pad_right("Layer (type)", layer_w) << "  " << pad_right("Output Shape", shape_w) << "  "
        << pad_left("Param #", param_w) << "\n"

@@ -1,5 +1,6 @@
 #include "vit/vision_transformer.h"
 
+#include <sstream>
 #include <stdexcept>
 
 namespace patchgrad {
@@ -68,6 +69,15 @@ void validate(const ViTConfig& c) {
 
 std::vector<std::string> vit_config_names() {
     return {"vit-b16", "vit-b32", "vit-l16", "vit-h14", "cifar-tiny", "cifar-small"};
+}
+
+std::string describe(const ViTConfig& c) {
+    std::ostringstream os;
+    os << c.name << ": " << c.image_height << "x" << c.image_width << " images, " << c.channels << " channels, patch "
+       << c.patch_size << " (" << c.num_patches() << " patches), dim " << c.dim << ", depth " << c.depth << ", heads "
+       << c.heads << ", MLP " << c.mlp_hidden() << ", " << c.num_classes << " classes, pool " << c.pool << ", head "
+       << c.head;
+    return os.str();
 }
 
 ViTConfig vit_config(const std::string& name) {

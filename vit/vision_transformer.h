@@ -73,6 +73,9 @@ struct ViTConfig {
 // size is not positive, the image is not divisible into patches, dim is not divisible by
 // heads, a dropout is outside [0, 1), or pool/head is not one of the names above.
 void validate(const ViTConfig& config);
+// One line for headers of printed output: "cifar-tiny: 32x32 images, 3 channels, patch 4
+// (64 patches), dim 128, depth 6, heads 4, MLP 256, 10 classes, pool cls, head linear".
+std::string describe(const ViTConfig& config);
 
 // The named configurations:
 //   vit-b16, vit-b32, vit-l16, vit-h14   the paper's Table 1 at 224x224, 1000 classes

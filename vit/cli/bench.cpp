@@ -154,13 +154,6 @@ int64_t parse_count(const std::string& flag, const std::string& text) {
     }
 }
 
-std::string config_str(const ViTConfig& c) {
-    return c.name + " (" + std::to_string(c.image_height) + "x" + std::to_string(c.image_width) + ", patch " +
-           std::to_string(c.patch_size) + ", dim " + std::to_string(c.dim) + ", depth " + std::to_string(c.depth) +
-           ", heads " + std::to_string(c.heads) + ", MLP " + std::to_string(c.mlp_hidden()) + ", " +
-           std::to_string(c.num_classes) + " classes)";
-}
-
 // ---- the training benchmark ------------------------------------------------------------------
 
 int run_training(const Flags& flags) {
@@ -194,7 +187,7 @@ int run_training(const Flags& flags) {
     for (int64_t& label : labels) label = static_cast<int64_t>(rng.below(config.num_classes));
 
     const double train_gflop_per_image = 3 * 2 * forward_macs_per_image(config) * 1e-9;
-    std::printf("patchgrad bench: %s, %lld parameters\n", config_str(config).c_str(),
+    std::printf("patchgrad bench: %s, %lld parameters\n", describe(config).c_str(),
                 static_cast<long long>(model.num_parameters()));
     std::printf("batch %lld, %lld warm-up + %lld measured steps of forward, cross-entropy, backward, AdamW, "
                 "zero_grad\n",

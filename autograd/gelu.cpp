@@ -3,7 +3,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "fast_math.h"
 #include "ops.h"
+#include "parallel.h"
 
 namespace patchgrad {
 
@@ -12,13 +14,15 @@ constexpr real kSqrtHalf = static_cast<real>(0.70710678118654752440);       // 1
 constexpr real kInvSqrt2Pi = static_cast<real>(0.39894228040143267794);     // 1 / sqrt(2 pi)
 constexpr real kSqrt2OverPi = static_cast<real>(0.79788456080286535588);    // sqrt(2 / pi)
 constexpr real kCubic = static_cast<real>(0.044715);
+constexpr int64_t kGrain = 1 << 15;  // elements per thread at least
 }  // namespace
 
 // x [...] -> y [...], elementwise. None, with Phi / phi the standard normal cdf / pdf:
 //   y = x Phi(x) = 0.5 x (1 + erf(x / sqrt 2))      dy/dx = Phi(x) + x phi(x)
 // Tanh, with u = sqrt(2/pi) (x + 0.044715 x^3) and t = tanh(u):
 //   y = 0.5 x (1 + t)      dy/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)
-// The backward recomputes the derivative from x; nothing is saved.
+// The backward recomputes the derivative from x; nothing is saved. erf and exp are
+// fast_math.h's vectorisable forms in float32 (libm's in float64).
 Tensor gelu(const Tensor& x, GeluApproximation approximation) {
     const bool exact = approximation == GeluApproximation::None;
     if (!exact && approximation != GeluApproximation::Tanh)
@@ -29,34 +33,38 @@ Tensor gelu(const Tensor& x, GeluApproximation approximation) {
     Tensor out = Tensor::empty(x.shape());
     const real* xd = x.data();
     real* y = out.data();
-    if (exact) {
-        for (int64_t i = 0; i < n; ++i) y[i] = real(0.5) * xd[i] * (1 + std::erf(xd[i] * kSqrtHalf));
-    } else {
-        for (int64_t i = 0; i < n; ++i) {
-            const real v = xd[i];
-            y[i] = real(0.5) * v * (1 + std::tanh(kSqrt2OverPi * (v + kCubic * v * v * v)));
+    parallel_for(n, kGrain, [=](int64_t begin, int64_t end) {
+        if (exact) {
+            for (int64_t i = begin; i < end; ++i) y[i] = real(0.5) * xd[i] * (1 + vector_erf(xd[i] * kSqrtHalf));
+        } else {
+            for (int64_t i = begin; i < end; ++i) {
+                const real v = xd[i];
+                y[i] = real(0.5) * v * (1 + std::tanh(kSqrt2OverPi * (v + kCubic * v * v * v)));
+            }
         }
-    }
+    });
 
     record(out, "gelu", {x}, [x, n, exact](Tensor& o) mutable {
         const real* dy = o.grad_data();
         const real* xd = x.data();
         real* dx = x.grad_data();
-        if (exact) {
-            for (int64_t i = 0; i < n; ++i) {
-                const real v = xd[i];
-                const real cdf = real(0.5) * (1 + std::erf(v * kSqrtHalf));
-                const real pdf = kInvSqrt2Pi * std::exp(real(-0.5) * v * v);
-                dx[i] += dy[i] * (cdf + v * pdf);
+        parallel_for(n, kGrain, [=](int64_t begin, int64_t end) {
+            if (exact) {
+                for (int64_t i = begin; i < end; ++i) {
+                    const real v = xd[i];
+                    const real cdf = real(0.5) * (1 + vector_erf(v * kSqrtHalf));
+                    const real pdf = kInvSqrt2Pi * vector_exp(real(-0.5) * v * v);
+                    dx[i] += dy[i] * (cdf + v * pdf);
+                }
+            } else {
+                for (int64_t i = begin; i < end; ++i) {
+                    const real v = xd[i];
+                    const real t = std::tanh(kSqrt2OverPi * (v + kCubic * v * v * v));
+                    const real du = kSqrt2OverPi * (1 + 3 * kCubic * v * v);
+                    dx[i] += dy[i] * (real(0.5) * (1 + t) + real(0.5) * v * (1 - t * t) * du);
+                }
             }
-        } else {
-            for (int64_t i = 0; i < n; ++i) {
-                const real v = xd[i];
-                const real t = std::tanh(kSqrt2OverPi * (v + kCubic * v * v * v));
-                const real du = kSqrt2OverPi * (1 + 3 * kCubic * v * v);
-                dx[i] += dy[i] * (real(0.5) * (1 + t) + real(0.5) * v * (1 - t * t) * du);
-            }
-        }
+        });
     });
     return out;
 }

@@ -4,6 +4,8 @@
 #include <limits>
 #include <vector>
 
+#include "parallel.h"
+
 #ifdef PATCHGRAD_USE_OPENBLAS
 #include <cblas.h>
 #endif
@@ -168,12 +170,11 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
 
     // Reused across calls (and per thread), so the many small multiplies of attention do not
     // each allocate.
-    thread_local std::vector<real> a_pack, b_pack;
+    thread_local std::vector<real> b_pack;
     const int64_t kc_max = std::min(KC, K);
-    a_pack.resize(static_cast<size_t>(kc_max * std::min(MC, (M + MR - 1) / MR * MR)));
     b_pack.resize(static_cast<size_t>(kc_max * std::min(NC, (N + NR - 1) / NR * NR)));
-    real* Ap = a_pack.data();
     real* Bp = b_pack.data();
+    const int64_t slivers = (M + MR - 1) / MR;  // MR-row slivers of C
 
     for (int64_t jc = 0; jc < N; jc += NC) {
         const int64_t nc = std::min(NC, N - jc);
@@ -182,15 +183,25 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
             // Later K blocks add onto what the first one wrote.
             const real beta_block = pc == 0 ? beta : real(1);
             pack_b(trans_b, B, ldb, pc, jc, kc, nc, Bp);
-            for (int64_t ic = 0; ic < M; ic += MC) {
-                const int64_t mc = std::min(MC, M - ic);
-                pack_a(trans_a, A, lda, ic, pc, mc, kc, Ap);
-                for (int64_t jr = 0; jr < nc; jr += NR)
-                    for (int64_t ir = 0; ir < mc; ir += MR)
-                        micro_kernel(kc, Ap + ir * kc, Bp + jr * kc, alpha, beta_block,
-                                     C + (ic + ir) * ldc + jc + jr, ldc, std::min(MR, mc - ir),
-                                     std::min(NR, nc - jr));
-            }
+            // Threads take disjoint row ranges of C: each C element is still summed by one
+            // thread in the same order, so the thread count cannot change the result. A chunk
+            // gets at least ~2^19 multiply-adds, or waking a thread costs more than it saves.
+            const int64_t grain = (int64_t(1) << 19) / (MR * nc * kc) + 1;
+            parallel_for(slivers, grain, [&](int64_t s0, int64_t s1) {
+                thread_local std::vector<real> a_pack;
+                a_pack.resize(static_cast<size_t>(kc * MC));
+                real* Ap = a_pack.data();
+                const int64_t row_end = std::min(M, s1 * MR);
+                for (int64_t ic = s0 * MR; ic < row_end; ic += MC) {
+                    const int64_t mc = std::min(MC, row_end - ic);
+                    pack_a(trans_a, A, lda, ic, pc, mc, kc, Ap);
+                    for (int64_t jr = 0; jr < nc; jr += NR)
+                        for (int64_t ir = 0; ir < mc; ir += MR)
+                            micro_kernel(kc, Ap + ir * kc, Bp + jr * kc, alpha, beta_block,
+                                         C + (ic + ir) * ldc + jc + jr, ldc, std::min(MR, mc - ir),
+                                         std::min(NR, nc - jr));
+                }
+            });
         }
     }
 }

@@ -5,6 +5,7 @@
 
 #include "gemm.h"
 #include "ops.h"
+#include "parallel.h"
 
 namespace patchgrad {
 
@@ -18,7 +19,7 @@ struct BatchPlan {
     std::vector<int64_t> a_index, b_index;
 };
 
-BatchPlan plan_batches(const Shape& a_shape, const Shape& b_shape) {
+BatchPlan plan_batches(const Shape& a_shape, const Shape& b_shape, const char* op) {
     const Shape a_batch(a_shape.begin(), a_shape.end() - 2);
     const Shape b_batch(b_shape.begin(), b_shape.end() - 2);
     const size_t ndim = std::max(a_batch.size(), b_batch.size());
@@ -31,7 +32,7 @@ BatchPlan plan_batches(const Shape& a_shape, const Shape& b_shape) {
     plan.shape.resize(ndim);
     for (size_t d = 0; d < ndim; ++d) {
         if (a_dims[d] != b_dims[d] && a_dims[d] != 1 && b_dims[d] != 1)
-            throw std::invalid_argument("matmul: batch dimensions of " + shape_str(a_shape) + " and " +
+            throw std::invalid_argument(std::string(op) + ": batch dimensions of " + shape_str(a_shape) + " and " +
                                         shape_str(b_shape) + " cannot broadcast (" +
                                         std::to_string(a_dims[d]) + " vs " + std::to_string(b_dims[d]) + ")");
         plan.shape[d] = a_dims[d] == 1 ? b_dims[d] : a_dims[d];
@@ -57,21 +58,38 @@ BatchPlan plan_batches(const Shape& a_shape, const Shape& b_shape) {
     return plan;
 }
 
-}  // namespace
+bool all_different(std::vector<int64_t> index) {
+    std::sort(index.begin(), index.end());
+    return std::adjacent_find(index.begin(), index.end()) == index.end();
+}
 
-// matmul: a [..., M, K] @ b [..., K, N] -> out [..., M, N], batch dimensions broadcast
-//   dA = dOut @ B^T      dB = A^T @ dOut      (each summed over the batch matrices it met)
-Tensor matmul(const Tensor& a, const Tensor& b) {
+// matrix(t) for t in [0, count): on several threads when `independent`, else in order.
+template <class F>
+void for_each_matrix(int64_t count, int64_t grain, bool independent, F&& matrix) {
+    if (!independent) {
+        for (int64_t t = 0; t < count; ++t) matrix(t);
+        return;
+    }
+    parallel_for(count, grain, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) matrix(t);
+    });
+}
+
+// The one implementation behind matmul and matmul_transposed: out = alpha * a @ op(b), with
+// op(b) = b^T read in place when trans_b (b stored [..., N, K]).
+Tensor batched_matmul(const Tensor& a, const Tensor& b, bool trans_b, real alpha, const char* op) {
     if (a.dim() < 2 || b.dim() < 2)
-        throw std::invalid_argument("matmul: both inputs need at least 2 dimensions, got " +
-                                    shape_str(a.shape()) + " @ " + shape_str(b.shape()));
-    if (a.size(-1) != b.size(-2))
-        throw std::invalid_argument("matmul: inner dimensions differ in " + shape_str(a.shape()) + " @ " +
-                                    shape_str(b.shape()) + " (" + std::to_string(a.size(-1)) + " vs " +
-                                    std::to_string(b.size(-2)) + ")");
-    BatchPlan plan = plan_batches(a.shape(), b.shape());
+        throw std::invalid_argument(std::string(op) + ": both inputs need at least 2 dimensions, got " +
+                                    shape_str(a.shape()) + " and " + shape_str(b.shape()));
+    const int64_t b_inner = trans_b ? b.size(-1) : b.size(-2);
+    if (a.size(-1) != b_inner)
+        throw std::invalid_argument(std::string(op) + ": inner dimensions differ in " + shape_str(a.shape()) +
+                                    (trans_b ? " @ transpose of " : " @ ") + shape_str(b.shape()) + " (" +
+                                    std::to_string(a.size(-1)) + " vs " + std::to_string(b_inner) + ")");
+    BatchPlan plan = plan_batches(a.shape(), b.shape(), op);
     int64_t M = a.size(-2);
-    const int64_t K = a.size(-1), N = b.size(-1);
+    const int64_t K = a.size(-1), N = trans_b ? b.size(-2) : b.size(-1);
+    const int64_t ldb = trans_b ? K : N;
 
     Shape out_shape = plan.shape;
     out_shape.push_back(M);
@@ -86,27 +104,50 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
         plan.a_index = plan.b_index = {0};
     }
 
+    // The batch's matrices go to the threads whole (attention's many small multiplies),
+    // unless several of them add into one gradient matrix (a broadcast input): then they run
+    // in order, so the sum's order never depends on the threads.
     const int64_t count = static_cast<int64_t>(plan.a_index.size());
-    for (int64_t t = 0; t < count; ++t)
-        gemm(false, false, M, N, K, 1, a.data() + plan.a_index[t] * M * K, K, b.data() + plan.b_index[t] * K * N,
-             N, 0, out.data() + t * M * N, N);
+    const int64_t grain = (int64_t(1) << 19) / (M * N * K + 1) + 1;
+    for_each_matrix(count, grain, true, [&](int64_t t) {
+        gemm(false, trans_b, M, N, K, alpha, a.data() + plan.a_index[t] * M * K, K,
+             b.data() + plan.b_index[t] * K * N, ldb, 0, out.data() + t * M * N, N);
+    });
 
-    record(out, "matmul", {a, b}, [a, b, plan, count, M, K, N](Tensor& o) mutable {
+    record(out, op, {a, b}, [a, b, plan, count, grain, M, K, N, ldb, trans_b, alpha](Tensor& o) mutable {
         const real* dout = o.grad_data();
-        if (a.requires_grad()) {
+        if (a.requires_grad()) {  // dA = alpha dOut @ op(b)^T
             real* da = a.grad_data();
-            for (int64_t t = 0; t < count; ++t)
-                gemm(false, true, M, K, N, 1, dout + t * M * N, N, b.data() + plan.b_index[t] * K * N, N, 1,
+            for_each_matrix(count, grain, all_different(plan.a_index), [&](int64_t t) {
+                gemm(false, !trans_b, M, K, N, alpha, dout + t * M * N, N, b.data() + plan.b_index[t] * K * N, ldb, 1,
                      da + plan.a_index[t] * M * K, K);
+            });
         }
-        if (b.requires_grad()) {
+        if (b.requires_grad()) {  // dB = alpha A^T @ dOut, or its transpose alpha dOut^T @ A
             real* db = b.grad_data();
-            for (int64_t t = 0; t < count; ++t)
-                gemm(true, false, K, N, M, 1, a.data() + plan.a_index[t] * M * K, K, dout + t * M * N, N, 1,
-                     db + plan.b_index[t] * K * N, N);
+            for_each_matrix(count, grain, all_different(plan.b_index), [&](int64_t t) {
+                const real* at = a.data() + plan.a_index[t] * M * K;
+                const real* dt = dout + t * M * N;
+                real* dbt = db + plan.b_index[t] * K * N;
+                if (trans_b) gemm(true, false, N, K, M, alpha, dt, N, at, K, 1, dbt, K);
+                else gemm(true, false, K, N, M, alpha, at, K, dt, N, 1, dbt, N);
+            });
         }
     });
     return out;
+}
+
+}  // namespace
+
+// matmul: a [..., M, K] @ b [..., K, N] -> out [..., M, N], batch dimensions broadcast
+//   dA = dOut @ B^T      dB = A^T @ dOut      (each summed over the batch matrices it met)
+Tensor matmul(const Tensor& a, const Tensor& b) { return batched_matmul(a, b, false, 1, "matmul"); }
+
+// matmul_transposed: alpha * a [..., M, K] @ b[..., N, K]^T -> out [..., M, N], without
+// materialising b^T (attention's q @ k^T / sqrt(d)).
+//   dA = alpha dOut @ B      dB = alpha dOut^T @ A
+Tensor matmul_transposed(const Tensor& a, const Tensor& b, real alpha) {
+    return batched_matmul(a, b, true, alpha, "matmul_transposed");
 }
 
 }  // namespace patchgrad

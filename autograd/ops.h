@@ -78,6 +78,9 @@ Tensor select(const Tensor& a, int64_t axis, int64_t index);
 // [..., M, K] @ [..., K, N] -> [..., M, N]; leading dimensions broadcast. Both inputs need
 // at least 2 dimensions.
 Tensor matmul(const Tensor& a, const Tensor& b);
+// alpha * a [..., M, K] @ b [..., N, K]^T -> [..., M, N]: matmul(a, transpose(b, -2, -1)) * alpha
+// without copying b^T or the product (attention scores q @ k^T / sqrt(d)).
+Tensor matmul_transposed(const Tensor& a, const Tensor& b, real alpha = 1);
 // x [..., in] @ weight[out, in]^T + bias [out] -> [..., out]; bias may be undefined.
 // The same as matmul(x, transpose(weight, 0, 1)) + bias, in one pass (linear.cpp).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);

@@ -85,7 +85,7 @@ Tensor permute_as(const Tensor& a, const std::vector<int64_t>& dims, const char*
 
 }  // namespace
 
-// reshape: a [any] -> out [shape], the same elements in the same row-major order.
+// reshape: a [any] -> out [shape], the same elements in the same row-major order, sharing a's memory.
 //   dA = dOut (viewed in a's shape)
 Tensor reshape(const Tensor& a, Shape shape) {
     int64_t inferred = -1;
@@ -116,7 +116,7 @@ Tensor reshape(const Tensor& a, Shape shape) {
                                     shape_str(shape) + " (" + std::to_string(shape_numel(shape)) +
                                     " elements)");
 
-    Tensor out = Tensor::from_vector(shape, a.to_vector());
+    Tensor out = Tensor::view(a, shape, 0);
     record(out, "reshape", {a}, [a](Tensor& o) mutable {
         const real* dy = o.grad_data();
         real* dx = a.grad_data();
@@ -203,17 +203,23 @@ Tensor concat(const std::vector<Tensor>& tensors, int64_t axis) {
 namespace {
 // The elements s..s+len-1 along axis `ax` of a, as a tensor of shape `out_shape` (the same
 // elements in the same order, with or without the axis). Seen as [outer, n, inner], each
-// outer row contributes one contiguous run of len*inner elements.
+// outer row contributes one contiguous run of len*inner elements; with a single outer row
+// (slicing the first axis) that run is the whole result, and it shares a's memory.
 //   dA[..., s + k, ...] += dOut[..., k, ...], zero elsewhere
 Tensor take_along(const Tensor& a, int64_t ax, int64_t s, int64_t len, const Shape& out_shape, const char* op) {
     const Shape& in_shape = a.shape();
     const int64_t outer = dims_product(in_shape, 0, ax);
     const int64_t inner = dims_product(in_shape, ax + 1, a.dim());
     const int64_t in_row = in_shape[ax] * inner, out_row = len * inner, skip = s * inner;
-    Tensor out = Tensor::empty(out_shape);
-    const real* x = a.data();
-    real* y = out.data();
-    for (int64_t o = 0; o < outer; ++o) std::copy(x + o * in_row + skip, x + o * in_row + skip + out_row, y + o * out_row);
+    Tensor out;
+    if (outer == 1) {
+        out = Tensor::view(a, out_shape, skip);  // one contiguous run: share it
+    } else {
+        out = Tensor::empty(out_shape);
+        const real* x = a.data();
+        real* y = out.data();
+        for (int64_t o = 0; o < outer; ++o) std::copy(x + o * in_row + skip, x + o * in_row + skip + out_row, y + o * out_row);
+    }
 
     record(out, op, {a}, [a, outer, in_row, out_row, skip](Tensor& o) mutable {
         const real* dy = o.grad_data();

@@ -9,7 +9,9 @@
 #include <limits>
 #include <vector>
 
+#include "fast_math.h"
 #include "ops.h"
+#include "parallel.h"
 
 namespace patchgrad {
 
@@ -24,11 +26,10 @@ void forward_rows(const real* x, real* y, int64_t rows, int64_t n, bool log_outp
         real* yr = y + r * n;
         real max = -std::numeric_limits<real>::infinity();
         for (int64_t i = 0; i < n; ++i) max = std::max(max, xr[i]);
+        // Two loops, so the exp loop vectorises (the sum, in order, would stop it).
+        for (int64_t i = 0; i < n; ++i) yr[i] = vector_exp(xr[i] - max);
         real sum = 0;
-        for (int64_t i = 0; i < n; ++i) {
-            yr[i] = std::exp(xr[i] - max);
-            sum += yr[i];
-        }
+        for (int64_t i = 0; i < n; ++i) sum += yr[i];
         if (log_output) {
             const real log_sum = std::log(sum);
             for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - max) - log_sum;
@@ -52,7 +53,7 @@ void forward_strided(const real* x, real* y, int64_t outer, int64_t n, int64_t i
         std::fill(sum.begin(), sum.end(), real(0));
         for (int64_t i = 0; i < n; ++i)
             for (int64_t k = 0; k < inner; ++k) {
-                yo[i * inner + k] = std::exp(xo[i * inner + k] - max[k]);
+                yo[i * inner + k] = vector_exp(xo[i * inner + k] - max[k]);
                 sum[k] += yo[i * inner + k];
             }
         if (log_output) {
@@ -76,7 +77,7 @@ void backward_rows(const real* y, const real* dy, real* dx, int64_t rows, int64_
         real dot = 0;
         if (log_output) {
             for (int64_t i = 0; i < n; ++i) dot += dyr[i];
-            for (int64_t i = 0; i < n; ++i) dxr[i] += dyr[i] - std::exp(yr[i]) * dot;
+            for (int64_t i = 0; i < n; ++i) dxr[i] += dyr[i] - vector_exp(yr[i]) * dot;
         } else {
             for (int64_t i = 0; i < n; ++i) dot += dyr[i] * yr[i];
             for (int64_t i = 0; i < n; ++i) dxr[i] += yr[i] * (dyr[i] - dot);
@@ -98,7 +99,7 @@ void backward_strided(const real* y, const real* dy, real* dx, int64_t outer, in
                 for (int64_t k = 0; k < inner; ++k) dot[k] += dyo[i * inner + k];
             for (int64_t i = 0; i < n; ++i)
                 for (int64_t k = 0; k < inner; ++k)
-                    dxo[i * inner + k] += dyo[i * inner + k] - std::exp(yo[i * inner + k]) * dot[k];
+                    dxo[i * inner + k] += dyo[i * inner + k] - vector_exp(yo[i * inner + k]) * dot[k];
         } else {
             for (int64_t i = 0; i < n; ++i)
                 for (int64_t k = 0; k < inner; ++k) dot[k] += dyo[i * inner + k] * yo[i * inner + k];
@@ -122,13 +123,26 @@ Tensor softmax_along(const Tensor& x, int64_t axis, bool log_output) {
     for (int64_t j = 0; j < a; ++j) outer *= shape[j];
     for (int64_t j = a + 1; j < x.dim(); ++j) inner *= shape[j];
 
+    // Threads take whole blocks of `outer` rows, each normalised exactly as on one thread.
     Tensor out = Tensor::empty(shape);
-    if (inner == 1) forward_rows(x.data(), out.data(), outer, n, log_output);
-    else forward_strided(x.data(), out.data(), outer, n, inner, log_output);
+    const int64_t grain = (1 << 14) / (n * inner + 1) + 1;
+    const real* xd = x.data();
+    real* y = out.data();
+    parallel_for(outer, grain, [=](int64_t o0, int64_t o1) {
+        const int64_t at = o0 * n * inner;
+        if (inner == 1) forward_rows(xd + at, y + at, o1 - o0, n, log_output);
+        else forward_strided(xd + at, y + at, o1 - o0, n, inner, log_output);
+    });
 
-    record(out, op, {x}, [x, outer, n, inner, log_output](Tensor& o) mutable {
-        if (inner == 1) backward_rows(o.data(), o.grad_data(), x.grad_data(), outer, n, log_output);
-        else backward_strided(o.data(), o.grad_data(), x.grad_data(), outer, n, inner, log_output);
+    record(out, op, {x}, [x, outer, n, inner, grain, log_output](Tensor& o) mutable {
+        const real* y = o.data();
+        const real* dy = o.grad_data();
+        real* dx = x.grad_data();
+        parallel_for(outer, grain, [=](int64_t o0, int64_t o1) {
+            const int64_t at = o0 * n * inner;
+            if (inner == 1) backward_rows(y + at, dy + at, dx + at, o1 - o0, n, log_output);
+            else backward_strided(y + at, dy + at, dx + at, o1 - o0, n, inner, log_output);
+        });
     });
     return out;
 }

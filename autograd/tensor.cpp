@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
+#include <limits>
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
@@ -46,27 +47,39 @@ int64_t checked_numel(const Shape& shape) {
     return shape_numel(shape);
 }
 
-Tensor make(const Shape& shape, std::vector<real> values, bool requires_grad) {
-    checked_numel(shape);
+Tensor make(const Shape& shape, Storage data, bool requires_grad) {
     auto impl = std::make_shared<TensorImpl>();
     impl->shape = shape;
-    impl->data = std::move(values);
+    impl->numel = data.size();
+    impl->storage = std::make_shared<Storage>(std::move(data));
     impl->requires_grad = requires_grad;
     return Tensor(std::move(impl));
 }
+
+Tensor make(const Shape& shape, const std::vector<real>& values, bool requires_grad) {
+    Storage data(checked_numel(shape));
+    std::copy(values.begin(), values.end(), data.data());
+    return make(shape, std::move(data), requires_grad);
+}
 }  // namespace
 
-Tensor Tensor::empty(const Shape& shape) { return make(shape, std::vector<real>(checked_numel(shape)), false); }
+Tensor Tensor::empty(const Shape& shape) {
+#ifdef PATCHGRAD_POISON_EMPTY
+    return make(shape, Storage(checked_numel(shape), std::numeric_limits<real>::quiet_NaN()), false);
+#else
+    return make(shape, Storage(checked_numel(shape)), false);
+#endif
+}
 
 Tensor Tensor::zeros(const Shape& shape, bool requires_grad) { return full(shape, 0, requires_grad); }
 
 Tensor Tensor::ones(const Shape& shape, bool requires_grad) { return full(shape, 1, requires_grad); }
 
 Tensor Tensor::full(const Shape& shape, real value, bool requires_grad) {
-    return make(shape, std::vector<real>(checked_numel(shape), value), requires_grad);
+    return make(shape, Storage(checked_numel(shape), value), requires_grad);
 }
 
-Tensor Tensor::scalar(real value, bool requires_grad) { return make({}, {value}, requires_grad); }
+Tensor Tensor::scalar(real value, bool requires_grad) { return make({}, Storage(1, value), requires_grad); }
 
 Tensor Tensor::arange(real start, real end, real step) {
     if (step == 0 || (end - start) / step < 0)
@@ -113,6 +126,19 @@ Tensor Tensor::trunc_normal(const Shape& shape, real mean, real std, real a, rea
     return make(shape, std::move(v), requires_grad);
 }
 
+Tensor Tensor::view(const Tensor& base, const Shape& shape, int64_t offset) {
+    const int64_t n = checked_numel(shape);
+    if (offset < 0 || offset + n > base.numel())
+        throw std::logic_error("view: elements " + std::to_string(offset) + ".." + std::to_string(offset + n) +
+                               " are outside a tensor of shape " + shape_str(base.shape()));
+    auto impl = std::make_shared<TensorImpl>();
+    impl->shape = shape;
+    impl->numel = n;
+    impl->storage = base.impl().storage;
+    impl->offset = base.impl().offset + offset;
+    return Tensor(std::move(impl));
+}
+
 // ---- shape and elements --------------------------------------------------------------------
 
 TensorImpl& Tensor::impl() {
@@ -126,15 +152,16 @@ const TensorImpl& Tensor::impl() const {
 
 const Shape& Tensor::shape() const { return impl().shape; }
 int64_t Tensor::size(int64_t axis) const { return shape()[normalize_axis(axis, shape(), "size")]; }
-int64_t Tensor::numel() const { return static_cast<int64_t>(impl().data.size()); }
-real* Tensor::data() { return impl().data.data(); }
-const real* Tensor::data() const { return impl().data.data(); }
+int64_t Tensor::numel() const { return impl().numel; }
+std::vector<real> Tensor::to_vector() const { return std::vector<real>(data(), data() + numel()); }
+real* Tensor::data() { return impl().storage->data() + impl().offset; }
+const real* Tensor::data() const { return impl().storage->data() + impl().offset; }
 
 real Tensor::item() const {
     if (numel() != 1)
         throw std::invalid_argument("item: tensor of shape " + shape_str(shape()) +
                                     " has " + std::to_string(numel()) + " elements, not 1");
-    return impl().data[0];
+    return data()[0];
 }
 
 namespace {
@@ -155,8 +182,8 @@ int64_t flat_offset(const Shape& shape, std::initializer_list<int64_t> index) {
 }
 }  // namespace
 
-real Tensor::at(std::initializer_list<int64_t> index) const { return impl().data[flat_offset(shape(), index)]; }
-real& Tensor::at(std::initializer_list<int64_t> index) { return impl().data[flat_offset(shape(), index)]; }
+real Tensor::at(std::initializer_list<int64_t> index) const { return data()[flat_offset(shape(), index)]; }
+real& Tensor::at(std::initializer_list<int64_t> index) { return data()[flat_offset(shape(), index)]; }
 
 // ---- autograd --------------------------------------------------------------------------------
 
@@ -177,22 +204,25 @@ Tensor& Tensor::retain_grad() {
 
 Tensor Tensor::grad() const {
     if (!has_grad()) return Tensor();
-    return make(shape(), impl().grad, false);
+    return make(shape(), impl().grad.clone(), false);
 }
 
 real* Tensor::grad_data() const {
     if (!impl_) throw std::logic_error("Tensor: use of an undefined tensor");
     auto& g = impl_->grad;
-    if (g.empty()) g.assign(impl_->data.size(), real(0));
+    if (g.empty()) g = Storage(impl_->numel, real(0));
     return g.data();
 }
 
 void Tensor::zero_grad() {
-    impl().grad.clear();
-    impl().grad.shrink_to_fit();
+    impl().grad.reset();
 }
 
-Tensor Tensor::detach() const { return make(shape(), impl().data, false); }
+Tensor Tensor::detach() const {
+    Storage copy(numel());
+    std::copy(data(), data() + numel(), copy.data());
+    return make(shape(), std::move(copy), false);
+}
 
 void Tensor::backward() {
     if (numel() != 1)
@@ -250,8 +280,7 @@ void Tensor::backward(const Tensor& seed) {
         node.inputs.clear();
         node.graph_freed = true;
         if (!node.retain_grad && &node != impl_.get()) {
-            node.grad.clear();
-            node.grad.shrink_to_fit();
+            node.grad.reset();
         }
         it->reset();  // the node dies here unless someone outside still holds it
     }

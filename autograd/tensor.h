@@ -13,8 +13,10 @@
 //
 // Layout. A tensor is always contiguous and row-major: element (i0, i1, ..., ik) lives at
 // offset sum_j ij * stride_j, stride_k = 1, stride_j = stride_{j+1} * shape_{j+1}. There are
-// no views: reshape, permute and slice each return a new contiguous tensor. That costs a
-// copy but keeps every op a plain loop over contiguous memory.
+// no strided views, so every op is a plain loop over contiguous memory. A result that is a
+// contiguous run of its input's elements shares the input's memory instead of copying it,
+// as in PyTorch: reshape, and slice/select when the run is contiguous (of the first axis,
+// say q, k, v = select(qkv, 0, i)). permute and transpose always copy.
 //
 // Handles. `Tensor` is a cheap handle (a shared pointer) to a `TensorImpl`, like a Python
 // reference to a torch.Tensor: copying a Tensor does not copy its data.
@@ -28,13 +30,9 @@
 #include <string>
 #include <vector>
 
-namespace patchgrad {
+#include "storage.h"  // defines `real`
 
-#ifdef PATCHGRAD_DOUBLE
-using real = double;
-#else
-using real = float;
-#endif
+namespace patchgrad {
 
 using Shape = std::vector<int64_t>;
 
@@ -54,8 +52,10 @@ using BackwardFn = std::function<void(Tensor& out)>;
 
 struct TensorImpl {
     Shape shape;
-    std::vector<real> data;
-    std::vector<real> grad;  // empty until the first gradient arrives; then same size as data
+    int64_t numel = 0;
+    std::shared_ptr<Storage> storage;  // shared by the tensors that view the same memory
+    int64_t offset = 0;                // this tensor's first element in storage
+    Storage grad;  // empty until the first gradient arrives; then numel elements, never shared
 
     bool requires_grad = false;
     bool retain_grad = false;  // keep .grad of a non-leaf after backward (leaves always keep it)
@@ -73,7 +73,10 @@ public:
     explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
     // ---- creation --------------------------------------------------------------------
-    static Tensor empty(const Shape& shape);  // contents unspecified (zero-filled in practice)
+    // Contents unspecified: for ops that overwrite every element. Builds with
+    // PATCHGRAD_POISON_EMPTY (the sanitizer builds) fill it with NaN, so an op that forgets
+    // an element produces NaN in the tests instead of passing by luck.
+    static Tensor empty(const Shape& shape);
     static Tensor zeros(const Shape& shape, bool requires_grad = false);
     static Tensor ones(const Shape& shape, bool requires_grad = false);
     static Tensor full(const Shape& shape, real value, bool requires_grad = false);
@@ -89,6 +92,10 @@ public:
     // torch.nn.init.trunc_normal_ and timm; for std 0.02 timm passes a=-2, b=2).
     static Tensor trunc_normal(const Shape& shape, real mean, real std, real a, real b,
                                Rng& rng, bool requires_grad = false);
+    // A tensor of `shape` over `base`'s elements offset .. offset + numel(shape) - 1,
+    // sharing base's memory (writes show through both). Its .grad is its own. For ops;
+    // they record how the gradient flows back to base.
+    static Tensor view(const Tensor& base, const Shape& shape, int64_t offset);
 
     // ---- shape and elements ----------------------------------------------------------
     bool defined() const { return impl_ != nullptr; }
@@ -99,7 +106,7 @@ public:
 
     real* data();
     const real* data() const;
-    std::vector<real> to_vector() const { return impl().data; }
+    std::vector<real> to_vector() const;
     real item() const;  // the value of a one-element tensor
     real at(std::initializer_list<int64_t> index) const;
     real& at(std::initializer_list<int64_t> index);

@@ -72,8 +72,9 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<bool>&
     Tensor qkv_heads = permute(reshape((*qkv)(x), {B, N, 3, heads, head_dim}), {2, 0, 3, 1, 4});
     Tensor q = select(qkv_heads, 0, 0), k = select(qkv_heads, 0, 1), v = select(qkv_heads, 0, 2);
 
-    // [B, heads, N, N]: row i holds token i's scores against every key j
-    Tensor scores = matmul(q, transpose(k, 2, 3)) * static_cast<real>(1 / std::sqrt(double(head_dim)));
+    // [B, heads, N, N]: row i holds token i's scores against every key j. matmul_transposed
+    // is matmul(q, transpose(k, 2, 3)) * scale without copying k^T or the scores.
+    Tensor scores = matmul_transposed(q, k, static_cast<real>(1 / std::sqrt(double(head_dim))));
     if (!patch_mask.empty()) scores = scores + key_mask_bias(patch_mask, N);
     Tensor attn = softmax(scores, -1);
     if (record_) attention_ = attn.detach();

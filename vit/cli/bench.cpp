@@ -24,7 +24,9 @@
 #include "autograd/gemm.h"
 #include "autograd/ops.h"
 #include "autograd/optimizer.h"
+#include "autograd/parallel.h"
 #include "autograd/rng.h"
+#include "autograd/storage.h"
 #include "vit/cli/cli.h"
 #include "vit/vision_transformer.h"
 
@@ -55,9 +57,9 @@ void print_help() {
                  "  --batch B       images per step (default: 128)\n"
                  "  --steps S       measured steps (default: 10)\n"
                  "  --warmup W      steps run first and not measured (default: 2)\n"
-                 "  --threads T     accepted and printed, but patchgrad has no thread pool yet: every op runs\n"
-                 "                  on one thread whatever T is (a build with OpenBLAS uses OpenBLAS's threads,\n"
-                 "                  set by the environment variable OPENBLAS_NUM_THREADS)\n"
+                 "  --threads T     threads for patchgrad's ops (default: 1); results are identical for any T\n"
+                 "                  (a build with OpenBLAS also runs OpenBLAS's own threads, set by the\n"
+                 "                  environment variable OPENBLAS_NUM_THREADS)\n"
                  "  -h, --help      show this help\n"
                  "\n"
                  "'matmul M N K' times C[M, N] = A[M, K] @ B[K, N], and the transposed forms linear uses,\n"
@@ -194,8 +196,8 @@ int run_training(const Flags& flags) {
                 static_cast<long long>(batch), static_cast<long long>(warmup), static_cast<long long>(steps));
     std::printf("build: %s, compiled for %s, matmul by %s\n", sizeof(real) == 4 ? "float32" : "float64",
                 compiled_isa(), matmul_backend());
-    std::printf("threads: %lld requested; patchgrad has no thread pool yet, so its ops run on one thread\n",
-                static_cast<long long>(threads));
+    set_num_threads(static_cast<int>(threads));
+    std::printf("threads: %d\n", num_threads());
 #ifdef PATCHGRAD_USE_OPENBLAS
     const char* blas_threads = std::getenv("OPENBLAS_NUM_THREADS");
     std::printf("         (OpenBLAS runs its own threads: OPENBLAS_NUM_THREADS=%s)\n",
@@ -206,10 +208,14 @@ int run_training(const Flags& flags) {
                 forward_macs_per_image(config) * 1e-6, train_gflop_per_image);
 
     const Memory before = memory_now();  // model, optimiser and the batch, before any step
-    std::printf("  %-9s %10s %10s %10s\n", "step", "ms", "loss", "RSS MiB");
+    // "tensors" is what the step's tensors held at their peak (autograd/storage.h), "cached"
+    // the freed blocks kept for the next step.
+    std::printf("  %-9s %10s %10s %10s %13s %11s\n", "step", "ms", "loss", "RSS MiB", "tensors MiB", "cached MiB");
     std::vector<double> ms;
     std::vector<double> rss;
+    int64_t peak_tensor_bytes = 0;
     for (int64_t s = 0; s < warmup + steps; ++s) {
+        reset_peak_memory();
         const auto t0 = Clock::now();
         Tensor loss = cross_entropy(model.forward(images), labels);
         loss.backward();
@@ -217,9 +223,12 @@ int run_training(const Flags& flags) {
         optimizer.zero_grad();
         const double elapsed = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
         const Memory mem = memory_now();
+        const MemoryStats tensors = memory_stats();
+        peak_tensor_bytes = std::max(peak_tensor_bytes, tensors.peak_in_use);
         const bool measured = s >= warmup;
         const std::string label = measured ? std::to_string(s - warmup + 1) : "warm-up " + std::to_string(s + 1);
-        std::printf("  %-9s %10.1f %10.4f %10.1f\n", label.c_str(), elapsed, double(loss.item()), mem.rss_mib);
+        std::printf("  %-9s %10.1f %10.4f %10.1f %13.1f %11.1f\n", label.c_str(), elapsed, double(loss.item()),
+                    mem.rss_mib, double(tensors.peak_in_use) / (1 << 20), double(tensors.cached) / (1 << 20));
         std::fflush(stdout);
         if (measured) {
             ms.push_back(elapsed);
@@ -238,6 +247,8 @@ int run_training(const Flags& flags) {
                 train_gflop_per_image * double(batch) / (min_ms * 1e-3));
     std::printf("peak RSS         %.1f MiB (VmHWM); %.1f MiB before the first step\n", mem.peak_mib,
                 before.rss_mib);
+    std::printf("peak tensors     %.1f MiB (largest sum of live tensor data and gradients in a step)\n",
+                double(peak_tensor_bytes) / (1 << 20));
     if (mem.rss_mib > 0)
         std::printf("RSS per step     %.1f MiB after the first measured step, %.1f after the last: %+.1f MiB\n",
                     rss.front(), rss.back(), rss.back() - rss.front());

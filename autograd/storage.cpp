@@ -1,0 +1,130 @@
+#include "storage.h"
+
+#include <algorithm>
+#include <mutex>
+#include <new>
+#include <unordered_map>
+#include <vector>
+
+namespace patchgrad {
+
+namespace {
+
+constexpr std::align_val_t kAlignment{64};
+// Blocks below this go straight to the system allocator, which recycles small blocks well
+// by itself; the cache is for the big activation arrays that malloc would mmap.
+constexpr size_t kSmallBlock = 64 * 1024;
+constexpr size_t kPage = 4096;
+
+size_t block_bytes(int64_t size) {
+    const size_t bytes = static_cast<size_t>(size) * sizeof(real);
+    return bytes < kSmallBlock ? bytes : (bytes + kPage - 1) / kPage * kPage;
+}
+
+class Cache {
+public:
+    void* allocate(size_t bytes) {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            stats_.in_use += static_cast<int64_t>(bytes);
+            stats_.peak_in_use = std::max(stats_.peak_in_use, stats_.in_use);
+            high_water_ = std::max(high_water_, stats_.in_use);
+            if (bytes >= kSmallBlock) {
+                auto it = free_.find(bytes);
+                if (it != free_.end() && !it->second.empty()) {
+                    void* p = it->second.back();
+                    it->second.pop_back();
+                    stats_.cached -= static_cast<int64_t>(bytes);
+                    return p;
+                }
+                if (stats_.in_use + stats_.cached > 2 * high_water_) release_locked();
+            }
+        }
+        return ::operator new(bytes, kAlignment);
+    }
+
+    void deallocate(void* p, size_t bytes) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stats_.in_use -= static_cast<int64_t>(bytes);
+        if (bytes < kSmallBlock) {
+            ::operator delete(p, kAlignment);
+            return;
+        }
+        free_[bytes].push_back(p);
+        stats_.cached += static_cast<int64_t>(bytes);
+    }
+
+    MemoryStats stats() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return stats_;
+    }
+    void reset_peak() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stats_.peak_in_use = stats_.in_use;
+    }
+    void release() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        release_locked();
+    }
+
+private:
+    void release_locked() {
+        for (auto& [bytes, blocks] : free_)
+            for (void* p : blocks) ::operator delete(p, kAlignment);
+        free_.clear();
+        stats_.cached = 0;
+    }
+
+    std::mutex mutex_;
+    std::unordered_map<size_t, std::vector<void*>> free_;  // block size in bytes -> free blocks
+    MemoryStats stats_;
+    int64_t high_water_ = 0;  // the most tensor memory ever in use at once
+};
+
+// Never destroyed: tensors in static objects may die after it would have.
+Cache& cache() {
+    static Cache* c = new Cache;
+    return *c;
+}
+
+}  // namespace
+
+Storage::Storage(int64_t size) : size_(size) {
+    if (size > 0) data_ = static_cast<real*>(cache().allocate(block_bytes(size)));
+}
+
+Storage::Storage(int64_t size, real fill) : Storage(size) { std::fill(data_, data_ + size_, fill); }
+
+Storage::~Storage() { reset(); }
+
+Storage::Storage(Storage&& other) noexcept : data_(other.data_), size_(other.size_) {
+    other.data_ = nullptr;
+    other.size_ = 0;
+}
+
+Storage& Storage::operator=(Storage&& other) noexcept {
+    if (this != &other) {
+        reset();
+        std::swap(data_, other.data_);
+        std::swap(size_, other.size_);
+    }
+    return *this;
+}
+
+Storage Storage::clone() const {
+    Storage copy(size_);
+    std::copy(data_, data_ + size_, copy.data_);
+    return copy;
+}
+
+void Storage::reset() {
+    if (data_) cache().deallocate(data_, block_bytes(size_));
+    data_ = nullptr;
+    size_ = 0;
+}
+
+MemoryStats memory_stats() { return cache().stats(); }
+void reset_peak_memory() { cache().reset_peak(); }
+void release_cached_memory() { cache().release(); }
+
+}  // namespace patchgrad

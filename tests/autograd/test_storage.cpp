@@ -1,0 +1,70 @@
+// The caching allocator under tensor storage (autograd/storage.h), and the tensors that
+// share memory with their input (reshape, and select/slice of a contiguous run).
+#include "autograd/ops.h"
+#include "autograd/storage.h"
+#include "test_util.h"
+
+using namespace patchgrad;
+using namespace patchgrad::test;
+
+TEST_CASE("storage: big blocks are reused for the same size, counted in and out of use", "[storage]") {
+    release_cached_memory();
+    const MemoryStats start = memory_stats();
+    const int64_t n = 100000;  // 400-800 KB: a cached size
+    const real* first;
+    {
+        Storage a(n, real(1));
+        first = a.data();
+        const MemoryStats during = memory_stats();
+        REQUIRE(during.in_use >= start.in_use + n * int64_t(sizeof(real)));
+        REQUIRE(reinterpret_cast<uintptr_t>(a.data()) % 64 == 0);
+    }
+    REQUIRE(memory_stats().in_use == start.in_use);
+    REQUIRE(memory_stats().cached >= n * int64_t(sizeof(real)));
+    Storage b(n);  // the freed block comes back
+    REQUIRE(b.data() == first);
+    REQUIRE(memory_stats().cached == start.cached);
+    b.reset();
+    release_cached_memory();
+    REQUIRE(memory_stats().cached == 0);
+}
+
+TEST_CASE("storage: fill, clone and move", "[storage]") {
+    Storage a(5, real(2.5));
+    for (int64_t i = 0; i < 5; ++i) REQUIRE(a[i] == real(2.5));
+    Storage c = a.clone();
+    c[0] = 7;
+    REQUIRE(a[0] == real(2.5));
+    Storage m = std::move(c);
+    REQUIRE(c.empty());
+    REQUIRE(m.size() == 5);
+    REQUIRE(m[0] == 7);
+    Storage none(0);
+    REQUIRE(none.empty());
+}
+
+TEST_CASE("storage: reshape and select of the first axis share memory; permute copies; gradients stay separate",
+          "[storage][op:reshape][op:select]") {
+    Rng rng(1);
+    Tensor x = rand_tensor({3, 4, 5}, rng);
+    Tensor r = reshape(x, {12, 5});
+    Tensor s = select(x, 0, 1);
+    Tensor t = slice(x, 0, 1, 3);
+    Tensor p = permute(x, {1, 0, 2});
+    REQUIRE(r.data() == x.data());
+    REQUIRE(s.data() == x.data() + 20);
+    REQUIRE(t.data() == x.data() + 20);
+    REQUIRE(p.data() != x.data());
+    Tensor inner = select(x, 1, 2);  // not a contiguous run: copied
+    REQUIRE((inner.data() < x.data() || inner.data() >= x.data() + x.numel()));
+
+    // The results are ops of x; their gradients flow back through the graph, not the memory.
+    Tensor loss = sum(r * r) + sum(s) + sum(t) * real(2);
+    loss.backward();
+    for (int64_t b = 0; b < 3; ++b)
+        for (int64_t i = 0; i < 4; ++i)
+            for (int64_t j = 0; j < 5; ++j) {
+                const real expected = 2 * x.at({b, i, j}) + (b == 1 ? 1 : 0) + (b >= 1 ? 2 : 0);
+                REQUIRE(x.grad().at({b, i, j}) == Approx(expected));
+            }
+}

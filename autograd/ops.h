@@ -119,4 +119,9 @@ Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& labels,
 // from `rng`. Not training (or p == 0): the identity, and no random numbers are drawn.
 Tensor dropout(const Tensor& x, real p, bool training, Rng& rng);
 
+// ---- drop_path (drop_path.cpp) -----------------------------------------------------------
+// Stochastic depth on x [B, ...]: each sample is kept whole with probability 1 - p (and
+// scaled by 1 / (1 - p)) or zeroed whole. x itself when !training or p == 0.
+Tensor drop_path(const Tensor& x, real p, bool training, Rng& rng);
+
 }  // namespace patchgrad

@@ -34,12 +34,14 @@ ModelSummary summarize(const ViTConfig& c) {
         row(b + "attn.attn_drop", "Dropout", {1, c.heads, T, T}, 0);
         row(b + "attn.proj", "Linear", {1, T, D}, linear_parameters(D, D, true));
         row(b + "attn.proj_drop", "Dropout", {1, T, D}, 0);
+        row(b + "drop_path1", "DropPath", {1, T, D}, 0);
         row(b + "norm2", "LayerNorm", {1, T, D}, layer_norm_parameters(D));
         row(b + "mlp.fc1", "Linear", {1, T, hidden}, linear_parameters(D, hidden, true));
         row(b + "mlp.act", "GELU", {1, T, hidden}, 0);
         row(b + "mlp.drop1", "Dropout", {1, T, hidden}, 0);
         row(b + "mlp.fc2", "Linear", {1, T, D}, linear_parameters(hidden, D, true));
         row(b + "mlp.drop2", "Dropout", {1, T, D}, 0);
+        row(b + "drop_path2", "DropPath", {1, T, D}, 0);
     }
     row("pool", c.pool == "mean" ? "mean of all tokens" : "class token z_L^0", {1, D}, 0);
     row("norm", "LayerNorm", {1, D}, layer_norm_parameters(D));

@@ -59,7 +59,8 @@ void validate(const ViTConfig& c) {
                                     std::to_string(c.heads));
     for (auto [p, what] : {std::pair<real, const char*>{c.dropout, "dropout"},
                            {c.emb_dropout, "emb_dropout"},
-                           {c.attn_dropout, "attn_dropout"}})
+                           {c.attn_dropout, "attn_dropout"},
+                           {c.drop_path, "drop_path"}})
         if (!(p >= 0 && p < 1)) throw std::invalid_argument(who + what + " must be in [0, 1), got " + std::to_string(p));
     if (c.pool != "cls" && c.pool != "mean")
         throw std::invalid_argument(who + "pool must be \"cls\" or \"mean\", got \"" + c.pool + "\"");
@@ -126,10 +127,13 @@ VisionTransformer::VisionTransformer(const ViTConfig& cfg, uint64_t seed) : conf
     patch_embed = register_module("patch_embed", std::make_shared<PatchEmbedding>(config.channels, config.patch_size, D, rng));
     pos_drop = register_module("pos_drop", std::make_shared<Dropout>(config.emb_dropout, dropout_rng));
     blocks = register_module("blocks", std::make_shared<TransformerEncoder>());
-    for (int64_t l = 0; l < config.depth; ++l)
+    for (int64_t l = 0; l < config.depth; ++l) {
+        // Stochastic depth grows linearly with depth, 0 for the first block (timm's dpr).
+        const real drop_path = config.depth > 1 ? config.drop_path * real(l) / real(config.depth - 1) : config.drop_path;
         blocks->add(std::make_shared<ViTBlock>(D, config.heads, config.mlp_hidden(), rng, dropout_rng, config.qkv_bias,
                                                config.dropout, config.attn_dropout, config.gelu,
-                                               config.layer_norm_eps));
+                                               config.layer_norm_eps, drop_path));
+    }
     norm = register_module("norm", std::make_shared<LayerNorm>(D, config.layer_norm_eps));
     if (config.head == "mlp") pre_logits = register_module("pre_logits", std::make_shared<PreLogits>(D, D, rng));
     head = register_module("head", std::make_shared<Linear>(D, config.num_classes, rng));

@@ -58,6 +58,7 @@ struct ViTConfig {
     real dropout = 0;        // after the attention projection and inside the MLP
     real emb_dropout = 0;    // on z_0 (timm's pos_drop)
     real attn_dropout = 0;   // on the attention weights
+    real drop_path = 0;      // stochastic depth of the last block; block l gets drop_path * l / (depth - 1)
     bool qkv_bias = true;
     bool learnable_pos_embed = true;  // false: fixed sinusoidal (seed 000)
     GeluApproximation gelu = GeluApproximation::None;

@@ -4,6 +4,9 @@
 //   z'_l = MSA(LN(z_{l-1})) + z_{l-1}        (2)
 //   z_l  = MLP(LN(z'_l))    + z'_l           (3)
 //
+// While training, stochastic depth (drop_path1, drop_path2) may drop either branch for a
+// whole sample, leaving only its residual path.
+//
 // Seed 000's ViTBlock.forward computes the second line as
 //   out = self.feedforward(self.layernorm2(x)) + out
 // i.e. it normalises the block's input x instead of z'_l, so the MLP never sees what the
@@ -22,6 +25,7 @@
 #include "autograd/ops.h"
 #include "autograd/rng.h"
 #include "layers/attention.h"
+#include "layers/drop_path.h"
 #include "layers/feed_forward.h"
 #include "layers/layer_norm.h"
 #include "layers/module.h"
@@ -32,9 +36,10 @@ class ViTBlock : public Layer {
 public:
     // dropout is applied after the attention's output projection and inside the MLP (timm's
     // proj_drop and drop1/drop2); attn_dropout to the attention weights.
+    // drop_path is the stochastic-depth rate of both residual branches (drop_path1/2).
     ViTBlock(int64_t dim, int64_t heads, int64_t mlp_hidden_dim, Rng& rng, std::shared_ptr<Rng> dropout_rng,
              bool qkv_bias = true, real dropout = 0, real attn_dropout = 0,
-             GeluApproximation gelu = GeluApproximation::None, real layer_norm_eps = 1e-6);
+             GeluApproximation gelu = GeluApproximation::None, real layer_norm_eps = 1e-6, real drop_path = 0);
     std::string type_name() const override { return "ViTBlock"; }
 
     // z [B, N+1, D] -> [B, N+1, D]. patch_mask: empty, or one entry per patch (true = visible),
@@ -44,8 +49,10 @@ public:
 
     std::shared_ptr<LayerNorm> norm1;
     std::shared_ptr<MultiHeadSelfAttention> attn;
+    std::shared_ptr<DropPath> drop_path1;
     std::shared_ptr<LayerNorm> norm2;
     std::shared_ptr<FeedForward> mlp;
+    std::shared_ptr<DropPath> drop_path2;
 };
 
 }  // namespace patchgrad

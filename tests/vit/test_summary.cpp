@@ -42,14 +42,14 @@ std::map<std::string, Shape> actual_shapes(VisionTransformer& model) {
     Tensor ln1 = block.norm1->forward(z);
     s["norm1"] = ln1.shape();
     s["attn.qkv"] = block.attn->qkv->forward(ln1).shape();
-    s["attn.proj"] = s["attn.proj_drop"] = block.attn->forward(ln1).shape();
+    s["attn.proj"] = s["attn.proj_drop"] = s["drop_path1"] = block.attn->forward(ln1).shape();
     s["attn.attn_drop"] = block.attn->attention().shape();
     Tensor ln2 = block.norm2->forward(z);
     s["norm2"] = ln2.shape();
     Tensor h = block.mlp->fc1->forward(ln2);
     s["mlp.fc1"] = h.shape();
     s["mlp.act"] = s["mlp.drop1"] = block.mlp->act->forward(h).shape();
-    s["mlp.fc2"] = s["mlp.drop2"] = block.mlp->forward(ln2).shape();
+    s["mlp.fc2"] = s["mlp.drop2"] = s["drop_path2"] = block.mlp->forward(ln2).shape();
     Tensor pooled = select(model.blocks->forward(z), 1, 0);
     s["pool"] = s["norm"] = pooled.shape();
     if (model.pre_logits) s["pre_logits.fc"] = s["pre_logits.act"] = model.pre_logits->forward(pooled).shape();

@@ -1,4 +1,5 @@
 #include "catch.h"
+#include "layers/state_dict.h"
 #include "test_util.h"
 #include "vit/vit_block.h"
 #include "vit_test_util.h"
@@ -93,6 +94,34 @@ TEST_CASE("ViTBlock: errors name the sizes", "[vit][layer:ViTBlock][errors]") {
     require_error([&] { ViTBlock(10, 3, 16, rng, nullptr); }, {"MultiHeadSelfAttention", "dim 10", "heads 3"});
     ViTBlock block(8, 2, 16, rng, nullptr);
     require_error([&] { block.forward(Tensor::zeros({2, 7, 8}), {true, false}); }, {"patch_mask", "2 entries", "6 patches"});
+}
+
+TEST_CASE("ViTBlock: drop path drops whole residual branches per sample while training, never in eval",
+          "[vit][ViTBlock][drop_path]") {
+    Rng rng(21);
+    auto dropout_rng = std::make_shared<Rng>(22);
+    ViTBlock block(8, 2, 16, rng, dropout_rng, true, 0, 0, GeluApproximation::None, 1e-6, 0.5);
+    randomize_parameters(block, rng);
+    Tensor z = Tensor::uniform({64, 5, 8}, -1, 1, rng);
+    Tensor trained = block.forward(z);
+    // A sample whose two branches were both dropped comes out unchanged; with p = 0.5 per
+    // branch that is about a quarter of the samples, and the others change.
+    int64_t unchanged = 0;
+    for (int64_t b = 0; b < 64; ++b) {
+        bool same = true;
+        for (int64_t i = 0; i < 5 * 8; ++i) same &= trained.data()[b * 40 + i] == z.data()[b * 40 + i];
+        unchanged += same;
+    }
+    REQUIRE(unchanged > 4);
+    REQUIRE(unchanged < 32);
+
+    block.eval();
+    Tensor a = block.forward(z), b = block.forward(z);
+    require_close(a, b, 0);
+    ViTBlock plain(8, 2, 16, rng, nullptr);
+    load_state_dict(plain, state_dict(block));
+    plain.eval();
+    require_close(plain.forward(z), a, 0);
 }
 
 }  // namespace patchgrad::test

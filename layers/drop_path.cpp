@@ -1,0 +1,21 @@
+#include "layers/drop_path.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "autograd/ops.h"
+
+namespace patchgrad {
+
+DropPath::DropPath(real p, std::shared_ptr<Rng> rng) : p(p), rng(std::move(rng)) {
+    if (!(p >= 0 && p < 1))
+        throw std::invalid_argument("DropPath: p must be in [0, 1), got " + std::to_string(p));
+    if (p > 0 && !this->rng) throw std::invalid_argument("DropPath: p = " + std::to_string(p) + " needs an Rng, got none");
+}
+
+Tensor DropPath::forward(const Tensor& x) {
+    if (!training() || p == 0) return x;
+    return drop_path(x, p, true, *rng);
+}
+
+}  // namespace patchgrad

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ops.h"
+#include "parallel.h"
 
 namespace patchgrad {
 
@@ -42,49 +43,73 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, rea
     std::vector<real> mean(rows), rstd(rows);
     const real* w = weight.defined() ? weight.data() : nullptr;
     const real* b = bias.defined() ? bias.data() : nullptr;
-    for (int64_t r = 0; r < rows; ++r) {
-        const real* xr = x.data() + r * D;
-        real* yr = out.data() + r * D;
-        real sum = 0;
-        for (int64_t j = 0; j < D; ++j) sum += xr[j];
-        const real mu = sum / static_cast<real>(D);
-        real squares = 0;
-        for (int64_t j = 0; j < D; ++j) squares += (xr[j] - mu) * (xr[j] - mu);
-        const real rs = 1 / std::sqrt(squares / static_cast<real>(D) + eps);
-        for (int64_t j = 0; j < D; ++j) yr[j] = (xr[j] - mu) * rs * (w ? w[j] : 1) + (b ? b[j] : 0);
-        mean[r] = mu;
-        rstd[r] = rs;
-    }
+    const real* xd = x.data();
+    real* yd = out.data();
+    real* mean_d = mean.data();
+    real* rstd_d = rstd.data();
+    const int64_t grain = (1 << 14) / (D + 1) + 1;
+    parallel_for(rows, grain, [=](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+            const real* xr = xd + r * D;
+            real* yr = yd + r * D;
+            real sum = 0;
+            for (int64_t j = 0; j < D; ++j) sum += xr[j];
+            const real mu = sum / static_cast<real>(D);
+            real squares = 0;
+            for (int64_t j = 0; j < D; ++j) squares += (xr[j] - mu) * (xr[j] - mu);
+            const real rs = 1 / std::sqrt(squares / static_cast<real>(D) + eps);
+            for (int64_t j = 0; j < D; ++j) yr[j] = (xr[j] - mu) * rs * (w ? w[j] : 1) + (b ? b[j] : 0);
+            mean_d[r] = mu;
+            rstd_d[r] = rs;
+        }
+    });
 
+    // Rows go to threads for dx; columns for dweight and dbias, whose sums over the rows then
+    // run in row order whatever the thread count.
     record(out, "layer_norm", {x, weight, bias},
-           [x, weight, bias, rows, D, mean = std::move(mean), rstd = std::move(rstd)](Tensor& o) mutable {
+           [x, weight, bias, rows, D, grain, mean = std::move(mean), rstd = std::move(rstd)](Tensor& o) mutable {
                const real* dy = o.grad_data();
+               const real* xd = x.data();
                const real* w = weight.defined() ? weight.data() : nullptr;
-               real* dx = x.requires_grad() ? x.grad_data() : nullptr;
+               const real* mu = mean.data();
+               const real* rs = rstd.data();
+               if (x.requires_grad()) {
+                   real* dx = x.grad_data();
+                   parallel_for(rows, grain, [=](int64_t r0, int64_t r1) {
+                       for (int64_t r = r0; r < r1; ++r) {
+                           const real* xr = xd + r * D;
+                           const real* dyr = dy + r * D;
+                           real sum_dxhat = 0, sum_dxhat_xhat = 0;
+                           for (int64_t j = 0; j < D; ++j) {
+                               const real xhat = (xr[j] - mu[r]) * rs[r];
+                               const real dxhat = dyr[j] * (w ? w[j] : 1);
+                               sum_dxhat += dxhat;
+                               sum_dxhat_xhat += dxhat * xhat;
+                           }
+                           const real mean_dxhat = sum_dxhat / static_cast<real>(D);
+                           const real mean_dxhat_xhat = sum_dxhat_xhat / static_cast<real>(D);
+                           real* dxr = dx + r * D;
+                           for (int64_t j = 0; j < D; ++j) {
+                               const real xhat = (xr[j] - mu[r]) * rs[r];
+                               dxr[j] += rs[r] * (dyr[j] * (w ? w[j] : 1) - mean_dxhat - xhat * mean_dxhat_xhat);
+                           }
+                       }
+                   });
+               }
                real* dw = weight.defined() && weight.requires_grad() ? weight.grad_data() : nullptr;
                real* db = bias.defined() && bias.requires_grad() ? bias.grad_data() : nullptr;
-               for (int64_t r = 0; r < rows; ++r) {
-                   const real* xr = x.data() + r * D;
-                   const real* dyr = dy + r * D;
-                   const real mu = mean[r], rs = rstd[r];
-                   real sum_dxhat = 0, sum_dxhat_xhat = 0;
-                   for (int64_t j = 0; j < D; ++j) {
-                       const real xhat = (xr[j] - mu) * rs;
-                       const real dxhat = dyr[j] * (w ? w[j] : 1);
-                       sum_dxhat += dxhat;
-                       sum_dxhat_xhat += dxhat * xhat;
-                       if (dw) dw[j] += dyr[j] * xhat;
-                       if (db) db[j] += dyr[j];
+               if (!dw && !db) return;
+               parallel_for(D, 16, [=](int64_t j0, int64_t j1) {
+                   for (int64_t r = 0; r < rows; ++r) {
+                       const real* xr = xd + r * D;
+                       const real* dyr = dy + r * D;
+                       for (int64_t j = j0; j < j1; ++j) {
+                           const real xhat = (xr[j] - mu[r]) * rs[r];
+                           if (dw) dw[j] += dyr[j] * xhat;
+                           if (db) db[j] += dyr[j];
+                       }
                    }
-                   if (!dx) continue;
-                   const real mean_dxhat = sum_dxhat / static_cast<real>(D);
-                   const real mean_dxhat_xhat = sum_dxhat_xhat / static_cast<real>(D);
-                   real* dxr = dx + r * D;
-                   for (int64_t j = 0; j < D; ++j) {
-                       const real xhat = (xr[j] - mu) * rs;
-                       dxr[j] += rs * (dyr[j] * (w ? w[j] : 1) - mean_dxhat - xhat * mean_dxhat_xhat);
-                   }
-               }
+               });
            });
     return out;
 }

@@ -94,8 +94,8 @@ TEST_CASE("parallel: set_num_threads rejects fewer than one thread", "[parallel]
     REQUIRE(num_threads() == 1);
 }
 
-TEST_CASE("parallel: matmul, matmul_transposed, linear, gelu and softmax give the same bits for 1, 2, 3 threads",
-          "[parallel][op:matmul][op:linear][op:gelu][op:softmax]") {
+TEST_CASE("parallel: matmul, matmul_transposed, linear, gelu, layer_norm and softmax give the same bits for 1, 2, 3 threads",
+          "[parallel][op:matmul][op:linear][op:gelu][op:layer_norm][op:softmax]") {
     Rng rng(3);
     // Big enough that gemm splits its rows and the batched products split their matrices.
     require_same_bits_for_any_thread_count([](const std::vector<Tensor>& x) { return matmul(x[0], x[1]); },
@@ -109,6 +109,9 @@ TEST_CASE("parallel: matmul, matmul_transposed, linear, gelu and softmax give th
     require_same_bits_for_any_thread_count(
         [](const std::vector<Tensor>& x) { return gelu(x[0], GeluApproximation::None); },
         {rand_tensor({300, 400}, rng, -4, 4)});
+    require_same_bits_for_any_thread_count(
+        [](const std::vector<Tensor>& x) { return layer_norm(x[0], x[1], x[2], real(1e-6)); },
+        {rand_tensor({3000, 48}, rng), rand_tensor({48}, rng), rand_tensor({48}, rng)});
     require_same_bits_for_any_thread_count([](const std::vector<Tensor>& x) { return softmax(x[0], -1); },
                                            {rand_tensor({2000, 65}, rng, -4, 4)});
     require_same_bits_for_any_thread_count([](const std::vector<Tensor>& x) { return log_softmax(x[0], 0); },

@@ -50,6 +50,14 @@ void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
 // leading dimensions were, and slivers at the matrix edges are zero-padded to full MR x NR,
 // so the one kernel handles every M, N, K (only the final write to C is clipped).
 //
+// Packing costs about as much per element as a whole vector of multiply-adds, and a packed
+// A sliver is reused once per NR columns of C. For the narrow products of attention (N is
+// head_dim = 32: one or two slivers of B), packing A would cost more than the arithmetic,
+// so full MR-row slivers of A are then read in place (only edge slivers are packed).
+//
+// Threads split the rows of C (see parallel.h): each thread packs its own blocks of A and
+// all share the packed panel of B.
+//
 // The micro-kernel keeps an MR x NR tile of C in registers: per k it loads NR values of B
 // (NR / vector-width vector loads), and for each of the MR rows broadcasts one value of A
 // and does NR / vector-width multiply-adds. MR * NR / width accumulators plus the B
@@ -125,17 +133,19 @@ void pack_b(bool trans_b, const real* B, int64_t ldb, int64_t pc, int64_t jc, in
     }
 }
 
-// C[mr, nr] = alpha * (Ap sliver @ Bp sliver) + beta * C, with mr <= MR, nr <= NR.
-void micro_kernel(int64_t kc, const real* Ap, const real* Bp, real alpha, real beta, real* C,
-                  int64_t ldc, int64_t mr, int64_t nr) {
+// C[mr, nr] = alpha * (A sliver @ Bp sliver) + beta * C, with mr <= MR, nr <= NR. Element
+// (i, p) of the A sliver is a[p * a_k + i * a_i]: packed (a_k = MR, a_i = 1), or read in place
+// from op(A) when it has all MR rows (then packing would cost more than it saves).
+void micro_kernel(int64_t kc, const real* A, int64_t a_k, int64_t a_i, const real* Bp, real alpha, real beta,
+                  real* C, int64_t ldc, int64_t mr, int64_t nr) {
     real acc[MR][NR] = {};
     for (int64_t p = 0; p < kc; ++p) {
-        const real* a = Ap + p * MR;
+        const real* a = A + p * a_k;
         const real* b = Bp + p * NR;
         // Unrolled rows let the tile live in registers: -O3 unrolls them by itself, -O2 not.
 #pragma GCC unroll 16
         for (int64_t i = 0; i < MR; ++i)
-            for (int64_t j = 0; j < NR; ++j) acc[i][j] += a[i] * b[j];
+            for (int64_t j = 0; j < NR; ++j) acc[i][j] += a[i * a_i] * b[j];
     }
     if (mr == MR && nr == NR) {
         for (int64_t i = 0; i < MR; ++i) {
@@ -187,6 +197,9 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
             // thread in the same order, so the thread count cannot change the result. A chunk
             // gets at least ~2^19 multiply-adds, or waking a thread costs more than it saves.
             const int64_t grain = (int64_t(1) << 19) / (MR * nc * kc) + 1;
+            // Packing A pays when each sliver of it meets many slivers of B; a narrow C
+            // (attention's N = tokens or head_dim) reads A in place instead.
+            const bool direct = nc <= 2 * NR;
             parallel_for(slivers, grain, [&](int64_t s0, int64_t s1) {
                 thread_local std::vector<real> a_pack;
                 a_pack.resize(static_cast<size_t>(kc * MC));
@@ -194,12 +207,22 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
                 const int64_t row_end = std::min(M, s1 * MR);
                 for (int64_t ic = s0 * MR; ic < row_end; ic += MC) {
                     const int64_t mc = std::min(MC, row_end - ic);
-                    pack_a(trans_a, A, lda, ic, pc, mc, kc, Ap);
+                    if (!direct) pack_a(trans_a, A, lda, ic, pc, mc, kc, Ap);
                     for (int64_t jr = 0; jr < nc; jr += NR)
-                        for (int64_t ir = 0; ir < mc; ir += MR)
-                            micro_kernel(kc, Ap + ir * kc, Bp + jr * kc, alpha, beta_block,
-                                         C + (ic + ir) * ldc + jc + jr, ldc, std::min(MR, mc - ir),
-                                         std::min(NR, nc - jr));
+                        for (int64_t ir = 0; ir < mc; ir += MR) {
+                            const int64_t mr = std::min(MR, mc - ir), r = ic + ir;
+                            const real* a_sliver = Ap + ir * kc;
+                            int64_t a_k = MR, a_i = 1;
+                            if (direct && mr == MR) {
+                                a_sliver = trans_a ? A + pc * lda + r : A + r * lda + pc;
+                                a_k = trans_a ? lda : 1;
+                                a_i = trans_a ? 1 : lda;
+                            } else if (direct) {
+                                pack_a(trans_a, A, lda, r, pc, mr, kc, Ap + ir * kc);
+                            }
+                            micro_kernel(kc, a_sliver, a_k, a_i, Bp + jr * kc, alpha, beta_block,
+                                         C + r * ldc + jc + jr, ldc, mr, std::min(NR, nc - jr));
+                        }
                 }
             });
         }

@@ -1,0 +1,77 @@
+// batcher.cpp — per-epoch seeded permutations cut into batches, and derive_seed.
+#include "batcher.h"
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "autograd/rng.h"
+
+namespace patchgrad {
+
+namespace {
+// splitmix64's finaliser: every input bit affects every output bit.
+uint64_t mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
+}  // namespace
+
+uint64_t derive_seed(uint64_t seed, std::initializer_list<uint64_t> parts) {
+    uint64_t h = mix64(seed + kGolden);
+    for (uint64_t part : parts) h = mix64(h + kGolden + mix64(part));
+    return h;
+}
+
+Batcher::Batcher(int64_t set_size, int64_t batch_size, uint64_t seed, bool drop_last)
+    : Batcher(set_size, batch_size, seed, drop_last, true) {}
+
+Batcher Batcher::sequential(int64_t set_size, int64_t batch_size) {
+    return Batcher(set_size, batch_size, 0, false, false);
+}
+
+Batcher::Batcher(int64_t set_size, int64_t batch_size, uint64_t seed, bool drop_last, bool shuffle)
+    : set_size_(set_size), batch_size_(batch_size), seed_(seed), drop_last_(drop_last), shuffle_(shuffle) {
+    if (set_size < 1) throw std::invalid_argument("Batcher: set size " + std::to_string(set_size) + " must be >= 1");
+    if (batch_size < 1)
+        throw std::invalid_argument("Batcher: batch size " + std::to_string(batch_size) + " must be >= 1");
+    if (drop_last && set_size < batch_size)
+        throw std::invalid_argument("Batcher: drop_last with " + std::to_string(set_size) + " images and batch size " +
+                                    std::to_string(batch_size) +
+                                    " leaves no batch; use a smaller batch or keep the last batch");
+}
+
+int64_t Batcher::num_batches() const {
+    return drop_last_ ? set_size_ / batch_size_ : (set_size_ + batch_size_ - 1) / batch_size_;
+}
+
+std::vector<int64_t> Batcher::epoch_order(int64_t epoch) const {
+    if (epoch < 0) throw std::invalid_argument("Batcher: epoch " + std::to_string(epoch) + " must be >= 0");
+    std::vector<int64_t> order(set_size_);
+    std::iota(order.begin(), order.end(), int64_t{0});
+    if (!shuffle_) return order;
+    // Fisher–Yates: each of the n! orders equally likely.
+    Rng rng(derive_seed(seed_, {static_cast<uint64_t>(epoch)}));
+    for (int64_t i = set_size_ - 1; i > 0; --i) std::swap(order[i], order[rng.below(static_cast<uint64_t>(i) + 1)]);
+    return order;
+}
+
+std::vector<int64_t> Batcher::batch(const std::vector<int64_t>& order, int64_t step) const {
+    if (static_cast<int64_t>(order.size()) != set_size_)
+        throw std::invalid_argument("Batcher::batch: an order of " + std::to_string(order.size()) +
+                                    " indices for a set of " + std::to_string(set_size_) + " images");
+    if (step < 0 || step >= num_batches())
+        throw std::invalid_argument("Batcher::batch: step " + std::to_string(step) + " is out of range; an epoch has " +
+                                    std::to_string(num_batches()) + " batches");
+    const int64_t begin = step * batch_size_;
+    const int64_t end = std::min(begin + batch_size_, set_size_);
+    return std::vector<int64_t>(order.begin() + begin, order.begin() + end);
+}
+
+std::vector<int64_t> Batcher::batch(int64_t epoch, int64_t step) const { return batch(epoch_order(epoch), step); }
+
+}  // namespace patchgrad

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# datasets/download_cifar10.sh [DEST_DIR] — fetch CIFAR-10 (binary version) into
+# DEST_DIR/cifar-10-batches-bin (DEST_DIR defaults to data/, so the result is where
+# patchgrad looks by default: data/cifar-10-batches-bin, relative to the current directory).
+#
+#   - Downloads https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz (162 MiB) with
+#     curl -C - (or wget -c): an interrupted download resumes from DEST_DIR/*.part when run again.
+#   - Verifies its MD5 (c32a1d4ab5d03f1284b67883e8d87530) before extracting; on a mismatch it
+#     deletes the download and exits non-zero, leaving no files behind.
+#   - Extracts into a temporary directory inside DEST_DIR and moves the finished folder into
+#     place, so DEST_DIR/cifar-10-batches-bin is never half-extracted.
+#   - Is idempotent: if the six .bin files are already there with 30,730,000 bytes each, it
+#     prints "already present" and exits 0 without touching the network.
+#
+# No internet? Any directory holding data_batch_1..5.bin and test_batch.bin works: point
+# patchgrad at it with --data DIR or PATCHGRAD_DATA=DIR (e.g. PATCHGRAD_DATA=../shared/cifar10,
+# a "../shared/cifar10"-style copy of the files), or copy the files into data/cifar-10-batches-bin.
+#
+# For tests, the environment may override the source and the expected sizes:
+#   PATCHGRAD_CIFAR_URL        archive URL (file:// works with curl)
+#   PATCHGRAD_CIFAR_MD5        its expected MD5
+#   PATCHGRAD_CIFAR_BIN_BYTES  expected size of each .bin file (default 30730000)
+set -euo pipefail
+
+url=${PATCHGRAD_CIFAR_URL:-https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz}
+md5=${PATCHGRAD_CIFAR_MD5:-c32a1d4ab5d03f1284b67883e8d87530}
+bin_bytes=${PATCHGRAD_CIFAR_BIN_BYTES:-30730000}
+dest_root=${1:-data}
+dest=$dest_root/cifar-10-batches-bin
+files=(data_batch_1.bin data_batch_2.bin data_batch_3.bin data_batch_4.bin data_batch_5.bin test_batch.bin)
+me=download_cifar10.sh
+
+die() {
+  echo "$me: $*" >&2
+  exit 1
+}
+
+# True if every .bin file is in $1 with the expected size.
+complete() {
+  local f size
+  for f in "${files[@]}"; do
+    [ -f "$1/$f" ] || return 1
+    size=$(wc -c <"$1/$f")
+    [ "$size" -eq "$bin_bytes" ] || return 1
+  done
+}
+
+if complete "$dest"; then
+  echo "$me: CIFAR-10 already present in $dest"
+  exit 0
+fi
+
+for tool in tar md5sum; do
+  command -v "$tool" >/dev/null || die "needs '$tool', which is not installed"
+done
+
+created_root=0
+if [ ! -d "$dest_root" ]; then
+  mkdir -p "$dest_root" || die "cannot create $dest_root"
+  created_root=1
+fi
+archive=$dest_root/cifar-10-binary.tar.gz
+partial=$archive.part
+tmp=""
+# On any failure: no temporary directory, no empty DEST_DIR we made. A .part download is kept
+# so the next run resumes it, unless it was found to be corrupt (removed below).
+cleanup() {
+  [ -z "$tmp" ] || rm -rf "$tmp"
+  [ "$created_root" = 0 ] || rmdir "$dest_root" 2>/dev/null || true
+}
+trap cleanup EXIT
+
+if [ ! -f "$archive" ]; then
+  echo "$me: downloading $url"
+  if command -v curl >/dev/null; then
+    curl -fL --retry 3 -C - -o "$partial" "$url" || die "download of $url failed (run again to resume)"
+  elif command -v wget >/dev/null; then
+    wget -c -O "$partial" "$url" || die "download of $url failed (run again to resume)"
+  else
+    die "needs curl or wget to download $url"
+  fi
+  mv "$partial" "$archive"
+fi
+
+actual=$(md5sum "$archive" | cut -d' ' -f1)
+if [ "$actual" != "$md5" ]; then
+  rm -f "$archive" "$partial"
+  die "$archive has MD5 $actual, expected $md5 (corrupt or wrong download; removed it, run again)"
+fi
+
+tmp=$(mktemp -d "$dest_root/.cifar-10-extract.XXXXXX")
+tar -xzf "$archive" -C "$tmp" || die "cannot extract $archive"
+complete "$tmp/cifar-10-batches-bin" ||
+  die "$archive does not hold cifar-10-batches-bin/ with the six .bin files of $bin_bytes bytes each"
+rm -rf "$dest"
+mv "$tmp/cifar-10-batches-bin" "$dest"
+rm -f "$archive"
+created_root=0
+echo "$me: CIFAR-10 is in $dest"

@@ -1,0 +1,45 @@
+// Tests for datasets/image_set.cpp: subsets, class counts and the consistency check.
+#include "datasets/image_set.h"
+
+#include "catch.h"
+#include "datasets_test_util.h"
+#include "test_util.h"
+
+namespace patchgrad {
+
+using namespace patchgrad::test;
+
+TEST_CASE("datasets: ImageSet subset copies the chosen images in order", "[datasets][image_set]") {
+    const ImageSet set = random_images(5, 2, 3, 4, 3, 1);
+    const ImageSet sub = set.subset({4, 0, 4});
+    REQUIRE(sub.size() == 3);
+    REQUIRE(sub.channels == 2);
+    REQUIRE(sub.height == 3);
+    REQUIRE(sub.width == 4);
+    REQUIRE(sub.class_names == set.class_names);
+    REQUIRE(sub.labels == std::vector<int64_t>{set.labels[4], set.labels[0], set.labels[4]});
+    for (int64_t k = 0; k < 3; ++k) {
+        const int64_t i = std::vector<int64_t>{4, 0, 4}[k];
+        REQUIRE(std::equal(sub.image(k), sub.image(k) + 24, set.image(i)));
+    }
+    REQUIRE(set.subset({}).size() == 0);
+    REQUIRE(set.class_counts() == std::vector<int64_t>{2, 2, 1});
+}
+
+TEST_CASE("datasets: ImageSet errors", "[datasets][image_set][errors]") {
+    const ImageSet set = random_images(5, 2, 3, 4, 3, 1);
+    require_error([&] { set.subset({1, 5}); }, {"ImageSet::subset", "index 5 at position 1", "5 images"});
+    require_error([&] { set.subset({-1}); }, {"index -1"});
+    ImageSet bad_label = set;
+    bad_label.labels[2] = 3;
+    require_error([&] { bad_label.check("here"); }, {"here", "label 3 of image 2", "3 classes"});
+    require_error([&] { bad_label.class_counts(); }, {"ImageSet::class_counts", "label 3"});
+    ImageSet bad_size = set;
+    bad_size.pixels.resize(100);
+    require_error([&] { bad_size.check("there"); }, {"there", "100 pixel bytes for 5 labels", "[2, 3, 4]", "120"});
+    ImageSet bad_shape = set;
+    bad_shape.height = 0;
+    require_error([&] { bad_shape.check("shape"); }, {"shape", "[2, 0, 4]", "positive"});
+}
+
+}  // namespace patchgrad

@@ -12,6 +12,7 @@ missing=()
 command -v cmake >/dev/null || missing+=(cmake)
 command -v g++ >/dev/null || missing+=(g++)
 command -v make >/dev/null || missing+=(make)
+command -v curl >/dev/null || missing+=(curl)  # only the download script's test needs it
 if ! ls /usr/include/catch2/catch.hpp /usr/include/catch2/catch_all.hpp \
         /usr/local/include/catch2/catch_all.hpp /opt/homebrew/include/catch2/catch_all.hpp >/dev/null 2>&1; then
   missing+=(catch2)

@@ -1,0 +1,40 @@
+// png.h — a minimal PNG writer, so `patchgrad train` and `patchgrad inspect` can save
+// pictures without libpng or zlib.
+//
+// A PNG file is the 8-byte signature and three chunks (each: 4-byte big-endian length, 4-byte
+// type, data, CRC-32 of type + data):
+//
+//   IHDR   width, height, bit depth 8, colour type (0 gray, 2 RGB, 6 RGBA), no interlace
+//   IDAT   a zlib stream of the filtered rows: each row is one filter byte (0, "None")
+//          followed by its width * channels pixel bytes
+//   IEND   empty
+//
+// The zlib stream is a 2-byte header, deflate *stored* (uncompressed) blocks of at most
+// 65,535 bytes, and the Adler-32 of the raw rows. Nothing is compressed, so a 640x400 RGB
+// chart takes ~770 KB; in exchange the encoder is short enough to check by eye, and every
+// PNG reader accepts it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace patchgrad {
+
+// CRC-32 as PNG and zip use it (reflected polynomial 0xEDB88320): crc32("123456789") = 0xCBF43926.
+uint32_t crc32(const uint8_t* data, size_t size);
+// zlib's Adler-32 checksum: adler32("Wikipedia") = 0x11E60398.
+uint32_t adler32(const uint8_t* data, size_t size);
+
+// pixels: height rows of width * channels bytes, row-major, top row first; channels 1 (gray),
+// 3 (RGB) or 4 (RGBA). Throws std::invalid_argument naming the sizes if width or height is
+// not positive, channels is not 1/3/4, or pixels.size() != width * height * channels.
+std::vector<uint8_t> encode_png(int width, int height, int channels, const std::vector<uint8_t>& pixels);
+
+// encode_png, written atomically: to "<path>.tmp", then renamed over `path`, so a reader
+// never sees a half-written picture and a failed write leaves any old file untouched. I/O
+// failures throw std::runtime_error naming the path.
+void write_png(const std::string& path, int width, int height, int channels, const std::vector<uint8_t>& pixels);
+
+}  // namespace patchgrad

@@ -70,15 +70,27 @@ Tensor permute_as(const Tensor& a, const std::vector<int64_t>& dims, const char*
         out_shape[m] = in_shape[axes[m]];
         in_strides[m] = dims_product(in_shape, axes[m] + 1, ndim);
     }
+    // When the last axis stays last (attention's head split and merge), the copy moves whole
+    // rows of it: visit the permutation with that axis as one block of `run` elements.
+    int64_t run = 1;
+    Shape visit_shape = out_shape, visit_strides = in_strides;
+    if (ndim > 0 && axes[ndim - 1] == ndim - 1) {
+        run = out_shape[ndim - 1];
+        visit_shape.back() = 1;
+    }
     Tensor out = Tensor::empty(out_shape);
     const real* x = a.data();
     real* y = out.data();
-    for_each_permuted(out_shape, in_strides, [x, y](int64_t o, int64_t i) { y[o] = x[i]; });
+    for_each_permuted(visit_shape, visit_strides, [x, y, run](int64_t o, int64_t i) {
+        std::copy(x + i, x + i + run, y + o * run);
+    });
 
-    record(out, op, {a}, [a, out_shape, in_strides](Tensor& o) mutable {
+    record(out, op, {a}, [a, visit_shape, visit_strides, run](Tensor& o) mutable {
         const real* dy = o.grad_data();
         real* dx = a.grad_data();
-        for_each_permuted(out_shape, in_strides, [dx, dy](int64_t oi, int64_t i) { dx[i] += dy[oi]; });
+        for_each_permuted(visit_shape, visit_strides, [dx, dy, run](int64_t oi, int64_t i) {
+            for (int64_t k = 0; k < run; ++k) dx[i + k] += dy[oi * run + k];
+        });
     });
     return out;
 }

@@ -140,4 +140,41 @@ TEST_CASE("matmul: errors name the shapes", "[op:matmul][errors]") {
                   {"matmul", "batch", "[2, 7, 3, 4]", "[3, 4, 6]"});
 }
 
+TEST_CASE("matmul_transposed: equals matmul(a, transpose(b)) * alpha, batched and broadcast",
+          "[op:matmul_transposed][forward]") {
+    Rng rng(50);
+    for (auto [a_shape, b_shape] : {std::pair<Shape, Shape>{{3, 4}, {5, 4}},
+                                    {{2, 3, 7, 6}, {2, 3, 5, 6}},
+                                    {{2, 65, 32}, {65, 32}},
+                                    {{4, 3, 6}, {2, 1, 5, 6}}}) {
+        Tensor a = rand_tensor(a_shape, rng, -1, 1, false), b = rand_tensor(b_shape, rng, -1, 1, false);
+        require_close(matmul_transposed(a, b, real(0.3)), matmul(a, transpose(b, -2, -1)) * real(0.3), 1e-12,
+                      shape_str(a_shape) + " @ " + shape_str(b_shape) + "^T");
+    }
+}
+
+TEST_CASE("matmul_transposed: gradcheck, with a scale, batched, broadcast and with an input repeated",
+          "[op:matmul_transposed][gradcheck]") {
+    Rng rng(51);
+    auto op = [](const std::vector<Tensor>& in) { return matmul_transposed(in[0], in[1], real(0.7)); };
+    check_gradients(op, {rand_tensor({3, 5}, rng), rand_tensor({4, 5}, rng)}, 60);
+    check_gradients(op, {rand_tensor({2, 2, 7, 3}, rng), rand_tensor({2, 2, 6, 3}, rng)}, 61);
+    check_gradients(op, {rand_tensor({2, 3, 4}, rng), rand_tensor({5, 4}, rng)}, 62);
+    check_gradients(op, {rand_tensor({3, 4}, rng), rand_tensor({2, 5, 4}, rng)}, 63);
+    // Past the gemm blocks (K > 256) and with full 12-row slivers read in place.
+    check_gradients(op, {rand_tensor({26, 300}, rng), rand_tensor({9, 300}, rng)}, 64);
+    // q @ q^T: both gradients land in one .grad.
+    check_gradients([](const std::vector<Tensor>& in) { return matmul_transposed(in[0], in[0], real(0.5)); },
+                    {rand_tensor({2, 5, 3}, rng)}, 65);
+}
+
+TEST_CASE("matmul_transposed: errors name the op and the shapes", "[op:matmul_transposed][errors]") {
+    require_error([] { matmul_transposed(Tensor::zeros({2, 3}), Tensor::zeros({4, 5})); },
+                  {"matmul_transposed", "inner", "[2, 3]", "transpose of [4, 5]", "3 vs 5"});
+    require_error([] { matmul_transposed(Tensor::zeros({3}), Tensor::zeros({4, 3})); },
+                  {"matmul_transposed", "2 dimensions", "[3]"});
+    require_error([] { matmul_transposed(Tensor::zeros({2, 3, 4}), Tensor::zeros({5, 6, 4})); },
+                  {"matmul_transposed", "batch", "[2, 3, 4]", "[5, 6, 4]"});
+}
+
 }  // namespace patchgrad

@@ -1,5 +1,6 @@
 #include <set>
 
+#include "autograd/parallel.h"
 #include "catch.h"
 #include "test_util.h"
 #include "vit/summary.h"
@@ -339,6 +340,30 @@ TEST_CASE("VisionTransformer: input errors name the sizes", "[vit][layer:VisionT
                   {"VisionTransformer", "patch mask has 5 entries", "6", "2x3 patches of 4x4"});
     require_error([&] { model.forward(Tensor::zeros({2, 3, 8, 12}), std::vector<bool>(7, true)); },
                   {"VisionTransformer", "7 entries", "6"});
+}
+
+TEST_CASE("parallel: a ViT's loss and every parameter gradient are the same bits for 1, 2, 3 threads",
+          "[vit][parallel]") {
+    ViTConfig config = vit_config("cifar-tiny");
+    config.depth = 2;
+    Rng rng(5);
+    Tensor images = Tensor::uniform({16, 3, 32, 32}, -1, 1, rng);
+    std::vector<int64_t> labels(16);
+    for (auto& l : labels) l = static_cast<int64_t>(rng.below(10));
+
+    std::vector<std::vector<real>> reference;
+    for (int threads : {1, 2, 3}) {
+        set_num_threads(threads);
+        VisionTransformer model(config, 11);
+        Tensor loss = cross_entropy(model.forward(images), labels);
+        loss.backward();
+        std::vector<std::vector<real>> result{loss.to_vector()};
+        for (auto& [name, p] : model.named_parameters()) result.push_back(p.grad().to_vector());
+        set_num_threads(1);
+        if (threads == 1) reference = result;
+        INFO(threads << " threads");
+        REQUIRE(result == reference);
+    }
 }
 
 }  // namespace patchgrad::test

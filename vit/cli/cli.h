@@ -36,5 +36,8 @@ int64_t parse_positive_int(const std::string& flag, const std::string& text);
 // The subcommands.
 int summary_command(const std::vector<std::string>& args);
 int bench_command(const std::vector<std::string>& args);
+int train_command(const std::vector<std::string>& args);
+int eval_command(const std::vector<std::string>& args);
+int inspect_command(const std::vector<std::string>& args);
 
 }  // namespace patchgrad::cli

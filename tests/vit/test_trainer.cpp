@@ -1,0 +1,378 @@
+// test_trainer.cpp — the training loop (vit/trainer.h) on a tiny ViT and a tiny synthetic
+// CIFAR-10: exact resume, thread independence, learning, the files a run writes, evaluation
+// and every bad input.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "autograd/parallel.h"
+#include "datasets/normalize.h"
+#include "test_util.h"
+#include "vit/trainer_test_util.h"
+
+using namespace patchgrad;
+using namespace patchgrad::test;
+
+namespace {
+
+std::string last_of(const TrainOptions& o) { return o.out_dir + "/last.safetensors"; }
+
+// The metrics that must not depend on how a run was cut into sessions (times may).
+void require_same_learning(const std::vector<EpochRecord>& a, const std::vector<EpochRecord>& b) {
+    REQUIRE(a.size() == b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+        CHECK(a[i].epoch == b[i].epoch);
+        CHECK(a[i].step == b[i].step);
+        CHECK(a[i].lr == b[i].lr);
+        CHECK(a[i].train_loss == b[i].train_loss);
+        CHECK(a[i].train_acc == b[i].train_acc);
+        CHECK(a[i].eval_loss == b[i].eval_loss);
+        CHECK(a[i].eval_acc == b[i].eval_acc);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("train: a run stopped mid-epoch and resumed ends bit-identical to an uninterrupted one",
+          "[trainer][resume]") {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions straight = run.options;
+    straight.out_dir = run.out("straight");
+    const TrainResult reference = quiet(straight);
+    REQUIRE(reference.stop == StopReason::Finished);
+    REQUIRE(reference.state.global_step == 10);
+
+    // Session 1 stops by --max-steps in epoch 0, session 2 by a Ctrl-C in epoch 1 (2 steps
+    // into it), session 3 finishes. 5 steps per epoch.
+    TrainOptions pieces = run.options;
+    pieces.out_dir = run.out("pieces");
+    pieces.max_steps = 3;
+    const TrainResult first = quiet(pieces);
+    CHECK(first.stop == StopReason::MaxSteps);
+    CHECK(first.state.epoch == 0);
+    CHECK(first.state.step_in_epoch == 3);
+    CHECK(quiet.out.str().find("patchgrad train --resume --out " + pieces.out_dir) != std::string::npos);
+
+    pieces.resume = true;
+    pieces.max_steps = 0;
+    int steps = 0;
+    const TrainResult second = quiet(pieces, [&steps] { return ++steps > 4; });
+    CHECK(second.stop == StopReason::Interrupted);
+    CHECK(second.state.epoch == 1);
+    CHECK(second.state.step_in_epoch == 2);
+    CHECK(second.history.size() == 1);
+
+    const TrainResult third = quiet(pieces);
+    REQUIRE(third.stop == StopReason::Finished);
+    CHECK(third.state.global_step == 10);
+    require_identical_weights(last_of(straight), last_of(pieces));
+    // Earlier sessions' epochs come back from metrics.csv, rounded as written there.
+    require_same_learning(read_metrics_csv(straight.out_dir + "/metrics.csv"),
+                          read_metrics_csv(pieces.out_dir + "/metrics.csv"));
+    require_same_learning({reference.history.back()}, {third.history.back()});
+    REQUIRE(third.test.has_value());
+    CHECK(third.test->accuracy == reference.test->accuracy);
+    CHECK(third.test->loss == reference.test->loss);
+}
+
+TEST_CASE("train: the thread count does not change a single bit", "[trainer][threads]") {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions one = run.options, two = run.options;
+    one.epochs = two.epochs = 1;
+    one.out_dir = run.out("one");
+    two.out_dir = run.out("two");
+    two.threads = 2;
+    const TrainResult a = quiet(one);
+    const TrainResult b = quiet(two);
+    set_num_threads(1);
+    require_identical_weights(last_of(one), last_of(two));
+    require_same_learning(a.history, b.history);
+}
+
+TEST_CASE("train: the loss falls over a few epochs on an easy synthetic set", "[trainer]") {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions o = run.options;
+    o.epochs = 6;
+    o.config.drop_path = o.config.dropout = 0;
+    o.augment = o.rand_augment = "none";
+    o.erasing = o.mixup = o.cutmix = 0;
+    o.label_smoothing = 0;
+    const TrainResult r = quiet(o);
+    REQUIRE(r.history.size() == 6);
+    INFO(quiet.out.str());
+    CHECK(r.history.back().train_loss < 0.8 * r.history.front().train_loss);
+    CHECK(r.history.back().train_acc > r.history.front().train_acc);
+}
+
+TEST_CASE("train: writes metrics.csv, metrics.png, results.json, last and best checkpoints", "[trainer]") {
+    TinyRun run;
+    QuietTrain quiet;
+    const TrainResult r = quiet(run.options);
+    const std::string out = run.options.out_dir;
+
+    std::ifstream csv(out + "/metrics.csv");
+    std::string line;
+    REQUIRE(std::getline(csv, line));
+    CHECK(line == kMetricsHeader);
+    int rows = 0;
+    while (std::getline(csv, line)) {
+        ++rows;
+        CHECK(line.rfind(std::to_string(rows) + ",", 0) == 0);
+        CHECK(line.find(",validation,") != std::string::npos);
+    }
+    CHECK(rows == 2);
+
+    const std::string png = read_bytes(out + "/metrics.png");
+    REQUIRE(png.size() > 8);
+    CHECK(png.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0);
+
+    for (const char* file : {"last.safetensors", "last.state.safetensors", "best.safetensors", "results.json"})
+        CHECK(std::filesystem::exists(out + "/" + file));
+    CHECK(files_ending_in(out, ".tmp").empty());
+
+    const std::string results = read_bytes(out + "/results.json");
+    CHECK(results.find("\"test_accuracy\": " + exact_text(r.test->accuracy)) != std::string::npos);
+    CHECK(results.find("\"test_images\": 10") != std::string::npos);
+    const Checkpoint best = load_checkpoint(out + "/best.safetensors");
+    CHECK(best.state.best_accuracy == std::max(r.history[0].eval_acc, r.history[1].eval_acc));
+    // The progress went to the log, one line per epoch to out.
+    CHECK(quiet.log.str().find("epoch 1/2 step 5/5") != std::string::npos);
+    CHECK(quiet.out.str().find("epoch 2/2: train loss") != std::string::npos);
+    CHECK(quiet.out.str().find("test accuracy") != std::string::npos);
+}
+
+TEST_CASE("train: --validation 0 evaluates each epoch on the test set and says so", "[trainer]") {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions o = run.options;
+    o.epochs = 1;
+    o.validation = 0;
+    const TrainResult r = quiet(o);
+    REQUIRE(r.history.size() == 1);
+    CHECK(r.history[0].eval_set == "test");
+    CHECK(r.history[0].eval_acc == r.test->accuracy);
+    CHECK(read_bytes(o.out_dir + "/metrics.csv").find(",test,") != std::string::npos);
+}
+
+TEST_CASE("train: bad options are refused naming the flag", "[trainer][errors]") {
+    TinyRun run;
+    QuietTrain quiet;
+    auto refused = [&](auto change, std::vector<std::string> fragments) {
+        TrainOptions o = run.options;
+        change(o);
+        require_error([&] { quiet(o); }, fragments);
+    };
+    refused([](TrainOptions& o) { o.epochs = -3; }, {"--epochs", "-3"});
+    refused([](TrainOptions& o) { o.lr = 0; }, {"--lr must be positive", "0"});
+    refused([](TrainOptions& o) { o.optimizer = "lamb"; }, {"--optimizer", "lamb"});
+    refused([](TrainOptions& o) { o.schedule = "poly"; }, {"--schedule", "poly"});
+    refused([](TrainOptions& o) { o.rand_augment = "rand-q3"; }, {"--rand-augment", "rand-q3"});
+    refused([](TrainOptions& o) { o.augment = "flip"; }, {"--augment", "flip"});
+    refused([](TrainOptions& o) { o.label_smoothing = 1; }, {"--label-smoothing"});
+    refused([](TrainOptions& o) { o.validation = 15; }, {"--validation", "15"});
+    refused([](TrainOptions& o) { o.config = vit_config("vit-b16"); }, {"224x224", "CIFAR-10"});
+    refused([](TrainOptions& o) { o.config.heads = 3; }, {"dim 16 is not divisible by heads 3"});
+    require_error([] { preset_options("slow"); }, {"unknown preset 'slow'", "default", "quick"});
+    CHECK_FALSE(std::filesystem::exists(run.options.out_dir));  // nothing was started
+}
+
+TEST_CASE("train: missing data, an unwritable output and a bad --resume fail before training", "[trainer][errors]") {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions o = run.options;
+
+    o.data_dir = run.out("no-such-dir");
+    o.data_source = "PATCHGRAD_DATA";
+    require_error([&] { quiet(o); }, {run.out("no-such-dir"), "PATCHGRAD_DATA", "download_cifar10.sh"});
+    CHECK_FALSE(std::filesystem::exists(o.out_dir));  // no empty run directory left behind
+
+    o = run.options;
+    write_bytes(run.out("a-file"), "x");
+    o.out_dir = run.out("a-file") + "/run";
+    require_error([&] { quiet(o); }, {"output directory", o.out_dir});
+
+    o = run.options;
+    o.resume = true;
+    require_error([&] { quiet(o); }, {"--resume", last_of(o)});
+}
+
+TEST_CASE("train: --resume refuses a checkpoint of another model or recipe, or with a broken state file",
+          "[trainer][errors][resume]") {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions o = run.options;
+    o.max_steps = 2;
+    quiet(o);
+    o.max_steps = 0;
+    o.resume = true;
+
+    TrainOptions other = o;
+    other.config.dim = 32;
+    require_error([&] { quiet(other); }, {last_of(o), "config dim 16 in the checkpoint, 32 requested"});
+    other = o;
+    other.lr = 0.5;
+    require_error([&] { quiet(other); }, {last_of(o), "--lr 0.01 in the checkpoint, 0.5 requested"});
+
+    // The state file of a later save next to the weights of an earlier one.
+    const std::string state = optimizer_state_path(last_of(o));
+    std::filesystem::copy_file(state, run.out("state-at-2"));
+    o.resume = false;
+    o.max_steps = 3;
+    o.out_dir = run.out("later");
+    quiet(o);
+    std::filesystem::copy_file(optimizer_state_path(last_of(o)), state,
+                               std::filesystem::copy_options::overwrite_existing);
+    o = run.options;
+    o.resume = true;
+    require_error([&] { quiet(o); }, {state, "global step 3", "step 2", "different saves"});
+
+    std::filesystem::remove(state);
+    require_error([&] { quiet(o); }, {state, "is missing"});
+}
+
+TEST_CASE("preset_options: the default and quick recipes", "[trainer]") {
+    const TrainOptions d = preset_options("default");
+    CHECK(d.config.name == "cifar-small");
+    CHECK(d.epochs == 100);
+    CHECK(d.optimizer == "adamw");
+    CHECK(d.lr == 1e-3);
+    CHECK(d.weight_decay == 0.05);
+    CHECK(d.batch == 128);
+    CHECK(d.warmup_epochs == 5);
+    CHECK(d.schedule == "cosine");
+    CHECK(d.label_smoothing == 0.1);
+    CHECK(d.augment == "crop-flip");
+    CHECK(d.rand_augment == "rand-m9-n2");
+    CHECK(d.mixup == 0);
+    CHECK(d.cutmix == 0);
+    CHECK(d.config.drop_path == real(0.1));
+    CHECK(d.out_dir == "runs/cifar-small");
+    validate(d);
+
+    const TrainOptions q = preset_options("quick");
+    CHECK(q.config.name == "cifar-tiny");
+    CHECK(q.epochs == 15);
+    CHECK(q.lr == 2e-3);
+    CHECK(q.warmup_epochs == 1);
+    CHECK(q.rand_augment == "none");
+    validate(q);
+
+    const TrainOptions other_model = preset_options("default", "cifar-tiny");
+    CHECK(other_model.config.dim == 128);
+    CHECK(other_model.config.drop_path == real(0.1));
+    CHECK(other_model.out_dir == "runs/cifar-tiny");
+}
+
+TEST_CASE("recipe_metadata: a checkpoint's recipe reads back exactly and differences are named", "[trainer]") {
+    TinyRun run;
+    TrainOptions o = run.options;
+    o.lr = 0.1 + 0.2;  // not a short decimal
+    o.nesterov = true;
+    o.seed = 18446744073709551615ull;
+    Checkpoint checkpoint;
+    checkpoint.path = "ckpt";
+    checkpoint.config = o.config;
+    checkpoint.options = recipe_metadata(o);
+
+    TrainOptions back = preset_options("quick");
+    apply_checkpoint_recipe(back, checkpoint);
+    CHECK(back.lr == o.lr);
+    CHECK(back.nesterov);
+    CHECK(back.seed == o.seed);
+    CHECK(back.rand_augment == "rand-m9-n2");
+    CHECK(back.config.dim == 16);
+    CHECK(recipe_metadata(back) == recipe_metadata(o));
+    check_recipe(checkpoint, back);
+    const std::string flags = recipe_flags(back);
+    CHECK(flags.rfind(" --preset test --epochs 2 --batch 8 --optimizer adamw --lr 0.30000000000000004 ", 0) == 0);
+    CHECK(flags.find(" --nesterov --warmup 0.5 ") != std::string::npos);
+    CHECK(flags.find(" --seed 18446744073709551615") != std::string::npos);
+
+    back.mixup = 0.2;
+    require_error([&] { check_recipe(checkpoint, back); }, {"ckpt", "--mixup 0.8 in the checkpoint, 0.2 requested"});
+    checkpoint.options.erase("seed");
+    require_error([&] { apply_checkpoint_recipe(back, checkpoint); }, {"ckpt", "train.seed is missing"});
+}
+
+TEST_CASE("evaluate: accuracy, confusion matrix and per-class accuracy agree with the logits", "[trainer]") {
+    Rng rng(3);
+    VisionTransformer model(tiny_vit_config(), 5);
+    const ImageSet set = synthetic_cifar10(23, 2);
+    model.train();
+    const Evaluation e = evaluate(model, set, ChannelStats::cifar10(), 5);
+    CHECK(model.training());  // the mode is restored
+
+    model.eval();
+    NoGradGuard no_grad;
+    const Tensor logits = model.forward(to_tensor(set, ChannelStats::cifar10()));
+    int64_t correct = 0;
+    std::vector<int64_t> confusion(100, 0);
+    for (int64_t i = 0; i < set.size(); ++i) {
+        int64_t best = 0;
+        for (int64_t k = 1; k < 10; ++k)
+            if (logits.at({i, k}) > logits.at({i, best})) best = k;
+        ++confusion[set.labels[i] * 10 + best];
+        correct += best == set.labels[i];
+    }
+    CHECK(e.images == 23);
+    CHECK(e.confusion == confusion);
+    CHECK(e.accuracy == Approx(double(correct) / 23));
+    CHECK(e.loss == Approx(double(cross_entropy(logits, set.labels).item())));
+    const std::vector<double> per_class = e.class_accuracy();
+    REQUIRE(per_class.size() == 10);
+    CHECK(per_class[0] == Approx(double(confusion[0]) / 3));  // labels cycle: class 0 has 3 of 23 images
+
+    const std::string text = format_evaluation(e);
+    for (const char* name : {"airplane", "automobile", "truck", "confusion matrix", "autom"})
+        CHECK(text.find(name) != std::string::npos);
+    // Every row of the matrix is as wide as its header.
+    std::istringstream lines(text.substr(text.find("confusion matrix")));
+    std::string line, header;
+    std::getline(lines, line);
+    std::getline(lines, header);
+    for (int k = 0; k < 10; ++k) {
+        REQUIRE(std::getline(lines, line));
+        CHECK(line.size() == header.size());
+    }
+
+    require_error([&] { evaluate(model, synthetic_cifar10(4, 1), ChannelStats::cifar10(), 0); }, {"Batcher"});
+    VisionTransformer other(vit_config("cifar-tiny"), 0);
+    ImageSet wrong = set;
+    wrong.class_names.resize(5);
+    require_error([&] { evaluate(other, wrong, ChannelStats::cifar10(), 8); }, {"evaluate", "5 classes"});
+}
+
+TEST_CASE("metrics csv: rows read back as written, a foreign file is named", "[trainer]") {
+    TempDir dir;
+    EpochRecord r;
+    r.epoch = 1;
+    r.step = 352;
+    r.lr = 0.00125;
+    r.train_loss = 1.5;
+    r.train_acc = 0.25;
+    r.eval_set = "validation";
+    r.eval_loss = 1.25;
+    r.eval_acc = 0.5;
+    r.epoch_seconds = 12.5;
+    r.elapsed_seconds = 13;
+    r.img_per_s = 812.5;
+    EpochRecord r2 = r;
+    r2.epoch = 2;
+    write_metrics_csv(dir.file("m.csv"), {r, r2});
+    const std::vector<EpochRecord> back = read_metrics_csv(dir.file("m.csv"));
+    REQUIRE(back.size() == 2);
+    CHECK(back[1].epoch == 2);
+    CHECK(back[0].lr == 0.00125);
+    CHECK(back[0].eval_set == "validation");
+    CHECK(back[0].img_per_s == 812.5);
+    CHECK(files_ending_in(dir.path.string(), ".tmp").empty());
+
+    write_bytes(dir.file("bad.csv"), std::string(kMetricsHeader) + "\n1,2,3\n");
+    require_error([&] { read_metrics_csv(dir.file("bad.csv")); }, {"bad.csv", "line 2", "3 fields"});
+    write_bytes(dir.file("other.csv"), "a,b\n");
+    require_error([&] { read_metrics_csv(dir.file("other.csv")); }, {"other.csv", "header"});
+    require_error([&] { write_metrics_csv(dir.file("no/such/dir/m.csv"), {r}); }, {"no/such/dir/m.csv.tmp"});
+}

@@ -1,0 +1,268 @@
+// checkpoint.cpp — writing and reading training checkpoints: the weights in timm's layout, the
+// config, recipe and training position as metadata, the optimizer state beside them (see checkpoint.h).
+#include "vit/checkpoint.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+#include <utility>
+
+#include "layers/state_dict.h"
+
+namespace patchgrad {
+
+namespace {
+
+const char* const kPatchWeight = "patch_embed.proj.weight";
+
+// The one list of ViTConfig fields: written, read and compared through it, so a field
+// cannot be saved but forgotten on load. `C` is ViTConfig or const ViTConfig.
+template <class C, class F>
+void for_each_config_field(C& c, F&& f) {
+    f("name", c.name);
+    f("image_height", c.image_height);
+    f("image_width", c.image_width);
+    f("channels", c.channels);
+    f("patch_size", c.patch_size);
+    f("dim", c.dim);
+    f("depth", c.depth);
+    f("heads", c.heads);
+    f("mlp_dim", c.mlp_dim);
+    f("mlp_ratio", c.mlp_ratio);
+    f("num_classes", c.num_classes);
+    f("pool", c.pool);
+    f("head", c.head);
+    f("dropout", c.dropout);
+    f("emb_dropout", c.emb_dropout);
+    f("attn_dropout", c.attn_dropout);
+    f("drop_path", c.drop_path);
+    f("qkv_bias", c.qkv_bias);
+    f("learnable_pos_embed", c.learnable_pos_embed);
+    f("gelu", c.gelu);
+    f("layer_norm_eps", c.layer_norm_eps);
+}
+
+// The same for TrainingState.
+template <class S, class F>
+void for_each_state_field(S& s, F&& f) {
+    f("epoch", s.epoch);
+    f("step_in_epoch", s.step_in_epoch);
+    f("global_step", s.global_step);
+    for (size_t i = 0; i < s.dropout_rng.size(); ++i) f("dropout_rng." + std::to_string(i), s.dropout_rng[i]);
+    f("loss_sum", s.loss_sum);
+    f("correct", s.correct);
+    f("seen", s.seen);
+    f("best_accuracy", s.best_accuracy);
+    f("elapsed_seconds", s.elapsed_seconds);
+    f("epoch_seconds", s.epoch_seconds);
+}
+
+// The entries of `metadata` whose key starts with `prefix`, with the prefix removed.
+Metadata with_prefix_removed(const Metadata& metadata, const std::string& prefix) {
+    Metadata out;
+    for (const auto& [key, value] : metadata)
+        if (key.compare(0, prefix.size(), prefix) == 0) out[key.substr(prefix.size())] = value;
+    return out;
+}
+
+const std::string& required(const Metadata& fields, const std::string& key, const std::string& where,
+                            const std::string& prefix) {
+    const auto it = fields.find(key);
+    if (it == fields.end()) throw std::invalid_argument(where + ": metadata entry " + prefix + key + " is missing");
+    return it->second;
+}
+
+Metadata state_to_metadata(const TrainingState& state) {
+    Metadata out;
+    for_each_state_field(state, [&](const std::string& key, const auto& value) { out[key] = metadata_text(value); });
+    return out;
+}
+
+TrainingState state_from_metadata(const Metadata& fields, const std::string& where) {
+    TrainingState state;
+    for_each_state_field(state, [&](const std::string& key, auto& value) {
+        read_metadata_text(required(fields, key, where, "state."), where, "state." + key, value);
+    });
+    return state;
+}
+
+// The shape `name` has in the file: timm's Conv2d [D, C, P, P] for the patch projection,
+// the parameter's own shape otherwise.
+Shape file_shape(const std::string& name, const Shape& shape, const ViTConfig& config) {
+    if (name != kPatchWeight) return shape;
+    return {config.dim, config.channels, config.patch_size, config.patch_size};
+}
+
+Tensor reshaped(const Tensor& t, const Shape& shape) {
+    NoGradGuard no_grad;
+    return reshape(t, shape);
+}
+
+void check_format(const Metadata& metadata, const std::string& where) {
+    const auto format = metadata.find("format");
+    if (format == metadata.end())
+        throw std::invalid_argument(where + ": not a patchgrad checkpoint (no 'format' in its metadata; expected " +
+                                    kCheckpointFormat + ")");
+    if (format->second != kCheckpointFormat)
+        throw std::invalid_argument(where + ": format '" + format->second + "', expected " + kCheckpointFormat);
+}
+
+}  // namespace
+
+// ---- metadata values ---------------------------------------------------------------------
+
+std::string exact_text(double value) {
+    char text[40];
+    for (int digits = 15; digits <= 17; ++digits) {
+        std::snprintf(text, sizeof text, "%.*g", digits, value);
+        if (std::strtod(text, nullptr) == value) break;
+    }
+    return text;
+}
+
+double parse_double(const std::string& text, const std::string& where, const std::string& key) {
+    char* end = nullptr;
+    const double value = std::strtod(text.c_str(), &end);
+    if (text.empty() || end != text.c_str() + text.size())
+        throw std::invalid_argument(where + ": " + key + " '" + text + "' is not a number");
+    return value;
+}
+
+int64_t parse_int64(const std::string& text, const std::string& where, const std::string& key) {
+    char* end = nullptr;
+    errno = 0;
+    const long long value = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE)
+        throw std::invalid_argument(where + ": " + key + " '" + text + "' is not an integer");
+    return value;
+}
+
+uint64_t parse_uint64(const std::string& text, const std::string& where, const std::string& key) {
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+    if (text.empty() || text[0] == '-' || end != text.c_str() + text.size() || errno == ERANGE)
+        throw std::invalid_argument(where + ": " + key + " '" + text + "' is not an unsigned integer");
+    return value;
+}
+
+bool parse_bool(const std::string& text, const std::string& where, const std::string& key) {
+    if (text != "true" && text != "false")
+        throw std::invalid_argument(where + ": " + key + " '" + text + "' is not 'true' or 'false'");
+    return text == "true";
+}
+
+// ---- configurations ----------------------------------------------------------------------
+
+Metadata config_to_metadata(const ViTConfig& config) {
+    Metadata out;
+    for_each_config_field(config, [&](const std::string& key, const auto& value) { out[key] = metadata_text(value); });
+    return out;
+}
+
+ViTConfig config_from_metadata(const Metadata& fields, const std::string& where) {
+    ViTConfig config;
+    for_each_config_field(config, [&](const std::string& key, auto& value) {
+        read_metadata_text(required(fields, key, where, "config."), where, "config." + key, value);
+    });
+    return config;
+}
+
+void check_config(const Checkpoint& checkpoint, const ViTConfig& requested) {
+    const Metadata saved = config_to_metadata(checkpoint.config);
+    for_each_config_field(requested, [&](const std::string& key, const auto& value) {
+        const std::string wanted = metadata_text(value);
+        if (saved.at(key) != wanted)
+            throw std::invalid_argument("checkpoint " + checkpoint.path + ": config " + key + " " + saved.at(key) +
+                                        " in the checkpoint, " + wanted + " requested");
+    });
+}
+
+// ---- saving ------------------------------------------------------------------------------
+
+std::string optimizer_state_path(const std::string& weights_path) {
+    const std::string suffix = ".safetensors";
+    if (weights_path.size() > suffix.size() &&
+        weights_path.compare(weights_path.size() - suffix.size(), suffix.size(), suffix) == 0)
+        return weights_path.substr(0, weights_path.size() - suffix.size()) + ".state" + suffix;
+    return weights_path + ".state";
+}
+
+void save_checkpoint(const std::string& path, const VisionTransformer& model, const TrainingState& state,
+                     const Metadata& options, const Optimizer* optimizer) {
+    if (optimizer) {
+        NamedTensors opt;
+        for (auto& [name, t] : optimizer->state_tensors()) opt.tensors.emplace_back("optimizer." + name, t);
+        opt.metadata = {{"format", kCheckpointFormat}, {"state.global_step", metadata_text(state.global_step)}};
+        save_safetensors(optimizer_state_path(path), opt);
+    }
+    NamedTensors weights = state_dict(model);
+    for (auto& [name, t] : weights.tensors) t = reshaped(t, file_shape(name, t.shape(), model.config));
+    weights.metadata["format"] = kCheckpointFormat;
+    for (const auto& [key, value] : config_to_metadata(model.config)) weights.metadata["config." + key] = value;
+    for (const auto& [key, value] : options) weights.metadata["train." + key] = value;
+    for (const auto& [key, value] : state_to_metadata(state)) weights.metadata["state." + key] = value;
+    save_safetensors(path, weights);
+}
+
+// ---- loading -----------------------------------------------------------------------------
+
+Checkpoint load_checkpoint(const std::string& path) {
+    const std::string where = "checkpoint " + path;
+    NamedTensors file = load_safetensors(path);
+    check_format(file.metadata, where);
+    Checkpoint checkpoint;
+    checkpoint.path = path;
+    checkpoint.config = config_from_metadata(with_prefix_removed(file.metadata, "config."), where);
+    checkpoint.options = with_prefix_removed(file.metadata, "train.");
+    checkpoint.state = state_from_metadata(with_prefix_removed(file.metadata, "state."), where);
+    checkpoint.weights = std::move(file);
+    return checkpoint;
+}
+
+void load_weights(VisionTransformer& model, const Checkpoint& checkpoint) {
+    const std::string where = "checkpoint " + checkpoint.path;
+    NamedTensors ours;
+    for (const auto& [name, p] : model.named_parameters()) {
+        const Shape expected = file_shape(name, p.shape(), model.config);
+        if (!checkpoint.weights.contains(name))
+            throw std::invalid_argument(where + ": " + name + " is missing (the model expects shape " +
+                                        shape_str(expected) + ")");
+        const Tensor t = checkpoint.weights.get(name);
+        if (t.shape() != expected)
+            throw std::invalid_argument(where + ": " + name + " has shape " + shape_str(t.shape()) +
+                                        " but the model expects " + shape_str(expected));
+        ours.tensors.emplace_back(name, reshaped(t, p.shape()));
+    }
+    for (const auto& [name, t] : checkpoint.weights.tensors)
+        if (!ours.contains(name))
+            throw std::invalid_argument(where + ": unexpected tensor " + name + ": the model has no such parameter");
+    load_state_dict(model, ours);
+}
+
+void load_optimizer_state(Optimizer& optimizer, const std::string& weights_path, int64_t global_step) {
+    const std::string path = optimizer_state_path(weights_path);
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec))
+        throw std::invalid_argument("checkpoint " + weights_path + ": its optimizer state " + path +
+                                    " is missing (both files are needed to continue the run exactly)");
+    const NamedTensors file = load_safetensors(path);
+    const std::string where = "optimizer state " + path;
+    check_format(file.metadata, where);
+    const int64_t step = parse_int64(required(file.metadata, "state.global_step", where, ""), where, "state.global_step");
+    if (step != global_step)
+        throw std::invalid_argument(where + ": global step " + std::to_string(step) + " but " + weights_path +
+                                    " is at step " + std::to_string(global_step) +
+                                    ": the two files are from different saves");
+    std::vector<std::pair<std::string, Tensor>> tensors;
+    for (const auto& [name, t] : file.tensors) {
+        if (name.compare(0, 10, "optimizer.") != 0)
+            throw std::invalid_argument(where + ": unexpected tensor " + name + " (expected optimizer.state.*)");
+        tensors.emplace_back(name.substr(10), t);
+    }
+    optimizer.load_state_tensors(tensors);
+}
+
+}  // namespace patchgrad

@@ -1,0 +1,130 @@
+// `patchgrad inspect`: pictures of what a ViT has learned (vit/inspect.h) — the patches of
+// an image, the similarity of the position embeddings, the class token's attention and its
+// rollout, the mean attention distance of every head, and the principal components of the
+// patch embedding filters — for a trained checkpoint, or for a fresh model to compare with.
+//
+//   patchgrad inspect (--checkpoint PATH | --config NAME [--seed S]) [--image N]
+//                     [--data DIR | --file FILE.bin] --out DIR [--distance-images M] [--threads T]
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autograd/parallel.h"
+#include "datasets/cifar10.h"
+#include "datasets/normalize.h"
+#include "vit/checkpoint.h"
+#include "vit/cli/cli.h"
+#include "vit/inspect.h"
+
+namespace patchgrad::cli {
+
+namespace {
+
+void print_help() {
+    std::cout << "usage: patchgrad inspect (--checkpoint PATH | --config NAME [--seed S]) [--image N]\n"
+                 "                         [--data DIR | --file FILE.bin] --out DIR [--distance-images M] [--threads T]\n"
+                 "\n"
+                 "Draws what a Vision Transformer has learned, as in the ViT paper's section 4.5, into DIR:\n"
+                 "  patches.png             the image cut into patches, and the patches as the token sequence\n"
+                 "  pos_similarity.png      cosine similarity between the patches' position embeddings (Fig. 7)\n"
+                 "  attention.png           the class token's attention per head of the last layer, and the\n"
+                 "                          attention rollout through all layers, over the image\n"
+                 "  attention_distance.png  the mean attention distance of every head against depth (Fig. 7)\n"
+                 "  embedding_filters.png   principal components of the patch embedding filters E (Fig. 7)\n"
+                 "Run it on a checkpoint and on a fresh model of the same configuration to see what training did.\n"
+                 "\n"
+                 "  --checkpoint PATH     a checkpoint of 'patchgrad train'; the model is rebuilt from it\n"
+                 "  --config NAME         a fresh, untrained model instead, one of:";
+    for (const std::string& name : vit_config_names()) std::cout << " " << name;
+    std::cout << "\n"
+                 "  --seed S              the fresh model's initialisation seed (default: 0)\n"
+                 "  --image N             the image to draw, 0-based (default: 0)\n"
+                 "  --data DIR            images from DIR/test_batch.bin (default: $PATCHGRAD_DATA, else "
+              << kDefaultDataDir
+              << ")\n"
+                 "  --file FILE.bin       images from any file of CIFAR-10 binary records instead\n"
+                 "  --out DIR             where the pictures go (created if needed)\n"
+                 "  --distance-images M   average the attention distance over the first M images (default: 128)\n"
+                 "  --threads T           threads (default: 1)\n"
+                 "  -h, --help            show this help\n";
+}
+
+// "7" -> 7; anything but a non-negative decimal integer is a UsageError naming `flag`.
+uint64_t parse_index(const std::string& flag, const std::string& text) {
+    try {
+        return parse_uint64(text, flag, "the value");
+    } catch (const std::invalid_argument&) {
+        throw UsageError(flag + " needs a non-negative integer, got '" + text + "'");
+    }
+}
+
+}  // namespace
+
+int inspect_command(const std::vector<std::string>& args) {
+    const Flags flags = parse_flags(args, {"--checkpoint", "--config", "--seed", "--image", "--data", "--file",
+                                           "--out", "--distance-images", "--threads"});
+    if (flags.help) {
+        print_help();
+        return 0;
+    }
+    auto given = [&](const char* name) { return flags.values.count(name) > 0; };
+    auto value = [&](const char* name) { return flags.values.at(name); };
+    if (given("--checkpoint") == given("--config"))
+        throw UsageError("give --checkpoint PATH (a trained model) or --config NAME (a fresh one), exactly one");
+    if (given("--seed") && !given("--config")) throw UsageError("--seed is for a fresh model (--config NAME)");
+    if (given("--data") && given("--file")) throw UsageError("give --data DIR or --file FILE.bin, not both");
+    if (!given("--out")) throw UsageError("--out DIR is required");
+    InspectOptions options;
+    if (given("--image")) options.image = static_cast<int64_t>(parse_index("--image", value("--image")));
+    if (given("--distance-images"))
+        options.distance_images = parse_positive_int("--distance-images", value("--distance-images"));
+    const int64_t threads = given("--threads") ? parse_positive_int("--threads", value("--threads")) : 1;
+    set_num_threads(static_cast<int>(threads));
+
+    std::unique_ptr<VisionTransformer> model;
+    if (given("--checkpoint")) {
+        const Checkpoint checkpoint = load_checkpoint(value("--checkpoint"));
+        model = std::make_unique<VisionTransformer>(checkpoint.config, 0);
+        load_weights(*model, checkpoint);
+        const TrainingState& state = checkpoint.state;
+        options.model_name = checkpoint.config.name + ", trained " + std::to_string(state.epoch) + " epochs" +
+                             (state.step_in_epoch > 0 ? " and " + std::to_string(state.step_in_epoch) + " steps" : "") +
+                             " (" + std::filesystem::path(checkpoint.path).filename().string() + ")";
+    } else {
+        const uint64_t seed = given("--seed") ? parse_index("--seed", value("--seed")) : 0;
+        model = std::make_unique<VisionTransformer>(config_from_flag(value("--config")), seed);
+        options.model_name = model->config.name + ", untrained (seed " + std::to_string(seed) + ")";
+    }
+    std::cout << "model: " << options.model_name << ": " << describe(model->config) << "\n";
+
+    ImageSet set;
+    if (given("--file")) {
+        set = load_cifar10_file(value("--file"));
+        std::cout << "data: " << value("--file");
+    } else {
+        const DataDir dir = resolve_data_dir(given("--data") ? value("--data") : "");
+        set = load_cifar10_test(dir.path);
+        std::cout << "data: " << kCifar10TestFile << " in " << dir.path << " (" << dir.source << ")";
+    }
+    std::cout << ", " << set.size() << " images\n" << std::flush;
+
+    const Inspection inspection = write_inspection(*model, set, ChannelStats::cifar10(), value("--out"), options);
+    const Matrix& d = inspection.attention_distance;
+    std::cout << "mean attention distance (pixels; uniform attention: " << mean_patch_distance(PatchGrid::of(model->config))
+              << "), per layer, heads in order:\n";
+    for (int64_t l = 0; l < d.rows; ++l) {
+        std::cout << "  layer " << l + 1 << ":";
+        for (int64_t h = 0; h < d.cols; ++h) std::cout << " " << d(l, h);
+        std::cout << "\n";
+    }
+    std::cout << "embedding filters: the first principal components explain";
+    for (size_t c = 0; c < std::min<size_t>(3, inspection.filters.explained.size()); ++c)
+        std::cout << " " << 100 * inspection.filters.explained[c] << "%";
+    std::cout << " of the variance\n";
+    for (const std::string& file : inspection.files) std::cout << "wrote " << file << "\n";
+    return 0;
+}
+
+}  // namespace patchgrad::cli

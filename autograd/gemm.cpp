@@ -136,8 +136,12 @@ void pack_b(bool trans_b, const real* B, int64_t ldb, int64_t pc, int64_t jc, in
 // C[mr, nr] = alpha * (A sliver @ Bp sliver) + beta * C, with mr <= MR, nr <= NR. Element
 // (i, p) of the A sliver is a[p * a_k + i * a_i]: packed (a_k = MR, a_i = 1), or read in place
 // from op(A) when it has all MR rows (then packing would cost more than it saves).
+// The packed form is its own instantiation: with the strides known at compile time the
+// compiler keeps the whole tile in registers (runtime strides cost the kernel a third).
+template <bool packed>
 void micro_kernel(int64_t kc, const real* A, int64_t a_k, int64_t a_i, const real* Bp, real alpha, real beta,
                   real* C, int64_t ldc, int64_t mr, int64_t nr) {
+    if (packed) a_k = MR, a_i = 1;
     real acc[MR][NR] = {};
     for (int64_t p = 0; p < kc; ++p) {
         const real* a = A + p * a_k;
@@ -211,17 +215,17 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
                     for (int64_t jr = 0; jr < nc; jr += NR)
                         for (int64_t ir = 0; ir < mc; ir += MR) {
                             const int64_t mr = std::min(MR, mc - ir), r = ic + ir;
-                            const real* a_sliver = Ap + ir * kc;
-                            int64_t a_k = MR, a_i = 1;
+                            real* c = C + r * ldc + jc + jr;
+                            const int64_t nr = std::min(NR, nc - jr);
                             if (direct && mr == MR) {
-                                a_sliver = trans_a ? A + pc * lda + r : A + r * lda + pc;
-                                a_k = trans_a ? lda : 1;
-                                a_i = trans_a ? 1 : lda;
-                            } else if (direct) {
-                                pack_a(trans_a, A, lda, r, pc, mr, kc, Ap + ir * kc);
+                                const real* a = trans_a ? A + pc * lda + r : A + r * lda + pc;
+                                micro_kernel<false>(kc, a, trans_a ? lda : 1, trans_a ? 1 : lda, Bp + jr * kc,
+                                                    alpha, beta_block, c, ldc, mr, nr);
+                                continue;
                             }
-                            micro_kernel(kc, a_sliver, a_k, a_i, Bp + jr * kc, alpha, beta_block,
-                                         C + r * ldc + jc + jr, ldc, mr, std::min(NR, nc - jr));
+                            if (direct) pack_a(trans_a, A, lda, r, pc, mr, kc, Ap + ir * kc);
+                            micro_kernel<true>(kc, Ap + ir * kc, MR, 1, Bp + jr * kc, alpha, beta_block, c, ldc,
+                                               mr, nr);
                         }
                 }
             });

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cmath>
+#include <filesystem>
+#include <random>
 #include <functional>
 #include <string>
 #include <vector>
@@ -70,6 +72,24 @@ inline void check_gradients(const std::function<Tensor(const std::vector<Tensor>
     REQUIRE(result.passed());
 }
 #endif
+
+// A fresh directory under the system's temporary directory, removed with its contents.
+struct TempDir {
+    std::filesystem::path path;
+    TempDir() {
+        std::random_device rd;
+        path = std::filesystem::temp_directory_path() /
+               ("patchgrad_test_" + std::to_string(rd()) + std::to_string(rd()));
+        std::filesystem::create_directories(path);
+    }
+    ~TempDir() {
+        std::error_code ec;
+        std::filesystem::remove_all(path, ec);
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    std::string file(const std::string& name) const { return (path / name).string(); }
+};
 
 // Runs `f` and requires it to throw std::invalid_argument whose message contains every one
 // of `fragments` (the op name, the shapes...).

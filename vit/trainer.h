@@ -68,7 +68,7 @@ struct TrainOptions {
     std::string data_dir = "data/cifar-10-batches-bin";
     std::string data_source = "default";  // where data_dir came from, for messages (resolve_data_dir)
     std::string out_dir = "runs/cifar-tiny";
-    int64_t threads = 1;
+    int64_t threads = 2;  // two measured 1.3x faster than one on a 2-core machine (README, Speed)
     bool resume = false;     // continue from out_dir/last.safetensors
     int64_t max_steps = 0;   // stop (and save) after this many optimizer steps of the run; 0 = no limit
     int64_t log_every = 0;   // steps between progress lines when not on a terminal; 0 = ~10 per epoch

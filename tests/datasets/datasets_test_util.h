@@ -15,24 +15,6 @@
 
 namespace patchgrad::test {
 
-// A fresh directory under the system's temporary directory, removed with its contents.
-struct TempDir {
-    std::filesystem::path path;
-    TempDir() {
-        std::random_device rd;
-        path = std::filesystem::temp_directory_path() /
-               ("patchgrad_test_datasets_" + std::to_string(rd()) + std::to_string(rd()));
-        std::filesystem::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        std::filesystem::remove_all(path, ec);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
 inline std::string read_bytes(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     std::stringstream ss;

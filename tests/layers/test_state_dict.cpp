@@ -126,14 +126,7 @@ TEST_CASE("load_state_dict: not strict skips missing and unexpected keys", "[lay
 }
 
 TEST_CASE("save_module: round trip through a safetensors file with metadata", "[layer:state_dict]") {
-    struct TempDir {
-        fs::path path = fs::temp_directory_path() / ("patchgrad_test_state_dict_" + std::to_string(std::random_device()()));
-        TempDir() { fs::create_directories(path); }
-        ~TempDir() {
-            std::error_code ec;
-            fs::remove_all(path, ec);
-        }
-    } temp;
+    TempDir temp;
     const fs::path& dir = temp.path;
     const std::string path = (dir / "net.safetensors").string();
 

@@ -20,21 +20,6 @@ namespace {
 using namespace patchgrad::test;
 namespace fs = std::filesystem;
 
-// A fresh directory under the system's temporary directory, removed with its contents.
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        std::random_device rd;
-        path = fs::temp_directory_path() / ("patchgrad_test_png_" + std::to_string(rd()) + std::to_string(rd()));
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
 std::vector<uint8_t> read_bytes(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     std::stringstream ss;

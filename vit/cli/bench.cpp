@@ -146,16 +146,6 @@ double forward_macs_per_image(const ViTConfig& c) {
 
 // ---- flags -----------------------------------------------------------------------------------
 
-// Like parse_positive_int, but 0 is allowed too.
-int64_t parse_count(const std::string& flag, const std::string& text) {
-    if (text == "0") return 0;
-    try {
-        return parse_positive_int(flag, text);
-    } catch (const UsageError&) {
-        throw UsageError(flag + " needs 0 or a positive integer, got '" + text + "'");
-    }
-}
-
 // ---- the training benchmark ------------------------------------------------------------------
 
 int run_training(const Flags& flags) {

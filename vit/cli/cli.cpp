@@ -47,4 +47,13 @@ ViTConfig config_from_flag(const std::string& name) {
     }
 }
 
+int64_t parse_count(const std::string& flag, const std::string& text) {
+    if (text == "0") return 0;
+    try {
+        return parse_positive_int(flag, text);
+    } catch (const UsageError&) {
+        throw UsageError(flag + " needs 0 or a positive integer, got '" + text + "'");
+    }
+}
+
 }  // namespace patchgrad::cli

@@ -32,6 +32,8 @@ ViTConfig config_from_flag(const std::string& name);
 
 // "42" -> 42; anything but a positive decimal integer is a UsageError naming `flag`.
 int64_t parse_positive_int(const std::string& flag, const std::string& text);
+// The same with 0 allowed ("--warmup 0").
+int64_t parse_count(const std::string& flag, const std::string& text);
 
 // The subcommands.
 int summary_command(const std::vector<std::string>& args);

@@ -111,7 +111,7 @@ void print_help() {
            "                         to get them: bash datasets/download_cifar10.sh)\n"
            "  --out DIR              output directory (default: runs/<config>)\n"
            "  --resume               continue from OUT/last.safetensors\n"
-           "  --threads T            threads (default: 1); the results are identical for any T\n"
+           "  --threads T            threads (default: 2); the results are identical for any T\n"
            "  --max-steps N          stop after N optimizer steps of the run, saving a checkpoint\n"
            "  --log-every N          steps between progress lines when stderr is not a terminal\n"
            "  -h, --help             show this help\n";
@@ -132,15 +132,6 @@ double parse_number(const std::string& flag, const std::string& text) {
     if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value))
         throw UsageError(flag + " needs a number, got '" + text + "'");
     return value;
-}
-
-int64_t parse_count(const std::string& flag, const std::string& text) {
-    if (text == "0") return 0;
-    try {
-        return parse_positive_int(flag, text);
-    } catch (const UsageError&) {
-        throw UsageError(flag + " needs 0 or a positive integer, got '" + text + "'");
-    }
 }
 
 uint64_t parse_seed(const std::string& text) {

@@ -1,0 +1,29 @@
+# tests/install_deps.sh — sourced by tests/run.sh and vit/scripts/train.sh.
+#
+#   install_missing WHO TOOL...   installs each missing TOOL (a command name, or "catch2")
+#                                 with apt-get, or tells the user what to install and exits.
+install_missing() {
+  local who=$1
+  shift
+  local missing=() tool
+  for tool in "$@"; do
+    if [ "$tool" = catch2 ]; then
+      ls /usr/include/catch2/catch.hpp /usr/include/catch2/catch_all.hpp \
+        /usr/local/include/catch2/catch_all.hpp /opt/homebrew/include/catch2/catch_all.hpp >/dev/null 2>&1 ||
+        missing+=(catch2)
+    else
+      command -v "$tool" >/dev/null || missing+=("$tool")
+    fi
+  done
+  ((${#missing[@]})) || return 0
+  if command -v apt-get >/dev/null; then
+    local sudo=""
+    [ "$(id -u)" = 0 ] || sudo=sudo
+    echo "$who: installing ${missing[*]}"
+    $sudo apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends "${missing[@]}"
+  else
+    echo "$who: please install ${missing[*]} (e.g. 'brew install cmake catch2')" >&2
+    exit 1
+  fi
+}

@@ -15,6 +15,7 @@
 #include "test_util.h"
 #include "vit/checkpoint.h"
 #include "vit/vit_test_util.h"
+#include "vit/trainer_test_util.h"
 
 namespace patchgrad {
 namespace {
@@ -81,13 +82,9 @@ std::pair<uint32_t, uint32_t> png_size(const std::string& path) {
 
 // 32x32 CIFAR images, patch 8 (a 4x4 grid), dim 16, depth 2, heads 2: an inspection in milliseconds.
 ViTConfig tiny_config() {
-    ViTConfig c = vit_config("cifar-tiny");
+    ViTConfig c = tiny_vit_config();
     c.name = "inspect-tiny";
-    c.patch_size = 8;
-    c.dim = 16;
     c.depth = 2;
-    c.heads = 2;
-    c.mlp_dim = 32;
     return c;
 }
 

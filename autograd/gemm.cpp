@@ -16,7 +16,7 @@ namespace patchgrad {
 
 void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha,
                     const real* A, int64_t lda, const real* B, int64_t ldb, real beta, real* C,
-                    int64_t ldc) {
+                    int64_t ldc, const real* bias) {
     for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < N; ++j) {
             real dot = 0;
@@ -26,7 +26,7 @@ void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                 dot += a * b;
             }
             real& c = C[i * ldc + j];
-            c = beta == 0 ? alpha * dot : alpha * dot + beta * c;
+            c = alpha * dot + (beta == 0 ? real(0) : beta * c) + (bias ? bias[j] : real(0));
         }
 }
 
@@ -75,6 +75,7 @@ namespace {
 // the micro-kernel (a row of the tile) instead of unrolling it and vectorising across rows,
 // which needs shuffles and ran ~20x slower. The numbers were picked by measurement with
 // `patchgrad bench matmul M N K` (vit/cli/bench.cpp).
+// [snippet:gemm-tile]
 #if defined(__AVX512F__)
 // 32 registers of 16 floats: 12 x 2 accumulators + 2 for B + 1 broadcast of A.
 constexpr int64_t MR = sizeof(real) == 4 ? 12 : 6;
@@ -89,6 +90,7 @@ constexpr int64_t NR = 24;
 constexpr int64_t MR = 2;
 constexpr int64_t NR = 24;
 #endif
+// [/snippet:gemm-tile]
 
 // Block sizes for a typical core (32-48 KB L1, 0.5-2 MB L2): a KC x NR sliver of B (32 KB
 // in float) stays in L1 while the micro-kernel sweeps down an MC x KC block of A (147 KB)
@@ -100,6 +102,7 @@ static_assert(MC % MR == 0 && NC % NR == 0, "blocks must hold whole tiles");
 
 // Ap[s][p][i] = op(A)[ic + s*MR + i, pc + p] for the mc x kc block, zero-padded to
 // whole MR-row slivers.
+// [snippet:gemm-pack-a]
 void pack_a(bool trans_a, const real* A, int64_t lda, int64_t ic, int64_t pc, int64_t mc,
             int64_t kc, real* Ap) {
     for (int64_t s = 0; s < mc; s += MR) {
@@ -114,6 +117,7 @@ void pack_a(bool trans_a, const real* A, int64_t lda, int64_t ic, int64_t pc, in
         }
     }
 }
+// [/snippet:gemm-pack-a]
 
 // Bp[s][p][j] = op(B)[pc + p, jc + s*NR + j] for the kc x nc panel, zero-padded to whole
 // NR-column slivers.
@@ -133,54 +137,56 @@ void pack_b(bool trans_b, const real* B, int64_t ldb, int64_t pc, int64_t jc, in
     }
 }
 
-// C[mr, nr] = alpha * (A sliver @ Bp sliver) + beta * C, with mr <= MR, nr <= NR. Element
-// (i, p) of the A sliver is a[p * a_k + i * a_i]: packed (a_k = MR, a_i = 1), or read in place
-// from op(A) when it has all MR rows (then packing would cost more than it saves).
+// C[mr, nr] = alpha * (A sliver @ Bp sliver) + beta * C + bias, with mr <= MR, nr <= W.
+// Element (i, p) of the A sliver is a[p * a_k + i * a_i]: packed (a_k = MR, a_i = 1), or read
+// in place from op(A) when it has all MR rows (then packing would cost more than it saves).
 // The packed form is its own instantiation: with the strides known at compile time the
 // compiler keeps the whole tile in registers (runtime strides cost the kernel a third).
-template <bool packed>
+// W is NR, or NR / 2 for an edge sliver at most half full: attention's 65th column would
+// otherwise cost as much as 32 columns.
+template <bool packed, int64_t W>
 void micro_kernel(int64_t kc, const real* A, int64_t a_k, int64_t a_i, const real* Bp, real alpha, real beta,
-                  real* C, int64_t ldc, int64_t mr, int64_t nr) {
+                  const real* bias, real* C, int64_t ldc, int64_t mr, int64_t nr) {
     if (packed) a_k = MR, a_i = 1;
-    real acc[MR][NR] = {};
+    // [snippet:gemm-micro-kernel]
+    real acc[MR][W] = {};
     for (int64_t p = 0; p < kc; ++p) {
         const real* a = A + p * a_k;
         const real* b = Bp + p * NR;
         // Unrolled rows let the tile live in registers: -O3 unrolls them by itself, -O2 not.
 #pragma GCC unroll 16
         for (int64_t i = 0; i < MR; ++i)
-            for (int64_t j = 0; j < NR; ++j) acc[i][j] += a[i * a_i] * b[j];
+            for (int64_t j = 0; j < W; ++j) acc[i][j] += a[i * a_i] * b[j];
     }
-    if (mr == MR && nr == NR) {
-        for (int64_t i = 0; i < MR; ++i) {
+    // [/snippet:gemm-micro-kernel]
+    // beta == 0 never reads C (it may hold garbage); the bias is the addmm epilogue.
+    const auto store = [&](int64_t rows, int64_t cols) {
+        for (int64_t i = 0; i < rows; ++i) {
             real* c = C + i * ldc;
-            if (beta == 0)
-                for (int64_t j = 0; j < NR; ++j) c[j] = alpha * acc[i][j];
-            else
-                for (int64_t j = 0; j < NR; ++j) c[j] = alpha * acc[i][j] + beta * c[j];
+            for (int64_t j = 0; j < cols; ++j)
+                c[j] = alpha * acc[i][j] + (beta == 0 ? real(0) : beta * c[j]) + (bias ? bias[j] : real(0));
         }
-    } else {
-        for (int64_t i = 0; i < mr; ++i) {
-            real* c = C + i * ldc;
-            for (int64_t j = 0; j < nr; ++j)
-                c[j] = beta == 0 ? alpha * acc[i][j] : alpha * acc[i][j] + beta * c[j];
-        }
-    }
+    };
+    if (mr == MR && nr == W) store(MR, W);  // compile-time trip counts: vectorised
+    else store(mr, nr);
 }
 
-// C = beta * C, the whole answer when K == 0.
-void scale_c(int64_t M, int64_t N, real beta, real* C, int64_t ldc) {
+// C = beta * C + bias, the whole answer when K == 0.
+void scale_c(int64_t M, int64_t N, real beta, real* C, int64_t ldc, const real* bias) {
     for (int64_t i = 0; i < M; ++i)
-        for (int64_t j = 0; j < N; ++j) C[i * ldc + j] = beta == 0 ? 0 : beta * C[i * ldc + j];
+        for (int64_t j = 0; j < N; ++j) {
+            real& c = C[i * ldc + j];
+            c = (beta == 0 ? real(0) : beta * c) + (bias ? bias[j] : real(0));
+        }
 }
 
 }  // namespace
 
 void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha,
                   const real* A, int64_t lda, const real* B, int64_t ldb, real beta, real* C,
-                  int64_t ldc) {
+                  int64_t ldc, const real* bias) {
     if (M <= 0 || N <= 0) return;
-    if (K <= 0) return scale_c(M, N, beta, C, ldc);
+    if (K <= 0) return scale_c(M, N, beta, C, ldc, bias);
 
     // Reused across calls (and per thread), so the many small multiplies of attention do not
     // each allocate.
@@ -194,8 +200,9 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
         const int64_t nc = std::min(NC, N - jc);
         for (int64_t pc = 0; pc < K; pc += KC) {
             const int64_t kc = std::min(KC, K - pc);
-            // Later K blocks add onto what the first one wrote.
+            // Later K blocks add onto what the first one wrote (the bias included).
             const real beta_block = pc == 0 ? beta : real(1);
+            const real* bias_block = pc == 0 && bias ? bias + jc : nullptr;
             pack_b(trans_b, B, ldb, pc, jc, kc, nc, Bp);
             // Threads take disjoint row ranges of C: each C element is still summed by one
             // thread in the same order, so the thread count cannot change the result. A chunk
@@ -217,15 +224,18 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
                             const int64_t mr = std::min(MR, mc - ir), r = ic + ir;
                             real* c = C + r * ldc + jc + jr;
                             const int64_t nr = std::min(NR, nc - jr);
+                            const real* bias_tile = bias_block ? bias_block + jr : nullptr;
+                            const bool half = 2 * nr <= NR;
                             if (direct && mr == MR) {
                                 const real* a = trans_a ? A + pc * lda + r : A + r * lda + pc;
-                                micro_kernel<false>(kc, a, trans_a ? lda : 1, trans_a ? 1 : lda, Bp + jr * kc,
-                                                    alpha, beta_block, c, ldc, mr, nr);
+                                const int64_t a_k = trans_a ? lda : 1, a_i = trans_a ? 1 : lda;
+                                (half ? micro_kernel<false, NR / 2> : micro_kernel<false, NR>)(
+                                    kc, a, a_k, a_i, Bp + jr * kc, alpha, beta_block, bias_tile, c, ldc, mr, nr);
                                 continue;
                             }
                             if (direct) pack_a(trans_a, A, lda, r, pc, mr, kc, Ap + ir * kc);
-                            micro_kernel<true>(kc, Ap + ir * kc, MR, 1, Bp + jr * kc, alpha, beta_block, c, ldc,
-                                               mr, nr);
+                            (half ? micro_kernel<true, NR / 2> : micro_kernel<true, NR>)(
+                                kc, Ap + ir * kc, MR, 1, Bp + jr * kc, alpha, beta_block, bias_tile, c, ldc, mr, nr);
                         }
                 }
             });
@@ -236,15 +246,20 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
 // ---- dispatch ----------------------------------------------------------------------------
 
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A,
-          int64_t lda, const real* B, int64_t ldb, real beta, real* C, int64_t ldc) {
+          int64_t lda, const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias) {
 #ifdef PATCHGRAD_USE_OPENBLAS
     if (M <= 0 || N <= 0) return;
     // BLAS rejects a leading dimension of 0, which an empty K would give.
-    if (K <= 0) return scale_c(M, N, beta, C, ldc);
+    if (K <= 0) return scale_c(M, N, beta, C, ldc, bias);
     // CBLAS sizes are int; anything larger stays with our own kernel.
     const int64_t int_max = std::numeric_limits<int>::max();
     if (std::max({M, N, K, lda, ldb, ldc}) > int_max)
-        return gemm_blocked(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return gemm_blocked(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
+    // BLAS has no bias: C = beta * C + bias first, then the product adds onto it.
+    if (bias) {
+        scale_c(M, N, beta, C, ldc, bias);
+        beta = 1;
+    }
 #ifdef PATCHGRAD_DOUBLE
     cblas_dgemm(
 #else
@@ -254,7 +269,7 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alph
         static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha, A, static_cast<int>(lda),
         B, static_cast<int>(ldb), beta, C, static_cast<int>(ldc));
 #else
-    gemm_blocked(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    gemm_blocked(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
 #endif
 }
 

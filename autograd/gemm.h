@@ -8,6 +8,10 @@
 // same for B and C. Transposes are read in place, never materialised. As in BLAS, beta == 0
 // means C is only written, never read (so garbage in C does not leak into the result).
 //
+// `bias`, when given, is an [N] vector added to every row of C, as in torch.addmm:
+//     C = alpha * op(A) @ op(B) + beta * C + bias
+// The fast kernel adds it while it writes the tile (linear's bias costs no pass of its own).
+//
 // Every version is deterministic: each C element is summed over k in a fixed order that
 // depends only on M, N, K and the transposes, never on timing or threads.
 #pragma once
@@ -21,17 +25,18 @@ namespace patchgrad {
 // The readable definition: one dot product per C element, k in increasing order.
 void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha,
                     const real* A, int64_t lda, const real* B, int64_t ldb, real beta, real* C,
-                    int64_t ldc);
+                    int64_t ldc, const real* bias = nullptr);
 
 // patchgrad's own fast kernel: cache blocking, packed panels and a register-tiled
 // micro-kernel in plain C++ that the compiler vectorises (see gemm.cpp).
 void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha,
                   const real* A, int64_t lda, const real* B, int64_t ldb, real beta, real* C,
-                  int64_t ldc);
+                  int64_t ldc, const real* bias = nullptr);
 
 // What the ops call: cblas_sgemm / cblas_dgemm when built with PATCHGRAD_USE_OPENBLAS,
 // gemm_blocked otherwise.
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A,
-          int64_t lda, const real* B, int64_t ldb, real beta, real* C, int64_t ldc);
+          int64_t lda, const real* B, int64_t ldb, real beta, real* C, int64_t ldc,
+          const real* bias = nullptr);
 
 }  // namespace patchgrad

@@ -1,4 +1,3 @@
-#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -28,17 +27,21 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     y_shape.back() = out;
     Tensor y = Tensor::empty(y_shape);
 
-    // As in torch.addmm, every row of y starts as the bias and gemm adds x @ W^T onto it
-    // (beta = 1): the bias is summed in gemm's own pass over y, not in a second one.
-    if (bias.defined())
-        for (int64_t r = 0; r < rows; ++r) std::copy(bias.data(), bias.data() + out, y.data() + r * out);
-    gemm(false, true, rows, out, in, 1, x.data(), in, weight.data(), in, bias.defined() ? 1 : 0, y.data(), out);
+    // As in torch.addmm, gemm adds the bias to every row while it writes y.
+    gemm(false, true, rows, out, in, 1, x.data(), in, weight.data(), in, 0, y.data(), out,
+         bias.defined() ? bias.data() : nullptr);
 
+    // The first gradient to reach x or W is written, later ones are added (grad_target's beta).
     record(y, "linear", {x, weight, bias}, [x, weight, bias, rows, in, out](Tensor& o) mutable {
         const real* dy = o.grad_data();
-        if (x.requires_grad()) gemm(false, false, rows, in, out, 1, dy, out, weight.data(), in, 1, x.grad_data(), in);
-        if (weight.requires_grad())
-            gemm(true, false, out, in, rows, 1, dy, out, x.data(), in, 1, weight.grad_data(), in);
+        if (x.requires_grad()) {
+            const Tensor::GradTarget dx = x.grad_target();
+            gemm(false, false, rows, in, out, 1, dy, out, weight.data(), in, dx.beta, dx.data, in);
+        }
+        if (weight.requires_grad()) {
+            const Tensor::GradTarget dw = weight.grad_target();
+            gemm(true, false, out, in, rows, 1, dy, out, x.data(), in, dw.beta, dw.data, in);
+        }
         if (bias.defined() && bias.requires_grad()) {
             real* db = bias.grad_data();
             for (int64_t r = 0; r < rows; ++r)

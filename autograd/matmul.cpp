@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <unordered_set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -63,6 +64,17 @@ bool all_different(std::vector<int64_t> index) {
     return std::adjacent_find(index.begin(), index.end()) == index.end();
 }
 
+// gemm's beta for the t-th product into gradient matrix index[t]: `beta` (0 when the
+// gradient is fresh, uninitialised memory) for the first product that reaches a matrix, 1 (add)
+// for later ones. Every matrix of a broadcast input is reached at least once.
+std::vector<real> first_use_beta(const std::vector<int64_t>& index, real beta) {
+    std::vector<real> out(index.size(), real(1));
+    std::unordered_set<int64_t> seen;
+    for (size_t t = 0; t < index.size(); ++t)
+        if (seen.insert(index[t]).second) out[t] = beta;
+    return out;
+}
+
 // matrix(t) for t in [0, count): on several threads when `independent`, else in order.
 template <class F>
 void for_each_matrix(int64_t count, int64_t grain, bool independent, F&& matrix) {
@@ -116,21 +128,26 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b, bool trans_b, real alpha
 
     record(out, op, {a, b}, [a, b, plan, count, grain, M, K, N, ldb, trans_b, alpha](Tensor& o) mutable {
         const real* dout = o.grad_data();
+        // The first gradient to reach a matrix of a or b is written, later ones are added
+        // (grad_target's beta; a broadcast matrix meets several).
         if (a.requires_grad()) {  // dA = alpha dOut @ op(b)^T
-            real* da = a.grad_data();
-            for_each_matrix(count, grain, all_different(plan.a_index), [&](int64_t t) {
-                gemm(false, !trans_b, M, K, N, alpha, dout + t * M * N, N, b.data() + plan.b_index[t] * K * N, ldb, 1,
-                     da + plan.a_index[t] * M * K, K);
+            const Tensor::GradTarget da = a.grad_target();
+            const bool independent = all_different(plan.a_index);
+            std::vector<real> beta = first_use_beta(plan.a_index, da.beta);
+            for_each_matrix(count, grain, independent, [&](int64_t t) {
+                gemm(false, !trans_b, M, K, N, alpha, dout + t * M * N, N, b.data() + plan.b_index[t] * K * N, ldb,
+                     beta[t], da.data + plan.a_index[t] * M * K, K);
             });
         }
         if (b.requires_grad()) {  // dB = alpha A^T @ dOut, or its transpose alpha dOut^T @ A
-            real* db = b.grad_data();
+            const Tensor::GradTarget db = b.grad_target();
+            std::vector<real> beta = first_use_beta(plan.b_index, db.beta);
             for_each_matrix(count, grain, all_different(plan.b_index), [&](int64_t t) {
                 const real* at = a.data() + plan.a_index[t] * M * K;
                 const real* dt = dout + t * M * N;
-                real* dbt = db + plan.b_index[t] * K * N;
-                if (trans_b) gemm(true, false, N, K, M, alpha, dt, N, at, K, 1, dbt, K);
-                else gemm(true, false, K, N, M, alpha, at, K, dt, N, 1, dbt, N);
+                real* dbt = db.data + plan.b_index[t] * K * N;
+                if (trans_b) gemm(true, false, N, K, M, alpha, dt, N, at, K, beta[t], dbt, K);
+                else gemm(true, false, K, N, M, alpha, at, K, dt, N, beta[t], dbt, N);
             });
         }
     });

@@ -63,13 +63,19 @@ Tensor make(const Shape& shape, const std::vector<real>& values, bool requires_g
 }
 }  // namespace
 
-Tensor Tensor::empty(const Shape& shape) {
+namespace {
+// Memory whose every element the caller is about to write. The sanitizer builds
+// (PATCHGRAD_POISON_EMPTY) fill it with NaN, so an element left unwritten fails the tests.
+Storage uninitialised(int64_t numel) {
 #ifdef PATCHGRAD_POISON_EMPTY
-    return make(shape, Storage(checked_numel(shape), std::numeric_limits<real>::quiet_NaN()), false);
+    return Storage(numel, std::numeric_limits<real>::quiet_NaN());
 #else
-    return make(shape, Storage(checked_numel(shape)), false);
+    return Storage(numel);
 #endif
 }
+}  // namespace
+
+Tensor Tensor::empty(const Shape& shape) { return make(shape, uninitialised(checked_numel(shape)), false); }
 
 Tensor Tensor::zeros(const Shape& shape, bool requires_grad) { return full(shape, 0, requires_grad); }
 
@@ -212,6 +218,14 @@ real* Tensor::grad_data() const {
     auto& g = impl_->grad;
     if (g.empty()) g = Storage(impl_->numel, real(0));
     return g.data();
+}
+
+Tensor::GradTarget Tensor::grad_target() const {
+    if (!impl_) throw std::logic_error("Tensor: use of an undefined tensor");
+    auto& g = impl_->grad;
+    if (!g.empty()) return {g.data(), real(1)};
+    g = uninitialised(impl_->numel);
+    return {g.data(), real(0)};
 }
 
 void Tensor::zero_grad() {

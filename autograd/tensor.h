@@ -124,6 +124,14 @@ public:
     // Tensor is a shared handle (like a shared_ptr), and backward closures hold their
     // inputs as const copies yet must add into their gradients.
     real* grad_data() const;
+    // For a backward that writes every element of .grad through gemm's beta: when no gradient
+    // has arrived yet, .grad is allocated *uninitialised* and beta is 0 (overwrite), else
+    // beta is 1 (add). Saves zero-filling a buffer that is about to be overwritten.
+    struct GradTarget {
+        real* data;
+        real beta;
+    };
+    GradTarget grad_target() const;
     void zero_grad();                // drops .grad (like set_to_none=True in PyTorch)
 
     // A new leaf holding a copy of the values, cut off from the graph.

@@ -14,7 +14,7 @@ using namespace patchgrad::test;
 namespace {
 
 using GemmFn = void (*)(bool, bool, int64_t, int64_t, int64_t, real, const real*, int64_t, const real*, int64_t,
-                        real, real*, int64_t);
+                        real, real*, int64_t, const real*);
 
 std::vector<real> random_values(int64_t n, Rng& rng) {
     std::vector<real> v(static_cast<size_t>(n));
@@ -27,25 +27,30 @@ std::vector<real> random_values(int64_t n, Rng& rng) {
 // requires every C element to agree within the rounding-error bound of a length-K dot
 // product, K * eps * (|alpha| |op(A)| @ |op(B)| + |beta| |C|), and the padding to be untouched.
 void check_against_reference(GemmFn kernel, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-                             real alpha, real beta, uint64_t seed, int64_t pad = 0) {
+                             real alpha, real beta, uint64_t seed, int64_t pad = 0, bool with_bias = false) {
     INFO("trans_a " << trans_a << " trans_b " << trans_b << " M " << M << " N " << N << " K " << K << " alpha "
-                    << alpha << " beta " << beta << " pad " << pad);
+                    << alpha << " beta " << beta << " pad " << pad << " bias " << with_bias);
     Rng rng(seed);
     const int64_t lda = (trans_a ? M : K) + pad, ldb = (trans_b ? K : N) + pad, ldc = N + pad;
     const std::vector<real> A = random_values((trans_a ? K : M) * lda, rng);
     const std::vector<real> B = random_values((trans_b ? N : K) * ldb, rng);
     const std::vector<real> C0 = random_values(M * ldc, rng);
+    const std::vector<real> bias = random_values(N, rng);
+    const real* bias_or_null = with_bias ? bias.data() : nullptr;
 
     std::vector<real> expected = C0, actual = C0;
-    gemm_reference(trans_a, trans_b, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, expected.data(), ldc);
-    kernel(trans_a, trans_b, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, actual.data(), ldc);
+    gemm_reference(trans_a, trans_b, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, expected.data(), ldc,
+                   bias_or_null);
+    kernel(trans_a, trans_b, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, actual.data(), ldc, bias_or_null);
 
     std::vector<real> abs_a(A.size()), abs_b(B.size()), bound(C0.size());
     for (size_t i = 0; i < A.size(); ++i) abs_a[i] = std::abs(A[i]);
     for (size_t i = 0; i < B.size(); ++i) abs_b[i] = std::abs(B[i]);
     for (size_t i = 0; i < C0.size(); ++i) bound[i] = std::abs(C0[i]);
+    std::vector<real> abs_bias(bias.size());
+    for (size_t i = 0; i < bias.size(); ++i) abs_bias[i] = std::abs(bias[i]);
     gemm_reference(trans_a, trans_b, M, N, K, std::abs(alpha), abs_a.data(), lda, abs_b.data(), ldb, std::abs(beta),
-                   bound.data(), ldc);
+                   bound.data(), ldc, with_bias ? abs_bias.data() : nullptr);
 
     // One REQUIRE for the whole matrix (per-element assertions would dominate the run time).
     const double eps = std::numeric_limits<real>::epsilon();
@@ -120,6 +125,34 @@ TEST_CASE("gemm: alpha, beta and leading dimensions larger than the rows", "[op:
                         }
 }
 
+TEST_CASE("gemm: a bias vector is added to every row of C, as in addmm", "[op:gemm][forward]") {
+    // By hand: [[1, 2, 3], [4, 5, 6]] @ [[1, 2], [3, 4], [5, 6]] = [[22, 28], [49, 64]], plus 0.5 C, plus [10, 20].
+    const std::vector<real> A = {1, 2, 3, 4, 5, 6}, B = {1, 2, 3, 4, 5, 6}, bias = {10, 20};
+    for (GemmFn kernel : {gemm_reference, gemm_blocked, gemm}) {
+        std::vector<real> C = {2, 2, 2, 2};
+        kernel(false, false, 2, 2, 3, 1, A.data(), 3, B.data(), 2, 0.5, C.data(), 2, bias.data());
+        CHECK(C == std::vector<real>{33, 49, 60, 85});
+        std::vector<real> D(4, std::numeric_limits<real>::quiet_NaN());  // beta = 0: C is never read
+        kernel(false, false, 2, 2, 3, 1, A.data(), 3, B.data(), 2, 0, D.data(), 2, bias.data());
+        CHECK(D == std::vector<real>{32, 48, 59, 84});
+        std::vector<real> E = {2, 2, 2, 2};  // K = 0: beta C + bias
+        kernel(false, false, 2, 2, 0, 1, nullptr, 1, nullptr, 2, 0.5, E.data(), 2, bias.data());
+        CHECK(E == std::vector<real>{11, 21, 11, 21});
+    }
+    // Edge tiles (N = 17, 65: a sliver at most half full), several K blocks (K = 300: the bias
+    // must be added once, not once per block), several N panels (N = 1601), padding.
+    uint64_t seed = 250;
+    for (GemmFn kernel : {gemm_blocked, gemm})
+        for (bool trans_a : {false, true})
+            for (bool trans_b : {false, true})
+                for (real beta : {0.0, 0.5}) {
+                    check_against_reference(kernel, trans_a, trans_b, 29, 17, 5, 1, beta, ++seed, 3, true);
+                    check_against_reference(kernel, trans_a, trans_b, 65, 65, 32, 0.25, beta, ++seed, 0, true);
+                    check_against_reference(kernel, trans_a, trans_b, 40, 50, 300, -1, beta, ++seed, 2, true);
+                }
+    check_against_reference(gemm_blocked, false, true, 13, 1601, 7, 1, 0, ++seed, 0, true);
+}
+
 TEST_CASE("gemm: gemm (the dispatcher) matches gemm_reference", "[op:gemm][forward]") {
     uint64_t seed = 300;
     for (bool trans_a : {false, true})
@@ -132,7 +165,7 @@ TEST_CASE("gemm: beta = 0 overwrites C without reading it, even NaN", "[op:gemm]
     const std::vector<real> A = {1, 2, 3, 4, 5, 6}, B = {1, 2, 3, 4, 5, 6};
     for (GemmFn kernel : {gemm_reference, gemm_blocked, gemm}) {
         std::vector<real> C(4, std::numeric_limits<real>::quiet_NaN());
-        kernel(false, false, 2, 2, 3, 1, A.data(), 3, B.data(), 2, 0, C.data(), 2);
+        kernel(false, false, 2, 2, 3, 1, A.data(), 3, B.data(), 2, 0, C.data(), 2, nullptr);
         CHECK(C == std::vector<real>{22, 28, 49, 64});
     }
 }
@@ -140,14 +173,14 @@ TEST_CASE("gemm: beta = 0 overwrites C without reading it, even NaN", "[op:gemm]
 TEST_CASE("gemm: K = 0 scales C by beta, M = 0 or N = 0 leaves it alone", "[op:gemm][forward]") {
     for (GemmFn kernel : {gemm_reference, gemm_blocked, gemm}) {
         std::vector<real> C = {1, 2, 3, 4};
-        kernel(false, false, 2, 2, 0, 1, nullptr, 1, nullptr, 2, 0.5, C.data(), 2);
+        kernel(false, false, 2, 2, 0, 1, nullptr, 1, nullptr, 2, 0.5, C.data(), 2, nullptr);
         CHECK(C == std::vector<real>{0.5, 1, 1.5, 2});
-        kernel(false, false, 2, 2, 0, 1, nullptr, 1, nullptr, 2, 0, C.data(), 2);
+        kernel(false, false, 2, 2, 0, 1, nullptr, 1, nullptr, 2, 0, C.data(), 2, nullptr);
         CHECK(C == std::vector<real>{0, 0, 0, 0});
 
         std::vector<real> D = {1, 2, 3, 4};
-        kernel(false, false, 0, 2, 3, 1, nullptr, 3, nullptr, 2, 0, D.data(), 2);
-        kernel(false, false, 2, 0, 3, 1, nullptr, 3, nullptr, 1, 0, D.data(), 1);
+        kernel(false, false, 0, 2, 3, 1, nullptr, 3, nullptr, 2, 0, D.data(), 2, nullptr);
+        kernel(false, false, 2, 0, 3, 1, nullptr, 3, nullptr, 1, 0, D.data(), 1, nullptr);
         CHECK(D == std::vector<real>{1, 2, 3, 4});
     }
 }

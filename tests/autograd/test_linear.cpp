@@ -102,6 +102,21 @@ TEST_CASE("linear: gradcheck when only some inputs require grad", "[op:linear][g
                          rand_tensor({4}, rng)}, 32);
 }
 
+TEST_CASE("linear: the first gradient overwrites, later ones add (two uses, two backward calls)",
+          "[op:linear][gradcheck]") {
+    Rng rng(5);
+    // x feeds two linears and W is used twice: the second product into each .grad must add.
+    check_gradients([](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2]) + linear(in[0], in[1], Tensor()); },
+                    {rand_tensor({3, 5}, rng), rand_tensor({4, 5}, rng), rand_tensor({4}, rng)}, 33);
+    // A second backward adds onto the .grad the first one wrote.
+    Tensor x = rand_tensor({3, 5}, rng), w = rand_tensor({4, 5}, rng);
+    sum(linear(x, w, Tensor())).backward();
+    const Tensor dx = x.grad(), dw = w.grad();
+    sum(linear(x, w, Tensor())).backward();
+    require_close(x.grad(), dx * real(2), 1e-12, "dx after two backward calls");
+    require_close(w.grad(), dw * real(2), 1e-12, "dW after two backward calls");
+}
+
 TEST_CASE("linear: errors name the shapes", "[op:linear][errors]") {
     const Tensor w = Tensor::zeros({4, 5});
     require_error([&] { linear(Tensor::zeros({2, 3}), w, Tensor()); }, {"linear", "[2, 3]", "[4, 5]", "in-features"});

@@ -46,6 +46,7 @@ Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& labels, r
     const real uniform = e / static_cast<real>(K);  // the smoothing mass of every class
     std::vector<real> max(B), log_sum(B);
     real total = 0;
+    // [snippet:cross-entropy-forward]
     for (int64_t b = 0; b < B; ++b) {
         const real* z = logits.data() + b * K;
         real m = -std::numeric_limits<real>::infinity();
@@ -59,10 +60,13 @@ Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& labels, r
         log_sum[b] = std::log(sum_exp);
         total += log_sum[b] - (1 - e) * (z[labels[b]] - m) - uniform * sum_shifted;
     }
+    // [/snippet:cross-entropy-forward]
     Tensor out = Tensor::scalar(total / static_cast<real>(B));
 
     record(out, "cross_entropy", {logits},
            [logits, labels, B, K, e, uniform, max = std::move(max), log_sum = std::move(log_sum)](Tensor& o) mutable {
+               // [exercise:cross-entropy-backward]
+               // [snippet:cross-entropy-backward]
                const real scale = o.grad_data()[0] / static_cast<real>(B);
                real* dlogits = logits.grad_data();
                for (int64_t b = 0; b < B; ++b) {
@@ -71,6 +75,8 @@ Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& labels, r
                    for (int64_t j = 0; j < K; ++j) dz[j] += (std::exp((z[j] - max[b]) - log_sum[b]) - uniform) * scale;
                    dz[labels[b]] -= (1 - e) * scale;
                }
+               // [/snippet:cross-entropy-backward]
+               // [/exercise:cross-entropy-backward]
            });
     return out;
 }

@@ -15,6 +15,7 @@ namespace patchgrad {
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
     const size_t ndim = std::max(a.size(), b.size());
     Shape out(ndim);
+    // [exercise:broadcast-shapes]
     for (size_t k = 0; k < ndim; ++k) {
         // Aligned at the right: axis k of the result is axis k - (ndim - size) of each input.
         const int64_t da = k + a.size() >= ndim ? a[k + a.size() - ndim] : 1;
@@ -24,6 +25,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
                                         shape_str(b) + " cannot be broadcast");
         out[k] = da == 1 ? db : da;
     }
+    // [/exercise:broadcast-shapes]
     return out;
 }
 
@@ -116,6 +118,7 @@ void forward_row(int64_t n, const real* a, const real* b, real* out, F f) {
 template <int SG, int SA, int SB, class D>
 void backward_row(int64_t n, const real* a, const real* b, const real* out, const real* dout,
                   real* g, D d) {
+    // [exercise:broadcast-backward]
     if constexpr (SG == 1) {
         for (int64_t i = 0; i < n; ++i) g[i] += dout[i] * d(a[SA * i], b[SB * i], out[i]);
     } else {
@@ -123,6 +126,7 @@ void backward_row(int64_t n, const real* a, const real* b, const real* out, cons
         for (int64_t i = 0; i < n; ++i) s += dout[i] * d(a[SA * i], b[SB * i], out[i]);
         g[0] += s;
     }
+    // [/exercise:broadcast-backward]
 }
 
 template <int SA, int SB, class Da, class Db>
@@ -149,6 +153,7 @@ Tensor binary(const char* op, const Tensor& a, const Tensor& b, F f, Da da, Db d
             else forward_row<0, 1>(bc.inner, pa + ia, pb + ib, po + io, f);
         });
     }
+    // [snippet:binary-backward]
     record(out, op, {a, b}, [a, b, bc, da, db](Tensor& o) mutable {
         const real* pa = a.data();
         const real* pb = b.data();
@@ -167,6 +172,7 @@ Tensor binary(const char* op, const Tensor& a, const Tensor& b, F f, Da da, Db d
                 backward_rows<0, 1>(bc.inner, pa + ia, pb + ib, po + io, dout + io, ra, rb, da, db);
         });
     });
+    // [/snippet:binary-backward]
     return out;
 }
 
@@ -181,6 +187,7 @@ Tensor unary(const char* op, const Tensor& a, F f, D d) {
         real* y = out.data();
         for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
     }
+    // [snippet:unary-backward]
     record(out, op, {a}, [a, n, d](Tensor& o) mutable {
         const real* x = a.data();
         const real* y = o.data();
@@ -188,6 +195,7 @@ Tensor unary(const char* op, const Tensor& a, F f, D d) {
         real* ga = a.grad_data();
         for (int64_t i = 0; i < n; ++i) ga[i] += dout[i] * d(x[i], y[i]);
     });
+    // [/snippet:unary-backward]
     return out;
 }
 
@@ -195,6 +203,7 @@ Tensor unary(const char* op, const Tensor& a, F f, D d) {
 
 // ---- binary ops ----------------------------------------------------------------------------
 
+// [snippet:add-sub-mul]
 // a + b:  dA = dOut, dB = dOut
 Tensor add(const Tensor& a, const Tensor& b) {
     return binary(
@@ -215,6 +224,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
         "mul", a, b, [](real x, real y) { return x * y; },
         [](real, real y, real) { return y; }, [](real x, real, real) { return x; });
 }
+// [/snippet:add-sub-mul]
 
 // a / b:  dA = dOut / b, dB = -dOut * a / b^2 = -dOut * out / b
 Tensor div(const Tensor& a, const Tensor& b) {
@@ -295,6 +305,7 @@ Tensor broadcast_to(const Tensor& a, const Shape& shape) {
             else std::fill(po + io, po + io + bc.inner, pa[ia]);
         });
     }
+    // [snippet:broadcast-to-backward]
     record(out, "broadcast_to", {a}, [a, bc](Tensor& o) mutable {
         const real* dout = o.grad_data();
         real* ga = a.grad_data();
@@ -308,6 +319,7 @@ Tensor broadcast_to(const Tensor& a, const Shape& shape) {
             }
         });
     });
+    // [/snippet:broadcast-to-backward]
     return out;
 }
 

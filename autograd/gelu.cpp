@@ -34,6 +34,7 @@ Tensor gelu(const Tensor& x, GeluApproximation approximation) {
     const real* xd = x.data();
     real* y = out.data();
     parallel_for(n, kGrain, [=](int64_t begin, int64_t end) {
+        // [snippet:gelu-forward]
         if (exact) {
             for (int64_t i = begin; i < end; ++i) y[i] = real(0.5) * xd[i] * (1 + vector_erf(xd[i] * kSqrtHalf));
         } else {
@@ -42,6 +43,7 @@ Tensor gelu(const Tensor& x, GeluApproximation approximation) {
                 y[i] = real(0.5) * v * (1 + std::tanh(kSqrt2OverPi * (v + kCubic * v * v * v)));
             }
         }
+        // [/snippet:gelu-forward]
     });
 
     record(out, "gelu", {x}, [x, n, exact](Tensor& o) mutable {
@@ -50,19 +52,25 @@ Tensor gelu(const Tensor& x, GeluApproximation approximation) {
         real* dx = x.grad_data();
         parallel_for(n, kGrain, [=](int64_t begin, int64_t end) {
             if (exact) {
+                // [exercise:gelu-backward]
+                // [snippet:gelu-backward-exact]
                 for (int64_t i = begin; i < end; ++i) {
                     const real v = xd[i];
                     const real cdf = real(0.5) * (1 + vector_erf(v * kSqrtHalf));
                     const real pdf = kInvSqrt2Pi * vector_exp(real(-0.5) * v * v);
                     dx[i] += dy[i] * (cdf + v * pdf);
                 }
+                // [/snippet:gelu-backward-exact]
+                // [/exercise:gelu-backward]
             } else {
+                // [snippet:gelu-backward-tanh]
                 for (int64_t i = begin; i < end; ++i) {
                     const real v = xd[i];
                     const real t = std::tanh(kSqrt2OverPi * (v + kCubic * v * v * v));
                     const real du = kSqrt2OverPi * (1 + 3 * kCubic * v * v);
                     dx[i] += dy[i] * (real(0.5) * (1 + t) + real(0.5) * v * (1 - t * t) * du);
                 }
+                // [/snippet:gelu-backward-tanh]
             }
         });
     });

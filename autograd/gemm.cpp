@@ -17,6 +17,7 @@ namespace patchgrad {
 void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha,
                     const real* A, int64_t lda, const real* B, int64_t ldb, real beta, real* C,
                     int64_t ldc, const real* bias) {
+    // [snippet:gemm-reference]
     for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < N; ++j) {
             real dot = 0;
@@ -28,6 +29,7 @@ void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
             real& c = C[i * ldc + j];
             c = alpha * dot + (beta == 0 ? real(0) : beta * c) + (bias ? bias[j] : real(0));
         }
+    // [/snippet:gemm-reference]
 }
 
 // ---- blocked -----------------------------------------------------------------------------

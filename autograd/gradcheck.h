@@ -25,6 +25,7 @@
 
 namespace patchgrad {
 
+// [snippet:gradcheck-options]
 struct GradcheckOptions {
     double step = 1e-6;          // h
     double max_rel_error = 1e-6;  // CS231n rule
@@ -35,6 +36,7 @@ struct GradcheckOptions {
     int64_t max_elements_per_input = 0;
     uint64_t seed = 0;  // for the sample
 };
+// [/snippet:gradcheck-options]
 
 struct InputReport {
     int64_t checked = 0;          // elements compared
@@ -52,11 +54,13 @@ struct GradcheckResult {
     std::string summary() const;      // one line per input
 };
 
+// [snippet:gradcheck-function]
 using ScalarFunction = std::function<Tensor(const std::vector<Tensor>&)>;
 
 // `f` maps the inputs to a one-element tensor. The inputs' values are restored afterwards and
 // their .grad cleared. `f` must be deterministic: reseed any Rng it uses inside it.
 GradcheckResult gradcheck(const ScalarFunction& f, std::vector<Tensor> inputs,
                           const GradcheckOptions& options = {});
+// [/snippet:gradcheck-function]
 
 }  // namespace patchgrad

@@ -50,6 +50,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, rea
     const int64_t grain = (1 << 14) / (D + 1) + 1;
     parallel_for(rows, grain, [=](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
+            // [snippet:layernorm-forward-row]
             const real* xr = xd + r * D;
             real* yr = yd + r * D;
             real sum = 0;
@@ -61,6 +62,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, rea
             for (int64_t j = 0; j < D; ++j) yr[j] = (xr[j] - mu) * rs * (w ? w[j] : 1) + (b ? b[j] : 0);
             mean_d[r] = mu;
             rstd_d[r] = rs;
+            // [/snippet:layernorm-forward-row]
         }
     });
 
@@ -74,9 +76,11 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, rea
                const real* mu = mean.data();
                const real* rs = rstd.data();
                if (x.requires_grad()) {
+                   // [exercise:layernorm-backward]
                    real* dx = x.grad_data();
                    parallel_for(rows, grain, [=](int64_t r0, int64_t r1) {
                        for (int64_t r = r0; r < r1; ++r) {
+                           // [snippet:layernorm-backward-row]
                            const real* xr = xd + r * D;
                            const real* dyr = dy + r * D;
                            real sum_dxhat = 0, sum_dxhat_xhat = 0;
@@ -93,13 +97,16 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, rea
                                const real xhat = (xr[j] - mu[r]) * rs[r];
                                dxr[j] += rs[r] * (dyr[j] * (w ? w[j] : 1) - mean_dxhat - xhat * mean_dxhat_xhat);
                            }
+                           // [/snippet:layernorm-backward-row]
                        }
                    });
+                   // [/exercise:layernorm-backward]
                }
                real* dw = weight.defined() && weight.requires_grad() ? weight.grad_data() : nullptr;
                real* db = bias.defined() && bias.requires_grad() ? bias.grad_data() : nullptr;
                if (!dw && !db) return;
                parallel_for(D, 16, [=](int64_t j0, int64_t j1) {
+                   // [snippet:layernorm-backward-affine]
                    for (int64_t r = 0; r < rows; ++r) {
                        const real* xr = xd + r * D;
                        const real* dyr = dy + r * D;
@@ -109,6 +116,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, rea
                            if (db) db[j] += dyr[j];
                        }
                    }
+                   // [/snippet:layernorm-backward-affine]
                });
            });
     return out;

@@ -30,12 +30,18 @@ void LRSchedule::validate() const {
 }
 
 double LRSchedule::lr_at(int64_t step) const {
+    // [snippet:warmup]
     if (step < warmup) return base_lr * double(step + 1) / double(warmup);
+    // [/snippet:warmup]
     const int64_t t = step - warmup;
     if (kind == "cosine") {
+        // [exercise:cosine-schedule]
+        // [snippet:cosine-schedule]
         const int64_t T = std::max<int64_t>(total - warmup, 1);
         const double progress = std::min(double(t) / double(T), 1.0);
         return min_lr + (base_lr - min_lr) * 0.5 * (1 + std::cos(3.14159265358979323846 * progress));
+        // [/snippet:cosine-schedule]
+        // [/exercise:cosine-schedule]
     }
     if (kind == "step") return base_lr * std::pow(gamma, double(t / step_size));
     return base_lr;

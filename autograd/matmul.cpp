@@ -121,20 +121,23 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b, bool trans_b, real alpha
     // in order, so the sum's order never depends on the threads.
     const int64_t count = static_cast<int64_t>(plan.a_index.size());
     const int64_t grain = (int64_t(1) << 19) / (M * N * K + 1) + 1;
+    // [snippet:matmul-forward]
     for_each_matrix(count, grain, true, [&](int64_t t) {
         gemm(false, trans_b, M, N, K, alpha, a.data() + plan.a_index[t] * M * K, K,
              b.data() + plan.b_index[t] * K * N, ldb, 0, out.data() + t * M * N, N);
     });
+    // [/snippet:matmul-forward]
 
     record(out, op, {a, b}, [a, b, plan, count, grain, M, K, N, ldb, trans_b, alpha](Tensor& o) mutable {
+        // [exercise:matmul-backward]
+        // [snippet:matmul-backward]
         const real* dout = o.grad_data();
         // The first gradient to reach a matrix of a or b is written, later ones are added
         // (grad_target's beta; a broadcast matrix meets several).
         if (a.requires_grad()) {  // dA = alpha dOut @ op(b)^T
             const Tensor::GradTarget da = a.grad_target();
-            const bool independent = all_different(plan.a_index);
             std::vector<real> beta = first_use_beta(plan.a_index, da.beta);
-            for_each_matrix(count, grain, independent, [&](int64_t t) {
+            for_each_matrix(count, grain, all_different(plan.a_index), [&](int64_t t) {
                 gemm(false, !trans_b, M, K, N, alpha, dout + t * M * N, N, b.data() + plan.b_index[t] * K * N, ldb,
                      beta[t], da.data + plan.a_index[t] * M * K, K);
             });
@@ -150,6 +153,8 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b, bool trans_b, real alpha
                 else gemm(true, false, K, N, M, alpha, at, K, dt, N, beta[t], dbt, N);
             });
         }
+        // [/snippet:matmul-backward]
+        // [/exercise:matmul-backward]
     });
     return out;
 }

@@ -45,13 +45,16 @@ Tensor operator*(real s, const Tensor& a);
 Tensor operator/(const Tensor& a, real s);
 Tensor operator/(real s, const Tensor& a);
 
+// [snippet:broadcast-decls]
 // The broadcast shape of two shapes, or an error naming `op` and both shapes.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 // [shape of a] -> `shape` (a broadcast copy; backward sums back). The class token
 // [1, 1, D] becomes [B, 1, D] this way before it is concatenated to the patches.
 Tensor broadcast_to(const Tensor& a, const Shape& shape);
+// [/snippet:broadcast-decls]
 
 // ---- reductions (reduce.cpp) -----------------------------------------------------------
+// [snippet:reduce-decls]
 Tensor sum(const Tensor& a);                                       // -> []
 Tensor sum(const Tensor& a, int64_t axis, bool keepdim = false);   // axis removed (or kept as 1)
 Tensor mean(const Tensor& a);
@@ -59,6 +62,7 @@ Tensor mean(const Tensor& a, int64_t axis, bool keepdim = false);
 // Max: the gradient goes to the first position holding the maximum (like torch.max(dim)).
 Tensor max(const Tensor& a);
 Tensor max(const Tensor& a, int64_t axis, bool keepdim = false);
+// [/snippet:reduce-decls]
 
 // ---- shape (shape.cpp) -----------------------------------------------------------------
 // New shape with the same number of elements; one entry may be -1 (inferred).

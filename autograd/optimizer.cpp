@@ -195,6 +195,7 @@ void SGD::update(Tensor& param, ParamState& state, double weight_decay) {
     const bool first = !state.momentum_buffer.defined();
     if (momentum != 0 && first) state.momentum_buffer = Tensor::zeros(param.shape());
     real* buf = momentum != 0 ? state.momentum_buffer.data() : nullptr;
+    // [snippet:sgd-update]
     for (int64_t i = 0; i < n; ++i) {
         real d = g[i];
         if (weight_decay != 0) d += wd * p[i];
@@ -204,6 +205,7 @@ void SGD::update(Tensor& param, ParamState& state, double weight_decay) {
         }
         p[i] -= lr * d;
     }
+    // [/snippet:sgd-update]
 }
 
 // ---- Adam / AdamW -------------------------------------------------------------------------
@@ -247,6 +249,7 @@ void Adam::update(Tensor& param, ParamState& state, double weight_decay) {
     const real* g = param.grad_data();
     real* m = state.exp_avg.data();
     real* v = state.exp_avg_sq.data();
+    // [snippet:adam-bias-correction]
     const double t = static_cast<double>(state.step);
     const real step_size = static_cast<real>(lr() / (1 - std::pow(beta1, t)));
     const real bias_correction2_sqrt = static_cast<real>(std::sqrt(1 - std::pow(beta2, t)));
@@ -254,6 +257,9 @@ void Adam::update(Tensor& param, ParamState& state, double weight_decay) {
     const real one_minus_b1 = static_cast<real>(1 - beta1), one_minus_b2 = static_cast<real>(1 - beta2);
     const real e = static_cast<real>(eps), wd = static_cast<real>(weight_decay);
     const real decay = static_cast<real>(1 - lr() * weight_decay);
+    // [/snippet:adam-bias-correction]
+    // [exercise:adamw-step]
+    // [snippet:adamw-step]
     for (int64_t i = 0; i < n; ++i) {
         real gi = g[i];
         if (decoupled_)
@@ -264,6 +270,8 @@ void Adam::update(Tensor& param, ParamState& state, double weight_decay) {
         v[i] = b2 * v[i] + one_minus_b2 * gi * gi;
         p[i] -= step_size * (m[i] / (std::sqrt(v[i]) / bias_correction2_sqrt + e));
     }
+    // [/snippet:adamw-step]
+    // [/exercise:adamw-step]
 }
 
 // ---- clipping and grouping ----------------------------------------------------------------
@@ -296,11 +304,13 @@ std::vector<ParamGroup> split_weight_decay(const std::vector<std::pair<std::stri
     auto ends_with = [](const std::string& s, const std::string& suffix) {
         return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
     };
+    // [snippet:split-weight-decay]
     for (const auto& [name, p] : named_parameters) {
         if (!p.requires_grad()) continue;
         const bool exempt = p.dim() <= 1 || ends_with(name, ".bias") || name == "cls_token" || name == "pos_embed";
         (exempt ? no_decay : decay).params.push_back(p);
     }
+    // [/snippet:split-weight-decay]
     return {decay, no_decay};
 }
 

@@ -124,12 +124,16 @@ int num_threads() { return settings().threads; }
 
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
     if (n <= 0) return;
+    // [snippet:parallel-for-serial]
     grain = std::max<int64_t>(grain, 1);
     const int64_t threads = std::min<int64_t>(num_threads(), n / grain);
     if (threads <= 1 || inside_parallel_for) {
         body(0, n);
         return;
     }
+    // [/snippet:parallel-for-serial]
+    // [exercise:parallel-chunks]
+    // [snippet:parallel-chunks]
     const int64_t chunk = (n + threads - 1) / threads;
     const int64_t chunks = (n + chunk - 1) / chunk;
     ThreadSettings& s = settings();
@@ -143,6 +147,8 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
         throw;
     }
     inside_parallel_for = false;
+    // [/snippet:parallel-chunks]
+    // [/exercise:parallel-chunks]
 }
 
 }  // namespace patchgrad

@@ -13,6 +13,7 @@ namespace patchgrad {
 
 namespace {
 
+// [snippet:axis-view]
 struct AxisView {
     int64_t axis = 0;  // normalised
     int64_t outer = 1, n = 1, inner = 1;
@@ -30,11 +31,13 @@ AxisView view_axis(const Shape& shape, int64_t axis, bool keepdim, const char* o
     else v.out_shape.erase(v.out_shape.begin() + v.axis);
     return v;
 }
+// [/snippet:axis-view]
 
 // scale * (sum of all elements) -> []
 //   dA = dOut * scale, everywhere
 // The running sum is a double: in float32 a sum of a million elements would keep only
 // about three correct digits.
+// [snippet:sum-all]
 Tensor sum_all(const char* op, const Tensor& a, real scale) {
     const int64_t n = a.numel();
     const real* x = a.data();
@@ -48,6 +51,7 @@ Tensor sum_all(const char* op, const Tensor& a, real scale) {
     });
     return out;
 }
+// [/snippet:sum-all]
 
 // [outer, n, inner] -> scale * (sum over n) [outer, inner]
 //   dA[o, k, i] = dOut[o, i] * scale
@@ -57,6 +61,7 @@ Tensor sum_axis(const char* op, const Tensor& a, int64_t axis, bool keepdim, boo
     Tensor out = Tensor::zeros(v.out_shape);
     const real* x = a.data();
     real* y = out.data();
+    // [exercise:sum-axis-forward]
     for (int64_t o = 0; o < v.outer; ++o) {
         const real* src = x + o * v.n * v.inner;
         real* dst = y + o * v.inner;
@@ -70,7 +75,9 @@ Tensor sum_axis(const char* op, const Tensor& a, int64_t axis, bool keepdim, boo
             for (int64_t i = 0; i < v.inner; ++i) dst[i] *= scale;
         }
     }
+    // [/exercise:sum-axis-forward]
     record(out, op, {a}, [a, v, scale](Tensor& o) mutable {
+        // [exercise:sum-axis-backward]
         const real* dout = o.grad_data();
         real* ga = a.grad_data();
         for (int64_t r = 0; r < v.outer; ++r)
@@ -79,6 +86,7 @@ Tensor sum_axis(const char* op, const Tensor& a, int64_t axis, bool keepdim, boo
                 const real* g = dout + r * v.inner;
                 for (int64_t i = 0; i < v.inner; ++i) dst[i] += g[i] * scale;
             }
+        // [/exercise:sum-axis-backward]
     });
     return out;
 }

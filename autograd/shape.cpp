@@ -128,6 +128,7 @@ Tensor reshape(const Tensor& a, Shape shape) {
                                     shape_str(shape) + " (" + std::to_string(shape_numel(shape)) +
                                     " elements)");
 
+    // [snippet:reshape-view]
     Tensor out = Tensor::view(a, shape, 0);
     record(out, "reshape", {a}, [a](Tensor& o) mutable {
         const real* dy = o.grad_data();
@@ -135,6 +136,7 @@ Tensor reshape(const Tensor& a, Shape shape) {
         const int64_t n = a.numel();
         for (int64_t i = 0; i < n; ++i) dx[i] += dy[i];
     });
+    // [/snippet:reshape-view]
     return out;
 }
 
@@ -223,6 +225,7 @@ Tensor take_along(const Tensor& a, int64_t ax, int64_t s, int64_t len, const Sha
     const int64_t outer = dims_product(in_shape, 0, ax);
     const int64_t inner = dims_product(in_shape, ax + 1, a.dim());
     const int64_t in_row = in_shape[ax] * inner, out_row = len * inner, skip = s * inner;
+    // [snippet:take-along-view]
     Tensor out;
     if (outer == 1) {
         out = Tensor::view(a, out_shape, skip);  // one contiguous run: share it
@@ -232,6 +235,7 @@ Tensor take_along(const Tensor& a, int64_t ax, int64_t s, int64_t len, const Sha
         real* y = out.data();
         for (int64_t o = 0; o < outer; ++o) std::copy(x + o * in_row + skip, x + o * in_row + skip + out_row, y + o * out_row);
     }
+    // [/snippet:take-along-view]
 
     record(out, op, {a}, [a, outer, in_row, out_row, skip](Tensor& o) mutable {
         const real* dy = o.grad_data();

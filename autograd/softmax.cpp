@@ -24,6 +24,7 @@ void forward_rows(const real* x, real* y, int64_t rows, int64_t n, bool log_outp
     for (int64_t r = 0; r < rows; ++r) {
         const real* xr = x + r * n;
         real* yr = y + r * n;
+        // [snippet:softmax-forward-row]
         real max = -std::numeric_limits<real>::infinity();
         for (int64_t i = 0; i < n; ++i) max = std::max(max, xr[i]);
         // Two loops, so the exp loop vectorises (the sum, in order, would stop it).
@@ -37,6 +38,7 @@ void forward_rows(const real* x, real* y, int64_t rows, int64_t n, bool log_outp
             const real inv_sum = 1 / sum;
             for (int64_t i = 0; i < n; ++i) yr[i] *= inv_sum;
         }
+        // [/snippet:softmax-forward-row]
     }
 }
 
@@ -76,11 +78,17 @@ void backward_rows(const real* y, const real* dy, real* dx, int64_t rows, int64_
         real* dxr = dx + r * n;
         real dot = 0;
         if (log_output) {
+            // [snippet:log-softmax-backward-row]
             for (int64_t i = 0; i < n; ++i) dot += dyr[i];
             for (int64_t i = 0; i < n; ++i) dxr[i] += dyr[i] - vector_exp(yr[i]) * dot;
+            // [/snippet:log-softmax-backward-row]
         } else {
+            // [exercise:softmax-backward]
+            // [snippet:softmax-backward-row]
             for (int64_t i = 0; i < n; ++i) dot += dyr[i] * yr[i];
             for (int64_t i = 0; i < n; ++i) dxr[i] += yr[i] * (dyr[i] - dot);
+            // [/snippet:softmax-backward-row]
+            // [/exercise:softmax-backward]
         }
     }
 }

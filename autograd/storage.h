@@ -26,11 +26,13 @@ namespace patchgrad {
 
 // The scalar type of the whole library: float for training, double for gradient checks
 // (see the top of tensor.h).
+// [snippet:real]
 #ifdef PATCHGRAD_DOUBLE
 using real = double;
 #else
 using real = float;
 #endif
+// [/snippet:real]
 
 // An owned array of `size()` reals, 64-byte aligned (a cache line, one AVX-512 vector).
 // Move-only; a copy is explicit (`clone`). New storage is uninitialised unless a fill value

@@ -132,6 +132,7 @@ Tensor Tensor::trunc_normal(const Shape& shape, real mean, real std, real a, rea
     return make(shape, std::move(v), requires_grad);
 }
 
+// [snippet:view]
 Tensor Tensor::view(const Tensor& base, const Shape& shape, int64_t offset) {
     const int64_t n = checked_numel(shape);
     if (offset < 0 || offset + n > base.numel())
@@ -144,6 +145,7 @@ Tensor Tensor::view(const Tensor& base, const Shape& shape, int64_t offset) {
     impl->offset = base.impl().offset + offset;
     return Tensor(std::move(impl));
 }
+// [/snippet:view]
 
 // ---- shape and elements --------------------------------------------------------------------
 
@@ -175,6 +177,7 @@ int64_t flat_offset(const Shape& shape, std::initializer_list<int64_t> index) {
     if (index.size() != shape.size())
         throw std::invalid_argument("at: " + std::to_string(index.size()) + " indices for a tensor of shape " +
                                     shape_str(shape));
+    // [snippet:flat-offset]
     int64_t offset = 0;
     size_t axis = 0;
     for (int64_t i : index) {
@@ -185,6 +188,7 @@ int64_t flat_offset(const Shape& shape, std::initializer_list<int64_t> index) {
         ++axis;
     }
     return offset;
+    // [/snippet:flat-offset]
 }
 }  // namespace
 
@@ -213,12 +217,14 @@ Tensor Tensor::grad() const {
     return make(shape(), impl().grad.clone(), false);
 }
 
+// [snippet:grad-data]
 real* Tensor::grad_data() const {
     if (!impl_) throw std::logic_error("Tensor: use of an undefined tensor");
     auto& g = impl_->grad;
     if (g.empty()) g = Storage(impl_->numel, real(0));
     return g.data();
 }
+// [/snippet:grad-data]
 
 Tensor::GradTarget Tensor::grad_target() const {
     if (!impl_) throw std::logic_error("Tensor: use of an undefined tensor");
@@ -254,6 +260,7 @@ void Tensor::backward(const Tensor& seed) {
         throw std::invalid_argument("backward: seed of shape " + shape_str(seed.shape()) +
                                     " does not match the tensor's shape " + shape_str(shape()));
 
+    // [snippet:topo-sort]
     // Topological order by an iterative depth-first search (an explicit stack instead of
     // recursion, so a graph thousands of ops deep cannot overflow the call stack). A node is
     // appended after all of its inputs, so walking `order` backwards visits every node
@@ -279,7 +286,9 @@ void Tensor::backward(const Tensor& seed) {
             stack.pop_back();
         }
     }
+    // [/snippet:topo-sort]
 
+    // [snippet:backward-loop]
     {
         real* g = grad_data();
         const real* s = seed.data();
@@ -298,11 +307,18 @@ void Tensor::backward(const Tensor& seed) {
         }
         it->reset();  // the node dies here unless someone outside still holds it
     }
+    // [/snippet:backward-loop]
 }
 
 // ---- printing --------------------------------------------------------------------------------
 
 namespace {
+// NaN prints as "nan" whatever its sign bit, as in PyTorch (the C library may say "-nan").
+void print_value(std::ostream& os, real v) {
+    if (std::isnan(v)) os << "nan";
+    else os << v;
+}
+
 // Prints dimension `axis` of the block starting at `offset`; long dimensions show their first
 // and last three entries, like NumPy and PyTorch.
 void print_dim(std::ostream& os, const Tensor& t, size_t axis, int64_t offset) {
@@ -320,7 +336,7 @@ void print_dim(std::ostream& os, const Tensor& t, size_t axis, int64_t offset) {
             else os << ", ";
             continue;
         }
-        if (axis + 1 == shape.size()) os << t.data()[offset + i];
+        if (axis + 1 == shape.size()) print_value(os, t.data()[offset + i]);
         else print_dim(os, t, axis + 1, offset + i * stride);
         if (i + 1 < n) {
             if (axis + 1 < shape.size()) os << ",\n" << std::string(axis + 8, ' ');
@@ -356,6 +372,7 @@ bool grad_enabled() { return grad_mode; }
 NoGradGuard::NoGradGuard() : previous_(grad_mode) { grad_mode = false; }
 NoGradGuard::~NoGradGuard() { grad_mode = previous_; }
 
+// [snippet:record]
 void record(Tensor& out, const char* op, const std::vector<Tensor>& inputs, BackwardFn backward) {
     if (!grad_mode) return;
     TensorImpl& o = out.impl();
@@ -366,6 +383,7 @@ void record(Tensor& out, const char* op, const std::vector<Tensor>& inputs, Back
     o.op = op;
     o.backward = std::move(backward);
 }
+// [/snippet:record]
 
 void record(Tensor& out, const char* op, std::initializer_list<Tensor> inputs, BackwardFn backward) {
     record(out, op, std::vector<Tensor>(inputs), std::move(backward));

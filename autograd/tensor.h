@@ -50,6 +50,7 @@ int64_t normalize_axis(int64_t axis, const Shape& shape, const char* op);
 // itself (its data and its .grad are both readable) and adds into the inputs' .grad.
 using BackwardFn = std::function<void(Tensor& out)>;
 
+// [snippet:tensor-impl]
 struct TensorImpl {
     Shape shape;
     int64_t numel = 0;
@@ -66,6 +67,7 @@ struct TensorImpl {
     BackwardFn backward;           // pushes this->grad into inputs[i]->grad
     bool graph_freed = false;      // set once backward() has consumed this node
 };
+// [/snippet:tensor-impl]
 
 class Tensor {
 public:

@@ -13,6 +13,7 @@ CropFlip random_crop_flip(ImageView img, Rng& rng, int64_t padding, double flip_
     if (padding < 0 || !(flip_prob >= 0 && flip_prob <= 1))
         throw std::invalid_argument("random_crop_flip: padding " + std::to_string(padding) + " and flip probability " +
                                     std::to_string(flip_prob) + " must be >= 0 and in [0, 1]");
+    // [snippet:crop-flip]
     CropFlip drawn;
     drawn.top = static_cast<int64_t>(rng.below(static_cast<uint64_t>(2 * padding + 1)));
     drawn.left = static_cast<int64_t>(rng.below(static_cast<uint64_t>(2 * padding + 1)));
@@ -20,6 +21,7 @@ CropFlip random_crop_flip(ImageView img, Rng& rng, int64_t padding, double flip_
     crop_padded(img, padding, drawn.top, drawn.left);
     if (drawn.flipped) flip_horizontal(img);
     return drawn;
+    // [/snippet:crop-flip]
 }
 
 // ---- RandAugment ----------------------------------------------------------------------------
@@ -202,12 +204,14 @@ Box RandomErasing::apply(ImageView img, Rng& rng) const {
 
 void Augmentation::apply(ImageSet& batch, Rng& rng) const {
     batch.check("Augmentation::apply");
+    // [snippet:augmentation-apply]
     for (int64_t i = 0; i < batch.size(); ++i) {
         const ImageView img = batch.view(i);
         if (crop_flip) random_crop_flip(img, rng, padding, flip_prob);
         if (rand_augment) rand_augment->apply(img, rng);
         if (erasing) erasing->apply(img, rng);
     }
+    // [/snippet:augmentation-apply]
 }
 
 }  // namespace patchgrad

@@ -76,12 +76,14 @@ MixedBatch mixup_batch(const Tensor& images, const std::vector<int64_t>& labels,
     const int64_t B = images.size(0), n = images.numel() / B;
     const real* x = images.data();
     real* y = out.images.data();
+    // [snippet:mixup-batch]
     for (int64_t i = 0; i < B; ++i) {
         const real* a = x + i * n;
         const real* b = x + (B - 1 - i) * n;
         real* o = y + i * n;
         for (int64_t k = 0; k < n; ++k) o[k] = lam * a[k] + (1 - lam) * b[k];
     }
+    // [/snippet:mixup-batch]
     return out;
 }
 
@@ -148,10 +150,12 @@ MixedBatch Mixup::apply(const Tensor& images, const std::vector<int64_t>& labels
 }
 
 Tensor mixed_cross_entropy(const Tensor& logits, const MixedBatch& batch, real label_smoothing) {
+    // [snippet:mixed-cross-entropy]
     const Tensor loss_a = cross_entropy(logits, batch.labels_a, label_smoothing);
     if (batch.lambda == 1) return loss_a;
     const Tensor loss_b = cross_entropy(logits, batch.labels_b, label_smoothing);
     return loss_a * static_cast<real>(batch.lambda) + loss_b * static_cast<real>(1 - batch.lambda);
+    // [/snippet:mixed-cross-entropy]
 }
 
 }  // namespace patchgrad

@@ -51,10 +51,12 @@ Tensor to_tensor(const ImageSet& images, const ChannelStats& stats) {
                                         std::to_string(stats.mean[c]) + " and std " + std::to_string(stats.std[c]) +
                                         "; expected a finite mean and a positive std");
     // 256 possible values per channel: a lookup table makes the conversion one load per pixel.
+    // [snippet:normalize-table]
     std::vector<real> table(C * 256);
     for (int64_t c = 0; c < C; ++c)
         for (int v = 0; v < 256; ++v)
             table[c * 256 + v] = static_cast<real>((v / 255.0 - stats.mean[c]) / stats.std[c]);
+    // [/snippet:normalize-table]
 
     Tensor out = Tensor::empty({images.size(), C, images.height, images.width});
     real* y = out.data();

@@ -39,12 +39,14 @@ namespace {
 // visible token reads, so masking the keys suffices. (Seed 003's MultiHeadAttention never
 // passes its mask on to ScaledDotProductAttention, and builds that with inner_dim, i.e.
 // scales by 1/sqrt(heads * dim_head) instead of 1/sqrt(dim_head).)
+// [snippet:key-mask-bias]
 Tensor key_mask_bias(const std::vector<bool>& patch_mask, int64_t N) {
     std::vector<real> bias(N, 0);
     for (int64_t j = 1; j < N; ++j)
         if (!patch_mask[j - 1]) bias[j] = -std::numeric_limits<real>::infinity();
     return Tensor::from_vector({N}, std::move(bias));
 }
+// [/snippet:key-mask-bias]
 }  // namespace
 
 // Scaled dot-product attention, scaled by 1/sqrt(head_dim) BEFORE the softmax (paper eq. 6,
@@ -68,20 +70,28 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<bool>&
                                     " entries but x " + shape_str(x.shape()) + " has " + std::to_string(N - 1) +
                                     " patches (N = " + std::to_string(N) + " tokens, the first is the class token)");
 
+    // [exercise:attention-forward]
+    // [snippet:msa-qkv]
     // [B, N, 3D] -> [B, N, 3, heads, head_dim] -> [3, B, heads, N, head_dim], as in timm
     Tensor qkv_heads = permute(reshape((*qkv)(x), {B, N, 3, heads, head_dim}), {2, 0, 3, 1, 4});
     Tensor q = select(qkv_heads, 0, 0), k = select(qkv_heads, 0, 1), v = select(qkv_heads, 0, 2);
+    // [/snippet:msa-qkv]
 
+    // [snippet:msa-scores]
     // [B, heads, N, N]: row i holds token i's scores against every key j. matmul_transposed
     // is matmul(q, transpose(k, 2, 3)) * scale without copying k^T or the scores.
     Tensor scores = matmul_transposed(q, k, static_cast<real>(1 / std::sqrt(double(head_dim))));
     if (!patch_mask.empty()) scores = scores + key_mask_bias(patch_mask, N);
     Tensor attn = softmax(scores, -1);
     if (record_) attention_ = attn.detach();
+    // [/snippet:msa-scores]
 
+    // [snippet:msa-out]
     // [B, heads, N, head_dim] -> [B, N, heads, head_dim] -> [B, N, D]: the heads concatenated
     Tensor out = reshape(permute(matmul((*attn_drop)(attn), v), {0, 2, 1, 3}), {B, N, dim});
     return (*proj_drop)((*proj)(out));
+    // [/snippet:msa-out]
+    // [/exercise:attention-forward]
 }
 
 }  // namespace patchgrad

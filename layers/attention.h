@@ -26,11 +26,13 @@ public:
                            bool qkv_bias = true, real attn_dropout = 0, real proj_dropout = 0);
     std::string type_name() const override { return "MultiHeadSelfAttention"; }
 
+    // [snippet:msa-forward-declaration]
     // x [B, N, D] -> [B, N, D]. Token 0 is the class token. `patch_mask` is empty (attend
     // everywhere) or holds one entry per patch (N - 1 entries, true = visible), like seed
     // 003's OptionalMask: no token attends to a hidden patch. The class token is always
     // visible, so every row of A keeps at least one position and the softmax is defined.
     Tensor forward(const Tensor& x, const std::vector<bool>& patch_mask = {});
+    // [/snippet:msa-forward-declaration]
     Tensor operator()(const Tensor& x, const std::vector<bool>& patch_mask = {}) { return forward(x, patch_mask); }
 
     // While on, forward keeps a detached copy of A (before attention dropout).

@@ -13,9 +13,11 @@ DropPath::DropPath(real p, std::shared_ptr<Rng> rng) : p(p), rng(std::move(rng))
     if (p > 0 && !this->rng) throw std::invalid_argument("DropPath: p = " + std::to_string(p) + " needs an Rng, got none");
 }
 
+// [snippet:drop-path-forward]
 Tensor DropPath::forward(const Tensor& x) {
     if (!training() || p == 0) return x;
     return drop_path(x, p, true, *rng);
 }
+// [/snippet:drop-path-forward]
 
 }  // namespace patchgrad

@@ -8,6 +8,7 @@ namespace patchgrad {
 // int(dim * mlp_ratio) truncates exactly like timm's Mlp, so both build the same shapes.
 // (Seed 000's ViTBlock computes self.mlp_hidden_dim but then builds its Linear layers from
 // the mlp_hidden_dim argument, which is None whenever only mlp_ratio is given.)
+// [snippet:mlp-hidden-dim]
 int64_t mlp_hidden_dim(int64_t dim, int64_t mlp_dim, real mlp_ratio) {
     if (mlp_dim > 0) return mlp_dim;
     const int64_t hidden = static_cast<int64_t>(double(dim) * double(mlp_ratio));
@@ -16,6 +17,7 @@ int64_t mlp_hidden_dim(int64_t dim, int64_t mlp_dim, real mlp_ratio) {
                                     ", mlp_dim " + std::to_string(mlp_dim) + ", mlp_ratio " + std::to_string(mlp_ratio) + ")");
     return hidden;
 }
+// [/snippet:mlp-hidden-dim]
 
 FeedForward::FeedForward(int64_t dim, int64_t hidden_dim, real dropout, Rng& rng, std::shared_ptr<Rng> dropout_rng,
                          GeluApproximation approximation) {
@@ -26,8 +28,12 @@ FeedForward::FeedForward(int64_t dim, int64_t hidden_dim, real dropout, Rng& rng
     drop2 = register_module("drop2", std::make_shared<Dropout>(dropout, dropout_rng));
 }
 
+// [snippet:feed-forward-forward]
 Tensor FeedForward::forward(const Tensor& x) {
+    // [exercise:feed-forward-forward]
     return (*drop2)((*fc2)((*drop1)((*act)((*fc1)(x)))));
+    // [/exercise:feed-forward-forward]
 }
+// [/snippet:feed-forward-forward]
 
 }  // namespace patchgrad

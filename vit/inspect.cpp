@@ -242,6 +242,7 @@ Matrix cosine_similarity_matrix(const Matrix& vectors) {
                                         str(d) + "] vectors has norm " + short_number(norm[static_cast<size_t>(i)]) +
                                         "; its cosine similarity is undefined");
     }
+    // [snippet:cosine-similarity]
     Matrix s(n, n);
     for (int64_t i = 0; i < n; ++i) {
         s(i, i) = 1;
@@ -253,6 +254,7 @@ Matrix cosine_similarity_matrix(const Matrix& vectors) {
             s(i, j) = s(j, i) = c;
         }
     }
+    // [/snippet:cosine-similarity]
     return s;
 }
 
@@ -273,6 +275,7 @@ Matrix attention_rollout(const std::vector<Tensor>& attention, int64_t image) {
     const int64_t t = s.tokens;
     Matrix rollout(t, t);
     for (int64_t i = 0; i < t; ++i) rollout(i, i) = 1;
+    // [snippet:attention-rollout]
     for (const Tensor& a : attention) {
         Matrix layer(t, t);  // Ahat_l = rownorm(mean_h A_l,h + I)
         for (int64_t i = 0; i < t; ++i) {
@@ -287,6 +290,7 @@ Matrix attention_rollout(const std::vector<Tensor>& attention, int64_t image) {
         }
         rollout = matmul(layer, rollout);  // R <- Ahat_l R: later layers multiply from the left
     }
+    // [/snippet:attention-rollout]
     return rollout;
 }
 
@@ -311,10 +315,12 @@ namespace {
 Matrix patch_distances(const PatchGrid& grid) {
     const int64_t n = grid.size();
     Matrix d(n, n);
+    // [snippet:patch-distances]
     for (int64_t q = 0; q < n; ++q)
         for (int64_t k = 0; k < n; ++k)
             d(q, k) = double(grid.patch) *
                       std::hypot(double(q / grid.cols - k / grid.cols), double(q % grid.cols - k % grid.cols));
+    // [/snippet:patch-distances]
     return d;
 }
 
@@ -337,6 +343,7 @@ Matrix mean_attention_distance(const std::vector<Tensor>& attention, const Patch
             for (int64_t b = 0; b < s.batch; ++b) {
                 double over_queries = 0;
                 int64_t queries = 0;
+                // [snippet:mean-attention-distance]
                 for (int64_t q = 0; q < n; ++q) {
                     double weight = 0, weighted = 0;
                     for (int64_t k = 0; k < n; ++k) {
@@ -349,6 +356,7 @@ Matrix mean_attention_distance(const std::vector<Tensor>& attention, const Patch
                         ++queries;
                     }
                 }
+                // [/snippet:mean-attention-distance]
                 if (queries > 0) {
                     over_images += over_queries / double(queries);
                     ++images;
@@ -381,6 +389,7 @@ PrincipalComponents principal_components(const Matrix& samples, int64_t count) {
     pc.mean.assign(static_cast<size_t>(f), 0);
     for (int64_t i = 0; i < n; ++i)
         for (int64_t k = 0; k < f; ++k) pc.mean[static_cast<size_t>(k)] += samples(i, k) / double(n);
+    // [snippet:pca-covariance]
     Matrix covariance(f, f);
     for (int64_t i = 0; i < n; ++i)
         for (int64_t a = 0; a < f; ++a) {
@@ -390,6 +399,7 @@ PrincipalComponents principal_components(const Matrix& samples, int64_t count) {
         }
     for (int64_t a = 0; a < f; ++a)
         for (int64_t b = 0; b < a; ++b) covariance(a, b) = covariance(b, a);
+    // [/snippet:pca-covariance]
     double trace = 0;
     for (int64_t a = 0; a < f; ++a) trace += covariance(a, a);
 

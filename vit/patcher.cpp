@@ -12,6 +12,7 @@ Patcher::Patcher(int64_t channels, int64_t patch_size) : channels(channels), pat
                                     std::to_string(patch_size) + ") must be positive");
 }
 
+// [snippet:patcher-forward]
 Tensor Patcher::forward(const Tensor& images) {
     const Shape& s = images.shape();
     if (s.size() != 4)
@@ -26,5 +27,6 @@ Tensor Patcher::forward(const Tensor& images) {
                                     " (images of shape " + shape_str(s) + ")");
     return permute(unfold(images, P, P, P, P), {0, 2, 1});
 }
+// [/snippet:patcher-forward]
 
 }  // namespace patchgrad

@@ -13,6 +13,8 @@ Tensor sinusoidal_positional_encoding(int64_t num_positions, int64_t dim) {
                                     std::to_string(num_positions) + ") and dim (" + std::to_string(dim) +
                                     ") must be positive");
     Tensor table = Tensor::zeros({1, num_positions, dim});
+    // [exercise:sinusoidal-encoding]
+    // [snippet:sinusoidal-table]
     real* pe = table.data();
     for (int64_t pos = 0; pos < num_positions; ++pos) {
         for (int64_t i2 = 0; i2 < dim; i2 += 2) {
@@ -22,6 +24,8 @@ Tensor sinusoidal_positional_encoding(int64_t num_positions, int64_t dim) {
             if (i2 + 1 < dim) pe[pos * dim + i2 + 1] = static_cast<real>(std::cos(angle));
         }
     }
+    // [/snippet:sinusoidal-table]
+    // [/exercise:sinusoidal-encoding]
     return table;
 }
 
@@ -30,8 +34,10 @@ PositionalEncoding::PositionalEncoding(int64_t num_positions, int64_t dim, bool 
     if (num_positions <= 0 || dim <= 0)
         throw std::invalid_argument("PositionalEncoding: num_positions (" + std::to_string(num_positions) +
                                     ") and dim (" + std::to_string(dim) + ") must be positive");
+    // [snippet:pos-table]
     table = learnable ? Tensor::trunc_normal({1, num_positions, dim}, 0, 0.02, -2, 2, rng)
                       : sinusoidal_positional_encoding(num_positions, dim);
+    // [/snippet:pos-table]
 }
 
 Tensor PositionalEncoding::forward(const Tensor& x) const {

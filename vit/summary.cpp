@@ -27,6 +27,8 @@ ModelSummary summarize(const ViTConfig& c) {
     else
         row("pos_embed", "sinusoidal, fixed", {1, T, D}, 0);
     row("pos_drop", "Dropout", {1, T, D}, 0);
+    // [snippet:summary-block-rows]
+    // [exercise:summary-block-rows]
     for (int64_t l = 0; l < c.depth; ++l) {
         const std::string b = "blocks." + std::to_string(l) + ".";
         row(b + "norm1", "LayerNorm", {1, T, D}, layer_norm_parameters(D));
@@ -43,6 +45,8 @@ ModelSummary summarize(const ViTConfig& c) {
         row(b + "mlp.drop2", "Dropout", {1, T, D}, 0);
         row(b + "drop_path2", "DropPath", {1, T, D}, 0);
     }
+    // [/exercise:summary-block-rows]
+    // [/snippet:summary-block-rows]
     row("pool", c.pool == "mean" ? "mean of all tokens" : "class token z_L^0", {1, D}, 0);
     row("norm", "LayerNorm", {1, D}, layer_norm_parameters(D));
     if (c.head == "mlp") {

@@ -46,14 +46,16 @@ struct Preset {
     double erasing, mixup, cutmix, drop_path, dropout;
 };
 
+// [snippet:presets]
 const Preset kPresets[] = {
     // name       config         epochs batch  optimizer lr    wd    warmup schedule  min_lr label_sm clip
-    {"default", "cifar-small", 100, 128, "adamw", 1e-3, 0.05, 5, "cosine", 1e-5, 0.1, 0,
+    {"default", "cifar-tiny", 40, 128, "adamw", 1e-3, 0.05, 3, "cosine", 1e-5, 0.1, 0,
      // augment   rand_augment  erasing mixup cutmix drop_path dropout
-     "crop-flip", "rand-m9-n2", 0, 0, 0, 0.1, 0},
-    {"quick", "cifar-tiny", 15, 128, "adamw", 2e-3, 0.05, 1, "cosine", 1e-5, 0.1, 0,  //
+     "crop-flip", "none", 0, 0, 0, 0, 0},
+    {"quick", "cifar-micro", 16, 128, "adamw", 2e-3, 0.05, 1, "cosine", 1e-5, 0.1, 0,  //
      "crop-flip", "none", 0, 0, 0, 0, 0},
 };
+// [/snippet:presets]
 
 std::string joined(const std::vector<std::string>& names) {
     std::string s;
@@ -510,6 +512,7 @@ std::unique_ptr<Optimizer> make_optimizer(const TrainOptions& o, const VisionTra
                                    std::pair<double, double>{0.9, 0.999}, 1e-8, o.weight_decay);
 }
 
+// [snippet:make-schedule]
 LRSchedule make_schedule(const TrainOptions& o, int64_t steps_per_epoch) {
     LRSchedule s;
     s.kind = o.schedule;
@@ -522,6 +525,7 @@ LRSchedule make_schedule(const TrainOptions& o, int64_t steps_per_epoch) {
     s.validate();
     return s;
 }
+// [/snippet:make-schedule]
 
 Augmentation make_augmentation(const TrainOptions& o) {
     Augmentation a;
@@ -701,6 +705,7 @@ std::optional<StopReason> Trainer::train_epoch() {
 
 void Trainer::train_step(const std::vector<int64_t>& order) {
     const int64_t epoch = state_.epoch, step = state_.step_in_epoch;
+    // [snippet:train-step]
     ImageSet batch = data_.train.subset(batcher_.batch(order, step));
     Rng rng(derive_seed(options_.seed, {static_cast<uint64_t>(epoch), static_cast<uint64_t>(step)}));
     augmentation_.apply(batch, rng);
@@ -720,6 +725,7 @@ void Trainer::train_step(const std::vector<int64_t>& order) {
     optimizer_->set_lr(last_lr_);
     optimizer_->step();
     optimizer_->zero_grad();
+    // [/snippet:train-step]
 
     const int64_t B = logits.size(0);
     state_.correct += correct_predictions(logits, mixed);

@@ -69,7 +69,7 @@ void validate(const ViTConfig& c) {
 }
 
 std::vector<std::string> vit_config_names() {
-    return {"vit-b16", "vit-b32", "vit-l16", "vit-h14", "cifar-tiny", "cifar-small"};
+    return {"vit-b16", "vit-b32", "vit-l16", "vit-h14", "cifar-micro", "cifar-tiny", "cifar-small"};
 }
 
 std::string describe(const ViTConfig& c) {
@@ -82,12 +82,15 @@ std::string describe(const ViTConfig& c) {
 }
 
 ViTConfig vit_config(const std::string& name) {
+    // [snippet:named-configs]
     if (name == "vit-b16") return paper_config(name, 16, 768, 12, 12, 3072);
     if (name == "vit-b32") return paper_config(name, 32, 768, 12, 12, 3072);
     if (name == "vit-l16") return paper_config(name, 16, 1024, 24, 16, 4096);
     if (name == "vit-h14") return paper_config(name, 14, 1280, 32, 16, 5120);
+    if (name == "cifar-micro") return cifar_config(name, 96, 4, 4, 192);
     if (name == "cifar-tiny") return cifar_config(name, 128, 6, 4, 256);
     if (name == "cifar-small") return cifar_config(name, 192, 6, 3, 384);
+    // [/snippet:named-configs]
     std::string known;
     for (const std::string& n : vit_config_names()) known += (known.empty() ? "" : ", ") + n;
     throw std::invalid_argument("vit_config: unknown configuration '" + name + "' (known: " + known + ")");
@@ -97,11 +100,13 @@ void TransformerEncoder::add(std::shared_ptr<ViTBlock> block) {
     layers.push_back(register_module(std::to_string(layers.size()), std::move(block)));
 }
 
+// [snippet:encoder-forward]
 Tensor TransformerEncoder::forward(const Tensor& z, const std::vector<bool>& patch_mask) {
     Tensor out = z;
     for (auto& block : layers) out = block->forward(out, patch_mask);
     return out;
 }
+// [/snippet:encoder-forward]
 
 PreLogits::PreLogits(int64_t dim, int64_t hidden_dim, Rng& rng)
     : fc(register_module("fc", std::make_shared<Linear>(dim, hidden_dim, rng))),
@@ -116,6 +121,7 @@ const ViTConfig& validated(const ViTConfig& config) {
 }
 }  // namespace
 
+// [snippet:vit-constructor]
 VisionTransformer::VisionTransformer(const ViTConfig& cfg, uint64_t seed) : config(validated(cfg)) {
     Rng rng(seed);
     dropout_rng = std::make_shared<Rng>(rng.next_u64());
@@ -138,6 +144,7 @@ VisionTransformer::VisionTransformer(const ViTConfig& cfg, uint64_t seed) : conf
     if (config.head == "mlp") pre_logits = register_module("pre_logits", std::make_shared<PreLogits>(D, D, rng));
     head = register_module("head", std::make_shared<Linear>(D, config.num_classes, rng));
 }
+// [/snippet:vit-constructor]
 
 void VisionTransformer::check_input(const Tensor& images, const std::vector<bool>& patch_mask) const {
     const std::string want = "[B, " + std::to_string(config.channels) + ", " + std::to_string(config.image_height) +
@@ -160,6 +167,7 @@ void VisionTransformer::check_input(const Tensor& images, const std::vector<bool
                                     size_str(config.patch_size, config.patch_size) + ")");
 }
 
+// [snippet:vit-forward]
 Tensor VisionTransformer::forward(const Tensor& images, const std::vector<bool>& patch_mask) {
     check_input(images, patch_mask);
     const int64_t B = images.size(0), D = config.dim;
@@ -172,11 +180,14 @@ Tensor VisionTransformer::forward(const Tensor& images, const std::vector<bool>&
     // averages all N+1 tokens, the class token included, like seed 001's formula and
     // lucidrains' x.mean(dim=1) (timm's global_pool="avg" leaves the class token out), and
     // normalises the mean, like seeds 002/003's heads and timm's fc_norm.
+    // [exercise:vit-pooling]
     x = config.pool == "mean" ? mean(x, 1) : select(x, 1, 0);  // [B, D]
+    // [/exercise:vit-pooling]
     x = norm->forward(x);
     if (pre_logits) x = pre_logits->forward(x);
     return head->forward(x);  // [B, num_classes]
 }
+// [/snippet:vit-forward]
 
 void VisionTransformer::record_attention(bool on) {
     for (auto& block : blocks->layers) block->attn->record_attention(on);

@@ -42,6 +42,7 @@
 
 namespace patchgrad {
 
+// [snippet:vit-config]
 struct ViTConfig {
     std::string name = "custom";
     int64_t image_height = 224, image_width = 224;  // non-square allowed
@@ -69,6 +70,7 @@ struct ViTConfig {
     int64_t num_patches() const { return patches_high() * patches_wide(); }  // N
     int64_t mlp_hidden() const { return mlp_hidden_dim(dim, mlp_dim, mlp_ratio); }
 };
+// [/snippet:vit-config]
 
 // Throws std::invalid_argument ("ViTConfig '<name>': ...") naming the offending sizes if a
 // size is not positive, the image is not divisible into patches, dim is not divisible by
@@ -105,6 +107,7 @@ public:
 // hidden size (representation_size) is D. Seed 000's is_pretrain head stacks three nn.Linear
 // with nothing between them: a composition of affine maps is one affine map, so that head is
 // no more expressive than a single Linear (tests/vit/test_vision_transformer.cpp).
+// [snippet:pre-logits]
 class PreLogits : public Layer {
 public:
     PreLogits(int64_t dim, int64_t hidden_dim, Rng& rng);
@@ -114,6 +117,7 @@ public:
     std::shared_ptr<Linear> fc;
     std::shared_ptr<Tanh> act;
 };
+// [/snippet:pre-logits]
 
 class VisionTransformer : public Layer {
 public:

@@ -32,6 +32,7 @@
 
 namespace patchgrad {
 
+// [snippet:vit-block-class]
 class ViTBlock : public Layer {
 public:
     // dropout is applied after the attention's output projection and inside the MLP (timm's
@@ -54,5 +55,6 @@ public:
     std::shared_ptr<FeedForward> mlp;
     std::shared_ptr<DropPath> drop_path2;
 };
+// [/snippet:vit-block-class]
 
 }  // namespace patchgrad

@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
 
     const real lr = 0.3;
     for (int step = 1; step <= steps; ++step) {
+        // [snippet:sgd-step]
         Tensor logits = linear(tanh(linear(x, w1, b1)), w2, b2);  // [400, 2]
         Tensor loss = cross_entropy(logits, labels);
         loss.backward();
@@ -53,6 +54,7 @@ int main(int argc, char** argv) {
             for (int64_t i = 0; i < p->numel(); ++i) p->data()[i] -= lr * p->grad_data()[i];
             p->zero_grad();
         }
+        // [/snippet:sgd-step]
         if (step == 1 || step % (steps / 10 > 0 ? steps / 10 : 1) == 0 || step == steps) {
             int correct = 0;
             for (int i = 0; i < n; ++i)

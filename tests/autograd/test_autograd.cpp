@@ -10,7 +10,7 @@
 using namespace patchgrad;
 using namespace patchgrad::test;
 
-TEST_CASE("autograd: a scalar expression, as in micrograd", "[autograd]") {
+TEST_CASE("autograd: a scalar expression, as in micrograd", "[autograd][ex:broadcast-backward]") {
     // f(a, b) = (a * b + b^3) / a ; df/da = -b^3 / a^2, df/db = 1 + 3 b^2 / a
     Tensor a = Tensor::scalar(2, true), b = Tensor::scalar(-3, true);
     Tensor f = (a * b + pow(b, 3)) / a;
@@ -23,7 +23,7 @@ TEST_CASE("autograd: a scalar expression, as in micrograd", "[autograd]") {
     REQUIRE(std::string(f.op()) == "div");
 }
 
-TEST_CASE("autograd: a tensor used twice receives both contributions", "[autograd]") {
+TEST_CASE("autograd: a tensor used twice receives both contributions", "[autograd][ex:broadcast-backward]") {
     Tensor x = Tensor::from_vector({3}, {1, 2, 3}, true);
     Tensor y = sum(x * x + x);  // dy/dx = 2x + 1
     y.backward();

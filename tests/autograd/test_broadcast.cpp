@@ -83,7 +83,7 @@ const std::vector<BroadcastCase>& broadcast_cases() {
 
 }  // namespace
 
-TEST_CASE("broadcast_shapes: aligns at the right and stretches 1-sized axes", "[op:broadcast_shapes][forward]") {
+TEST_CASE("broadcast_shapes: aligns at the right and stretches 1-sized axes", "[op:broadcast_shapes][forward][ex:broadcast-shapes]") {
     for (const auto& c : broadcast_cases()) {
         INFO(shape_str(c.a) << " and " << shape_str(c.b));
         REQUIRE(broadcast_shapes(c.a, c.b, "add") == c.out);
@@ -91,14 +91,14 @@ TEST_CASE("broadcast_shapes: aligns at the right and stretches 1-sized axes", "[
     REQUIRE(broadcast_shapes({0, 3}, {1, 3}, "add") == Shape{0, 3});
 }
 
-TEST_CASE("broadcast_shapes: incompatible shapes name the op and both shapes", "[op:broadcast_shapes][errors]") {
+TEST_CASE("broadcast_shapes: incompatible shapes name the op and both shapes", "[op:broadcast_shapes][errors][ex:broadcast-shapes]") {
     require_error([] { broadcast_shapes({2, 3}, {4}, "add"); }, {"add: shapes [2, 3] and [4] cannot be broadcast"});
     require_error([] { broadcast_shapes({3, 1, 5}, {4, 6}, "mul"); }, {"mul", "[3, 1, 5]", "[4, 6]"});
     require_error([] { broadcast_shapes({2}, {3}, "sub"); }, {"sub", "[2]", "[3]"});
 }
 
 TEST_CASE("add/sub/mul/div: broadcast forward matches an index-by-index reference",
-          "[op:add][op:sub][op:mul][op:div][forward]") {
+          "[op:add][op:sub][op:mul][op:div][forward][ex:broadcast-shapes]") {
     Rng rng(10);
     for (const auto& op : binary_ops())
         for (const auto& c : broadcast_cases()) {
@@ -111,7 +111,7 @@ TEST_CASE("add/sub/mul/div: broadcast forward matches an index-by-index referenc
         }
 }
 
-TEST_CASE("add: broadcast forward by hand, bias along the last axis and a column", "[op:add][forward]") {
+TEST_CASE("add: broadcast forward by hand, bias along the last axis and a column", "[op:add][forward][ex:broadcast-shapes]") {
     Tensor x = Tensor::from_vector({2, 3}, {1, 2, 3, 4, 5, 6});
     require_close(add(x, Tensor::from_vector({3}, {10, 20, 30})),
                   Tensor::from_vector({2, 3}, {11, 22, 33, 14, 25, 36}), 0);
@@ -121,7 +121,7 @@ TEST_CASE("add: broadcast forward by hand, bias along the last axis and a column
                   Tensor::from_vector({2, 3}, {11, 21, 31, 12, 22, 32}), 0);
 }
 
-TEST_CASE("mul: the gradient of a broadcast operand sums over the stretched axes", "[op:mul][gradcheck]") {
+TEST_CASE("mul: the gradient of a broadcast operand sums over the stretched axes", "[op:mul][gradcheck][ex:broadcast-backward]") {
     Tensor x = Tensor::from_vector({2, 3}, {1, 2, 3, 4, 5, 6});
     Tensor scale = Tensor::from_vector({3}, {1, 1, 1}, true);
     Tensor row = Tensor::from_vector({2, 1}, {1, 1}, true);
@@ -132,7 +132,7 @@ TEST_CASE("mul: the gradient of a broadcast operand sums over the stretched axes
     require_close(s.grad(), Tensor::scalar(21), 0);
 }
 
-TEST_CASE("add/sub/mul/div: gradcheck with broadcasting", "[op:add][op:sub][op:mul][op:div][gradcheck]") {
+TEST_CASE("add/sub/mul/div: gradcheck with broadcasting", "[op:add][op:sub][op:mul][op:div][gradcheck][ex:broadcast-backward]") {
     Rng rng(11);
     uint64_t seed = 1;
     for (const auto& op : binary_ops())
@@ -145,7 +145,7 @@ TEST_CASE("add/sub/mul/div: gradcheck with broadcasting", "[op:add][op:sub][op:m
         }
 }
 
-TEST_CASE("add/sub/mul/div: a stretched operand used on both sides", "[op:add][op:sub][op:mul][op:div][gradcheck]") {
+TEST_CASE("add/sub/mul/div: a stretched operand used on both sides", "[op:add][op:sub][op:mul][op:div][gradcheck][ex:broadcast-backward]") {
     Rng rng(12);
     for (const auto& op : binary_ops()) {
         INFO(op.name);

@@ -41,7 +41,7 @@ TEST_CASE("cross_entropy: matches PyTorch, with and without label smoothing", "[
     REQUIRE(std::abs(cross_entropy(logits, {2, 1}, 0.1).item() - 1.79945863055) < 1e-10);
 }
 
-TEST_CASE("cross_entropy: hand values and a naive reference", "[op:cross_entropy][forward]") {
+TEST_CASE("cross_entropy: hand values and a naive reference", "[op:cross_entropy][forward][ex:cross-entropy-backward]") {
     // Equal logits: the softmax is uniform, so the loss is log K with or without smoothing.
     REQUIRE(std::abs(cross_entropy(Tensor::full({3, 5}, 7), {0, 4, 2}).item() - std::log(5.0)) < 1e-14);
     REQUIRE(std::abs(cross_entropy(Tensor::full({3, 5}, 7), {0, 4, 2}, 0.3).item() - std::log(5.0)) < 1e-14);
@@ -70,7 +70,7 @@ TEST_CASE("cross_entropy: stable for logits in the thousands", "[op:cross_entrop
     for (double e : {0.0, 0.2}) REQUIRE(std::abs(cross_entropy(big, {2, 1}, e).item() - cross_entropy(small, {2, 1}, e).item()) < 1e-12);
 }
 
-TEST_CASE("cross_entropy: gradient is (softmax - target) / B", "[op:cross_entropy][gradcheck]") {
+TEST_CASE("cross_entropy: gradient is (softmax - target) / B", "[op:cross_entropy][gradcheck][ex:cross-entropy-backward]") {
     const Tensor logits = Tensor::from_vector({2, 3}, {1, 2, 3, 0.5, -1, 2}, true);
     cross_entropy(logits, {2, 1}, 0.3).backward();
     for (int64_t b = 0; b < 2; ++b) {
@@ -83,7 +83,7 @@ TEST_CASE("cross_entropy: gradient is (softmax - target) / B", "[op:cross_entrop
     }
 }
 
-TEST_CASE("cross_entropy: gradcheck", "[op:cross_entropy][gradcheck]") {
+TEST_CASE("cross_entropy: gradcheck", "[op:cross_entropy][gradcheck][ex:cross-entropy-backward]") {
     Rng rng(70);
     for (const Shape& shape : {Shape{7, 11}, Shape{1, 5}, Shape{3, 1}, Shape{13, 2}}) {
         const auto labels = random_labels(shape[0], shape[1], rng);
@@ -95,7 +95,7 @@ TEST_CASE("cross_entropy: gradcheck", "[op:cross_entropy][gradcheck]") {
     }
 }
 
-TEST_CASE("cross_entropy: gradcheck on large logits", "[op:cross_entropy][gradcheck]") {
+TEST_CASE("cross_entropy: gradcheck on large logits", "[op:cross_entropy][gradcheck][ex:cross-entropy-backward]") {
     Rng rng(80);
     const std::vector<int64_t> labels{3, 0, 6, 2};
     for (real center : {1000.0, -1000.0}) {

@@ -42,7 +42,7 @@ TEST_CASE("add/sub/mul/div: same-shape forward by hand", "[op:add][op:sub][op:mu
     require_close(div(a, b), Tensor::from_vector({2, 2}, {0.5, 0.5, -3, 8}), 0);
 }
 
-TEST_CASE("add/sub/mul/div: gradcheck on same shapes", "[op:add][op:sub][op:mul][op:div][gradcheck]") {
+TEST_CASE("add/sub/mul/div: gradcheck on same shapes", "[op:add][op:sub][op:mul][op:div][gradcheck][ex:broadcast-backward]") {
     Rng rng(20);
     const std::vector<std::pair<std::string, Op>> ops = {
         {"add", [](const std::vector<Tensor>& in) { return add(in[0], in[1]); }},
@@ -58,7 +58,7 @@ TEST_CASE("add/sub/mul/div: gradcheck on same shapes", "[op:add][op:sub][op:mul]
         }
 }
 
-TEST_CASE("mul: a tensor used twice, x * x, has gradient 2x", "[op:mul][op:add][op:sub][op:div][gradcheck]") {
+TEST_CASE("mul: a tensor used twice, x * x, has gradient 2x", "[op:mul][op:add][op:sub][op:div][gradcheck][ex:broadcast-backward]") {
     Rng rng(21);
     Tensor x = rand_tensor({3, 5}, rng);
     mul(x, x).backward(Tensor::ones({3, 5}));

@@ -17,7 +17,7 @@ Tensor negated(const Tensor& x) {
 
 }  // namespace
 
-TEST_CASE("gelu: matches PyTorch, exact and tanh", "[op:gelu][forward]") {
+TEST_CASE("gelu: matches PyTorch, exact and tanh", "[op:gelu][forward][ex:gelu-backward]") {
     // From torch.nn.functional.gelu in PyTorch 1.13, regenerate with:
     // /usr/bin/python3 -c "import torch,torch.nn.functional as F; x=torch.tensor([-3.,-1.,-0.5,0.,0.5,1.,3.],dtype=torch.float64); print([f'{v:.12g}' for v in F.gelu(x).tolist()]); print([f'{v:.12g}' for v in F.gelu(x,approximate='tanh').tolist()])"
     const Tensor x = Tensor::from_vector({7}, {-3, -1, -0.5, 0, 0.5, 1, 3});
@@ -52,7 +52,7 @@ TEST_CASE("gelu: hand values and the identity gelu(x) - gelu(-x) = x", "[op:gelu
     }
 }
 
-TEST_CASE("gelu: gradcheck, exact and tanh", "[op:gelu][gradcheck]") {
+TEST_CASE("gelu: gradcheck, exact and tanh", "[op:gelu][gradcheck][ex:gelu-backward]") {
     Rng rng(60);
     for (auto approximation : {GeluApproximation::None, GeluApproximation::Tanh}) {
         const auto op = [approximation](const std::vector<Tensor>& xs) { return gelu(xs[0], approximation); };

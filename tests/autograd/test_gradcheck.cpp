@@ -20,7 +20,7 @@ Tensor square_with_bug(const Tensor& x, double factor, int64_t bad) {
 }
 }  // namespace
 
-TEST_CASE("gradcheck: passes a correct gradient", "[gradcheck]") {
+TEST_CASE("gradcheck: passes a correct gradient", "[gradcheck][ex:numerical-gradient]") {
     Rng rng(0);
     Tensor x = rand_tensor({3, 4}, rng);
     auto result = gradcheck([](const std::vector<Tensor>& in) { return sum(square_with_bug(in[0], 1.0, -1)); }, {x});
@@ -30,7 +30,7 @@ TEST_CASE("gradcheck: passes a correct gradient", "[gradcheck]") {
     REQUIRE(result.inputs[0].max_rel_error < 1e-8);
 }
 
-TEST_CASE("gradcheck: a backward wrong by 1% in one element fails and is located", "[gradcheck]") {
+TEST_CASE("gradcheck: a backward wrong by 1% in one element fails and is located", "[gradcheck][ex:numerical-gradient]") {
     Rng rng(1);
     Tensor x = rand_tensor({3, 4}, rng, 0.5, 1.5);
     auto result = gradcheck([](const std::vector<Tensor>& in) { return sum(square_with_bug(in[0], 1.01, 7)); }, {x});
@@ -43,7 +43,7 @@ TEST_CASE("gradcheck: a backward wrong by 1% in one element fails and is located
     REQUIRE_FALSE(x.has_grad());
 }
 
-TEST_CASE("gradcheck: sampling checks the requested number of elements", "[gradcheck]") {
+TEST_CASE("gradcheck: sampling checks the requested number of elements", "[gradcheck][ex:numerical-gradient]") {
     Rng rng(2);
     Tensor x = rand_tensor({50, 40}, rng, 0.5, 1.5);
     GradcheckOptions options;
@@ -54,7 +54,7 @@ TEST_CASE("gradcheck: sampling checks the requested number of elements", "[gradc
     REQUIRE(result.inputs[0].checked == 25);
 }
 
-TEST_CASE("gradcheck: inputs without requires_grad are skipped, non-scalar results rejected", "[gradcheck][errors]") {
+TEST_CASE("gradcheck: inputs without requires_grad are skipped, non-scalar results rejected", "[gradcheck][errors][ex:numerical-gradient]") {
     Rng rng(3);
     Tensor x = rand_tensor({3}, rng);
     Tensor c = rand_tensor({3}, rng, -1, 1, false);
@@ -65,7 +65,7 @@ TEST_CASE("gradcheck: inputs without requires_grad are skipped, non-scalar resul
                   {"gradcheck", "one-element", "[3]"});
 }
 
-TEST_CASE("weighted_sum (the tests' projection to a scalar): gradcheck", "[gradcheck]") {
+TEST_CASE("weighted_sum (the tests' projection to a scalar): gradcheck", "[gradcheck][ex:numerical-gradient]") {
     Rng rng(4);
     Tensor y = rand_tensor({2, 3, 5}, rng);
     Tensor w = rand_tensor({2, 3, 5}, rng, -1, 1, false);

@@ -57,7 +57,7 @@ TEST_CASE("layer_norm: matches PyTorch", "[op:layer_norm][forward]") {
                   1e-10);
 }
 
-TEST_CASE("layer_norm: matches a naive reference on random rows", "[op:layer_norm][forward]") {
+TEST_CASE("layer_norm: matches a naive reference on random rows", "[op:layer_norm][forward][ex:layernorm-backward]") {
     Rng rng(5);
     const Tensor x = rand_tensor({3, 5, 7}, rng, -4, 4, false);
     const Tensor weight = rand_tensor({7}, rng, -2, 2, false);
@@ -68,7 +68,7 @@ TEST_CASE("layer_norm: matches a naive reference on random rows", "[op:layer_nor
     require_close(layer_norm(x, Tensor(), bias), naive_layer_norm(x, Tensor(), bias, 1e-5), 1e-12);
 }
 
-TEST_CASE("layer_norm: gradcheck with and without weight and bias", "[op:layer_norm][gradcheck]") {
+TEST_CASE("layer_norm: gradcheck with and without weight and bias", "[op:layer_norm][gradcheck][ex:layernorm-backward]") {
     Rng rng(40);
     const auto full = [](const std::vector<Tensor>& xs) { return layer_norm(xs[0], xs[1], xs[2], 1e-5); };
     for (const Shape& shape : {Shape{7, 11}, Shape{3, 1, 5}, Shape{2, 3, 4}, Shape{13}}) {
@@ -86,7 +86,7 @@ TEST_CASE("layer_norm: gradcheck with and without weight and bias", "[op:layer_n
 }
 
 TEST_CASE("layer_norm: gradcheck of weight and bias alone, and of a one-element last dimension",
-          "[op:layer_norm][gradcheck]") {
+          "[op:layer_norm][gradcheck][ex:layernorm-backward]") {
     Rng rng(50);
     const auto full = [](const std::vector<Tensor>& xs) { return layer_norm(xs[0], xs[1], xs[2], 0.1); };
     // x is a constant here: only weight and bias get gradients.

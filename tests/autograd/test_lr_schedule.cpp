@@ -7,7 +7,7 @@
 namespace patchgrad {
 using namespace patchgrad::test;
 
-TEST_CASE("lr_schedule: linear warmup, then cosine down to min_lr at the last step", "[lr_schedule]") {
+TEST_CASE("lr_schedule: linear warmup, then cosine down to min_lr at the last step", "[lr_schedule][ex:cosine-schedule]") {
     LRSchedule s;
     s.kind = "cosine";
     s.base_lr = 1e-3;

@@ -53,7 +53,7 @@ Tensor matmul_of(const std::vector<Tensor>& in) { return matmul(in[0], in[1]); }
 
 }  // namespace
 
-TEST_CASE("matmul: hand-computed 2-D product", "[op:matmul][forward]") {
+TEST_CASE("matmul: hand-computed 2-D product", "[op:matmul][forward][ex:matmul-backward]") {
     const Tensor a = Tensor::from_vector({2, 3}, {1, 2, 3, 4, 5, 6});
     const Tensor b = Tensor::from_vector({3, 2}, {7, 8, 9, 10, 11, 12});
     require_close(matmul(a, b), Tensor::from_vector({2, 2}, {58, 64, 139, 154}), 1e-12);
@@ -85,7 +85,7 @@ TEST_CASE("matmul: an empty inner dimension gives zeros", "[op:matmul][forward]"
     CHECK(matmul(Tensor::zeros({0, 2, 4}), Tensor::zeros({4, 3})).shape() == Shape{0, 2, 3});
 }
 
-TEST_CASE("matmul: gradcheck of 2-D products with odd shapes", "[op:matmul][gradcheck]") {
+TEST_CASE("matmul: gradcheck of 2-D products with odd shapes", "[op:matmul][gradcheck][ex:matmul-backward]") {
     Rng rng(2);
     const std::vector<std::pair<Shape, Shape>> cases = {
         {{3, 4}, {4, 5}}, {{7, 11}, {11, 13}}, {{1, 1}, {1, 1}}, {{1, 5}, {5, 1}}, {{5, 1}, {1, 7}}, {{2, 3}, {3, 1}},
@@ -97,7 +97,7 @@ TEST_CASE("matmul: gradcheck of 2-D products with odd shapes", "[op:matmul][grad
     }
 }
 
-TEST_CASE("matmul: gradcheck with broadcast batch dimensions", "[op:matmul][gradcheck]") {
+TEST_CASE("matmul: gradcheck with broadcast batch dimensions", "[op:matmul][gradcheck][ex:matmul-backward]") {
     Rng rng(3);
     const std::vector<std::pair<Shape, Shape>> cases = {
         {{2, 1, 3, 4}, {5, 4, 6}}, {{3, 5, 2}, {2, 4}},        {{2, 3}, {4, 3, 5}},   {{2, 3, 4}, {2, 4, 5}},
@@ -110,7 +110,7 @@ TEST_CASE("matmul: gradcheck with broadcast batch dimensions", "[op:matmul][grad
     }
 }
 
-TEST_CASE("matmul: gradcheck past the gemm cache blocks", "[op:matmul][gradcheck]") {
+TEST_CASE("matmul: gradcheck past the gemm cache blocks", "[op:matmul][gradcheck][ex:matmul-backward]") {
     // The forward has K = 300 > gemm's K block (256); the forward and dA have M = 150 and dB
     // has M = 300 > its A block (144). 200 sampled elements per input keep it fast.
     Rng rng(4);
@@ -119,7 +119,7 @@ TEST_CASE("matmul: gradcheck past the gemm cache blocks", "[op:matmul][gradcheck
     check_gradients(matmul_of, {rand_tensor({150, 300}, rng), rand_tensor({300, 2}, rng)}, 30, options);
 }
 
-TEST_CASE("matmul: gradcheck when only one input requires grad, and of x @ x", "[op:matmul][gradcheck]") {
+TEST_CASE("matmul: gradcheck when only one input requires grad, and of x @ x", "[op:matmul][gradcheck][ex:matmul-backward]") {
     Rng rng(5);
     check_gradients(matmul_of, {rand_tensor({2, 3, 4}, rng), rand_tensor({4, 5}, rng, -1, 1, false)}, 40);
     check_gradients(matmul_of, {rand_tensor({3, 4}, rng, -1, 1, false), rand_tensor({2, 4, 5}, rng)}, 41);
@@ -154,7 +154,7 @@ TEST_CASE("matmul_transposed: equals matmul(a, transpose(b)) * alpha, batched an
 }
 
 TEST_CASE("matmul_transposed: gradcheck, with a scale, batched, broadcast and with an input repeated",
-          "[op:matmul_transposed][gradcheck]") {
+          "[op:matmul_transposed][gradcheck][ex:matmul-backward]") {
     Rng rng(51);
     auto op = [](const std::vector<Tensor>& in) { return matmul_transposed(in[0], in[1], real(0.7)); };
     check_gradients(op, {rand_tensor({3, 5}, rng), rand_tensor({4, 5}, rng)}, 60);

@@ -188,7 +188,7 @@ struct Quadratic {
 // ---- golden trajectories ----------------------------------------------------------------------
 
 TEST_CASE("optimizer: SGD, Adam and AdamW trajectories match torch.optim (golden file)",
-          "[optimizer][forward]") {
+          "[optimizer][forward][ex:adamw-step]") {
     const Golden g = read_golden();
     REQUIRE(g.steps == 5);
     REQUIRE(g.order == std::vector<std::string>{"w", "late", "b"});
@@ -276,7 +276,7 @@ TEST_CASE("SGD: coupled weight decay adds wd * p to the gradient", "[optimizer]"
     REQUIRE_FALSE(sgd.state(0).momentum_buffer.defined());  // no momentum, no buffer
 }
 
-TEST_CASE("Adam: the first step moves every element by lr against the sign of its gradient", "[optimizer]") {
+TEST_CASE("Adam: the first step moves every element by lr against the sign of its gradient", "[optimizer][ex:adamw-step]") {
     // After one step m = (1 - b1) g and v = (1 - b2) g^2; bias correction divides them by
     // exactly those factors, so the step is lr * g / (|g| + eps), whatever |g| is.
     Tensor p = Tensor::from_vector({4}, {1, -1, 0.5, 3}, true);
@@ -289,7 +289,7 @@ TEST_CASE("Adam: the first step moves every element by lr against the sign of it
         REQUIRE(p.data()[i] == Approx(start[i] - 0.01 * grad[i] / (std::abs(grad[i]) + 1e-8)).epsilon(1e-12));
 }
 
-TEST_CASE("AdamW: weight decay is decoupled from the gradient", "[optimizer]") {
+TEST_CASE("AdamW: weight decay is decoupled from the gradient", "[optimizer][ex:adamw-step]") {
     // With a zero gradient m = v = 0 and the Adam step is 0 / (0 + eps) = 0: only the decay
     // p *= 1 - lr * wd acts, 100 -> 100 * 0.95^3. Adam's coupled decay instead feeds wd * p
     // through the moments, which normalise it away: p moves by about lr per step whatever

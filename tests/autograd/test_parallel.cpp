@@ -49,7 +49,7 @@ void require_same_bits_for_any_thread_count(const std::function<Tensor(const std
 }  // namespace
 
 TEST_CASE("parallel: parallel_for covers every index exactly once, in chunks of at least grain",
-          "[parallel]") {
+          "[parallel][ex:parallel-chunks]") {
     for (int threads : {1, 2, 3, 5}) {
         Threads guard(threads);
         for (int64_t n : {0, 1, 7, 100, 1001}) {
@@ -67,7 +67,7 @@ TEST_CASE("parallel: parallel_for covers every index exactly once, in chunks of 
 }
 
 TEST_CASE("parallel: a nested parallel_for runs inside its chunk; exceptions reach the caller",
-          "[parallel][errors]") {
+          "[parallel][errors][ex:parallel-chunks]") {
     Threads guard(2);
     std::vector<std::atomic<int>> hits(400);
     parallel_for(4, 1, [&](int64_t b, int64_t e) {

@@ -94,7 +94,7 @@ TEST_CASE("sum/mean/max: whole tensor by hand", "[op:sum][op:mean][op:max][forwa
     REQUIRE(max(Tensor::scalar(-2)).item() == -2);
 }
 
-TEST_CASE("sum/mean/max: along an axis by hand, with and without keepdim", "[op:sum][op:mean][op:max][forward]") {
+TEST_CASE("sum/mean/max: along an axis by hand, with and without keepdim", "[op:sum][op:mean][op:max][forward][ex:sum-axis-forward]") {
     Tensor x = Tensor::from_vector({2, 3}, {1, 2, 3, 4, 6, 5});
     require_close(sum(x, 0), Tensor::from_vector({3}, {5, 8, 8}), 0);
     require_close(sum(x, 1), Tensor::from_vector({2}, {6, 15}), 0);
@@ -106,7 +106,7 @@ TEST_CASE("sum/mean/max: along an axis by hand, with and without keepdim", "[op:
 }
 
 TEST_CASE("sum/mean/max: every axis, negative axes and keepdim match a reference",
-          "[op:sum][op:mean][op:max][forward]") {
+          "[op:sum][op:mean][op:max][forward][ex:sum-axis-forward]") {
     Rng rng(30);
     for (Kind kind : {Kind::Sum, Kind::Mean, Kind::Max})
         for (const Shape& shape : shapes()) {
@@ -126,7 +126,7 @@ TEST_CASE("sum/mean/max: every axis, negative axes and keepdim match a reference
         }
 }
 
-TEST_CASE("sum/mean/max: gradcheck along every axis, negative axes, keepdim", "[op:sum][op:mean][op:max][gradcheck]") {
+TEST_CASE("sum/mean/max: gradcheck along every axis, negative axes, keepdim", "[op:sum][op:mean][op:max][gradcheck][ex:sum-axis-backward]") {
     Rng rng(31);
     uint64_t seed = 1;
     for (Kind kind : {Kind::Sum, Kind::Mean, Kind::Max})
@@ -154,7 +154,7 @@ TEST_CASE("sum/mean/max: gradcheck over the whole tensor", "[op:sum][op:mean][op
         }
 }
 
-TEST_CASE("sum/mean/max: the gradient by hand", "[op:sum][op:mean][op:max][gradcheck]") {
+TEST_CASE("sum/mean/max: the gradient by hand", "[op:sum][op:mean][op:max][gradcheck][ex:sum-axis-backward]") {
     Tensor x = Tensor::from_vector({2, 3}, {1, 2, 3, 4, 6, 5}, true);
     sum(x, 0).backward(Tensor::from_vector({3}, {1, 2, 3}));
     require_close(x.grad(), Tensor::from_vector({2, 3}, {1, 2, 3, 1, 2, 3}), 0);

@@ -37,7 +37,7 @@ Tensor log_of(const Tensor& x) {
 
 }  // namespace
 
-TEST_CASE("softmax: hand-computed values, also for logits in the thousands", "[op:softmax][op:log_softmax][forward]") {
+TEST_CASE("softmax: hand-computed values, also for logits in the thousands", "[op:softmax][op:log_softmax][forward][ex:softmax-backward]") {
     // softmax([1, 2, 3]) = e^i / (e + e^2 + e^3); shifting every logit by a constant changes nothing.
     const Tensor expected = Tensor::from_vector({3}, {0.09003057317038046, 0.24472847105479764, 0.6652409557748219});
     require_close(softmax(Tensor::from_vector({3}, {1, 2, 3}), 0), expected, 1e-12);
@@ -85,7 +85,7 @@ TEST_CASE("softmax: sums to one along the axis for large logits", "[op:softmax][
     }
 }
 
-TEST_CASE("softmax: gradcheck along each axis", "[op:softmax][gradcheck]") {
+TEST_CASE("softmax: gradcheck along each axis", "[op:softmax][gradcheck][ex:softmax-backward]") {
     Rng rng(10);
     const auto op = [](int64_t axis) {
         return [axis](const std::vector<Tensor>& xs) { return softmax(xs[0], axis); };
@@ -105,7 +105,7 @@ TEST_CASE("softmax: gradcheck along each axis", "[op:softmax][gradcheck]") {
     check_gradients(op(0), {rand_tensor({13}, rng, -3, 3)}, 14);
 }
 
-TEST_CASE("softmax: gradcheck on large logits", "[op:softmax][op:log_softmax][gradcheck]") {
+TEST_CASE("softmax: gradcheck on large logits", "[op:softmax][op:log_softmax][gradcheck][ex:softmax-backward]") {
     Rng rng(20);
     for (real center : {1000.0, -1000.0}) {
         INFO("logits around " << center);

@@ -35,7 +35,7 @@ struct UnfoldCase {
 
 }  // namespace
 
-TEST_CASE("unfold: 4x4 image into 2x2 patches, by hand", "[op:unfold][forward]") {
+TEST_CASE("unfold: 4x4 image into 2x2 patches, by hand", "[op:unfold][forward][ex:unfold-forward]") {
     Tensor x = reshape(Tensor::arange(1, 17), {1, 1, 4, 4});
     Tensor y = unfold(x, 2, 2, 2, 2);
     REQUIRE(y.shape() == Shape{1, 4, 4});
@@ -46,7 +46,7 @@ TEST_CASE("unfold: 4x4 image into 2x2 patches, by hand", "[op:unfold][forward]")
                                                6, 8, 14, 16});
 }
 
-TEST_CASE("unfold: forward matches a naive index formula", "[op:unfold][forward]") {
+TEST_CASE("unfold: forward matches a naive index formula", "[op:unfold][forward][ex:unfold-forward]") {
     Rng rng(1);
     for (const UnfoldCase& k : std::vector<UnfoldCase>{
              {{2, 3, 6, 10}, {2, 5}, {2, 5}},  // non-overlapping, non-square kernel
@@ -64,7 +64,8 @@ TEST_CASE("unfold: forward matches a naive index formula", "[op:unfold][forward]
     }
 }
 
-TEST_CASE("unfold: forward matches torch.nn.functional.unfold (golden file)", "[op:unfold][forward]") {
+TEST_CASE("unfold: forward matches torch.nn.functional.unfold (golden file)",
+          "[op:unfold][forward][ex:unfold-forward]") {
     const std::string path = std::string(PATCHGRAD_TEST_DATA) + "/unfold_golden.txt";
     std::ifstream in(path);
     INFO("golden file " << path);
@@ -99,7 +100,7 @@ TEST_CASE("unfold: forward matches torch.nn.functional.unfold (golden file)", "[
     REQUIRE(cases == 4);
 }
 
-TEST_CASE("unfold: backward adds where windows overlap", "[op:unfold]") {
+TEST_CASE("unfold: backward adds where windows overlap", "[op:unfold][ex:unfold-backward]") {
     // Seeding the backward with ones, each pixel's gradient counts the windows covering it.
     // Kernel 3, stride 2 on 5 pixels: windows at 0..2 and 2..4, so per axis 1 1 2 1 1.
     Tensor x = Tensor::zeros({1, 1, 5, 5}, true);
@@ -110,7 +111,7 @@ TEST_CASE("unfold: backward adds where windows overlap", "[op:unfold]") {
         for (int64_t j = 0; j < 5; ++j) REQUIRE(x.grad().at({0, 0, i, j}) == per_axis[i] * per_axis[j]);
 }
 
-TEST_CASE("unfold: gradcheck", "[op:unfold][gradcheck]") {
+TEST_CASE("unfold: gradcheck", "[op:unfold][gradcheck][ex:unfold-backward]") {
     Rng rng(2);
     uint64_t seed = 1;
     for (const UnfoldCase& k : std::vector<UnfoldCase>{

@@ -99,7 +99,8 @@ TEST_CASE("MultiHeadSelfAttention: children qkv, attn_drop, proj, proj_drop and 
     CHECK(no_bias.num_parameters() == 4 * 12 * 12 + 12);
 }
 
-TEST_CASE("MultiHeadSelfAttention: forward matches a naive per-head reference", "[layer:MultiHeadSelfAttention][forward]") {
+TEST_CASE("MultiHeadSelfAttention: forward matches a naive per-head reference",
+          "[layer:MultiHeadSelfAttention][forward][ex:attention-forward]") {
     Rng rng(61);
     for (bool qkv_bias : {true, false}) {
         auto msa = make_msa(6, 3, rng, qkv_bias);
@@ -113,7 +114,7 @@ TEST_CASE("MultiHeadSelfAttention: forward matches a naive per-head reference", 
 }
 
 TEST_CASE("MultiHeadSelfAttention: scale 1/sqrt(head_dim) before the softmax, not after it by sqrt(D) as in seed 002",
-          "[layer:MultiHeadSelfAttention][seeds]") {
+          "[layer:MultiHeadSelfAttention][seeds][ex:attention-forward]") {
     // Ours: A = softmax(q k^T / sqrt(head_dim)), rows sum to 1 and equal the naive per-head reference.
     Rng rng(62);
     auto msa = make_msa(8, 2, rng);
@@ -187,7 +188,7 @@ TEST_CASE("MultiHeadSelfAttention: scale 1/sqrt(head_dim) before the softmax, no
 }
 
 TEST_CASE("MultiHeadSelfAttention: recorded attention is [B, heads, N, N] with rows summing to 1",
-          "[layer:MultiHeadSelfAttention][forward]") {
+          "[layer:MultiHeadSelfAttention][forward][ex:attention-forward]") {
     Rng rng(64);
     auto msa = make_msa(8, 4, rng);
     const Tensor x = rand_tensor({3, 7, 8}, rng, -1, 1, false);
@@ -219,7 +220,7 @@ TEST_CASE("MultiHeadSelfAttention: recorded attention is [B, heads, N, N] with r
 }
 
 TEST_CASE("MultiHeadSelfAttention: a hidden patch gets zero attention, the class token is always visible",
-          "[layer:MultiHeadSelfAttention][forward]") {
+          "[layer:MultiHeadSelfAttention][forward][ex:attention-forward]") {
     Rng rng(66);
     auto msa = make_msa(6, 2, rng);
     msa->record_attention(true);
@@ -294,7 +295,7 @@ TEST_CASE("MultiHeadSelfAttention: train/eval reaches both dropouts", "[layer:Mu
 }
 
 TEST_CASE("MultiHeadSelfAttention: gradcheck w.r.t. input and every parameter, with and without a mask",
-          "[layer:MultiHeadSelfAttention][gradcheck]") {
+          "[layer:MultiHeadSelfAttention][gradcheck][ex:attention-forward]") {
     Rng rng(69);
     struct Case {
         int64_t B, N, D, heads;

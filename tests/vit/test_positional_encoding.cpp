@@ -34,7 +34,8 @@ Tensor seed000_method1_table(int64_t num_patches, int64_t D) {
 
 }  // namespace
 
-TEST_CASE("sinusoidal_positional_encoding: hand-computed values", "[vit][layer:PositionalEncoding][forward]") {
+TEST_CASE("sinusoidal_positional_encoding: hand-computed values",
+          "[vit][layer:PositionalEncoding][forward][ex:sinusoidal-encoding]") {
     Tensor pe = sinusoidal_positional_encoding(3, 4);
     REQUIRE(pe.shape() == Shape{1, 3, 4});
     // pos 0: sin 0 = 0 on even dims, cos 0 = 1 on odd dims
@@ -46,7 +47,7 @@ TEST_CASE("sinusoidal_positional_encoding: hand-computed values", "[vit][layer:P
 }
 
 TEST_CASE("sinusoidal_positional_encoding: equals seed 004's get_sinusoid_encoding, odd dims included",
-          "[vit][layer:PositionalEncoding][forward]") {
+          "[vit][layer:PositionalEncoding][forward][ex:sinusoidal-encoding]") {
     for (int64_t D : {8, 7, 1, 64}) {
         INFO("D " << D);
         require_close(sinusoidal_positional_encoding(17, D), seed004_sinusoid_table(17, D), 1e-15);

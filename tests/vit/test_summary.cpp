@@ -102,14 +102,15 @@ void require_summary_matches_model(const ViTConfig& c) {
 
 }  // namespace
 
-TEST_CASE("summary: the paper's totals at 224x224 with 1000 classes", "[vit][summary]") {
+TEST_CASE("summary: the paper's totals at 224x224 with 1000 classes", "[vit][summary][ex:summary-block-rows]") {
     CHECK(summarize(vit_config("vit-b16")).total_parameters() == 86567656);
     CHECK(summarize(vit_config("vit-b32")).total_parameters() == 88224232);
     CHECK(summarize(vit_config("vit-l16")).total_parameters() == 304326632);
     CHECK(summarize(vit_config("vit-h14")).total_parameters() == 632045800);
 }
 
-TEST_CASE("summary: seed 002's torchsummary total 86,415,592 leaves out cls_token and pos_embed", "[vit][summary][seeds]") {
+TEST_CASE("summary: seed 002's torchsummary total 86,415,592 leaves out cls_token and pos_embed",
+          "[vit][summary][seeds][ex:summary-block-rows]") {
     const ModelSummary s = summarize(vit_config("vit-b16"));
     CHECK(s.parameters_outside_layers() == 152064);  // 768 + 197 * 768
     CHECK(s.total_parameters() - s.parameters_outside_layers() == 86415592);
@@ -133,7 +134,8 @@ TEST_CASE("summary: the rows are the real model's modules, parameters and output
     require_summary_matches_model(c);
 }
 
-TEST_CASE("summary: image size and classes change the totals as the shapes say", "[vit][summary]") {
+TEST_CASE("summary: image size and classes change the totals as the shapes say",
+          "[vit][summary][ex:summary-block-rows]") {
     ViTConfig c = vit_config("vit-b16");
     c.image_height = c.image_width = 384;  // 576 patches: pos_embed grows by (577 - 197) x 768
     CHECK(summarize(c).total_parameters() == 86567656 + (577 - 197) * 768);
@@ -148,7 +150,8 @@ TEST_CASE("summary: image size and classes change the totals as the shapes say",
     require_error([&] { summarize(c); }, {"ViTConfig 'cifar-tiny'", "32x30", "patch size 4"});
 }
 
-TEST_CASE("summary: the table lists every layer with its type, shape and count", "[vit][summary]") {
+TEST_CASE("summary: the table lists every layer with its type, shape and count",
+          "[vit][summary][ex:summary-block-rows]") {
     const std::string table = summarize(vit_config("vit-b16")).table();
     check_contains(table, "patch_embed.proj (Linear)");
     check_contains(table, "[1, 196, 768]");

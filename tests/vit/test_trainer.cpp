@@ -235,35 +235,36 @@ TEST_CASE("train: --resume refuses a checkpoint of another model or recipe, or w
 
 TEST_CASE("preset_options: the default and quick recipes", "[trainer]") {
     const TrainOptions d = preset_options("default");
-    CHECK(d.config.name == "cifar-small");
-    CHECK(d.epochs == 100);
+    CHECK(d.config.name == "cifar-tiny");
+    CHECK(d.epochs == 40);
     CHECK(d.optimizer == "adamw");
     CHECK(d.lr == 1e-3);
     CHECK(d.weight_decay == 0.05);
     CHECK(d.batch == 128);
-    CHECK(d.warmup_epochs == 5);
+    CHECK(d.warmup_epochs == 3);
     CHECK(d.schedule == "cosine");
     CHECK(d.label_smoothing == 0.1);
     CHECK(d.augment == "crop-flip");
-    CHECK(d.rand_augment == "rand-m9-n2");
+    CHECK(d.rand_augment == "none");
     CHECK(d.mixup == 0);
     CHECK(d.cutmix == 0);
-    CHECK(d.config.drop_path == real(0.1));
-    CHECK(d.out_dir == "runs/cifar-small");
+    CHECK(d.config.drop_path == 0);
+    CHECK(d.out_dir == "runs/cifar-tiny");
     validate(d);
 
     const TrainOptions q = preset_options("quick");
-    CHECK(q.config.name == "cifar-tiny");
-    CHECK(q.epochs == 15);
+    CHECK(q.config.name == "cifar-micro");
+    CHECK(q.epochs == 16);
     CHECK(q.lr == 2e-3);
     CHECK(q.warmup_epochs == 1);
     CHECK(q.rand_augment == "none");
     validate(q);
 
-    const TrainOptions other_model = preset_options("default", "cifar-tiny");
-    CHECK(other_model.config.dim == 128);
-    CHECK(other_model.config.drop_path == real(0.1));
-    CHECK(other_model.out_dir == "runs/cifar-tiny");
+    // Another model keeps the preset's recipe.
+    const TrainOptions other_model = preset_options("default", "cifar-small");
+    CHECK(other_model.config.dim == 192);
+    CHECK(other_model.epochs == 40);
+    CHECK(other_model.out_dir == "runs/cifar-small");
 }
 
 TEST_CASE("recipe_metadata: a checkpoint's recipe reads back exactly and differences are named", "[trainer]") {

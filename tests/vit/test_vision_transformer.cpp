@@ -89,7 +89,7 @@ TEST_CASE("VisionTransformer: the same seed gives the same weights, another seed
 }
 
 TEST_CASE("VisionTransformer: forward is eqs. (1)-(4) composed from the children, for both poolings",
-          "[vit][layer:VisionTransformer][forward]") {
+          "[vit][layer:VisionTransformer][forward][ex:vit-pooling]") {
     for (std::string pool : {"cls", "mean"}) {
         for (std::string head : {"linear", "mlp"}) {
             INFO("pool " << pool << ", head " << head);
@@ -120,7 +120,8 @@ TEST_CASE("VisionTransformer: forward is eqs. (1)-(4) composed from the children
     }
 }
 
-TEST_CASE("VisionTransformer: images in a batch do not interact", "[vit][layer:VisionTransformer][forward]") {
+TEST_CASE("VisionTransformer: images in a batch do not interact",
+          "[vit][layer:VisionTransformer][forward][ex:vit-pooling]") {
     ViTConfig c = small_config();
     c.pool = "mean";
     VisionTransformer model(c, 7);
@@ -149,7 +150,7 @@ TEST_CASE("VisionTransformer: a hidden patch does not change the logits; a visib
 }
 
 TEST_CASE("VisionTransformer: gradcheck w.r.t. the images and every parameter, cls pooling, linear head",
-          "[vit][layer:VisionTransformer][gradcheck]") {
+          "[vit][layer:VisionTransformer][gradcheck][ex:vit-pooling]") {
     check_vit_gradients("cls", "linear", {});
 }
 
@@ -164,7 +165,7 @@ TEST_CASE("VisionTransformer: gradcheck w.r.t. the images and every parameter, c
 }
 
 TEST_CASE("VisionTransformer: gradcheck w.r.t. the images and every parameter, mean pooling, linear head",
-          "[vit][layer:VisionTransformer][gradcheck]") {
+          "[vit][layer:VisionTransformer][gradcheck][ex:vit-pooling]") {
     check_vit_gradients("mean", "linear", {});
 }
 
@@ -277,7 +278,8 @@ TEST_CASE("vit_config: the paper's Table 1 and the CIFAR configurations", "[vit]
         CHECK(c.qkv_bias);
         CHECK(c.layer_norm_eps == Approx(1e-6));
     }
-    for (Row r : {Row{"cifar-tiny", 4, 128, 6, 4, 256}, Row{"cifar-small", 4, 192, 6, 3, 384}}) {
+    for (Row r : {Row{"cifar-micro", 4, 96, 4, 4, 192}, Row{"cifar-tiny", 4, 128, 6, 4, 256},
+                  Row{"cifar-small", 4, 192, 6, 3, 384}}) {
         INFO(r.name);
         ViTConfig c = vit_config(r.name);
         CHECK(c.image_height == 32);
@@ -294,7 +296,7 @@ TEST_CASE("vit_config: the paper's Table 1 and the CIFAR configurations", "[vit]
 }
 
 TEST_CASE("vit_config: ViT-Huge has MLP 5120 (Table 1); seed 000's 4096 gives 548M parameters, not 632M",
-          "[vit][layer:VisionTransformer][seeds]") {
+          "[vit][layer:VisionTransformer][seeds][ex:summary-block-rows]") {
     ViTConfig huge = vit_config("vit-h14");
     CHECK(huge.mlp_hidden() == 5120);
     CHECK(summarize(huge).total_parameters() / 1000000 == 632);  // Table 1: 632M
@@ -304,7 +306,8 @@ TEST_CASE("vit_config: ViT-Huge has MLP 5120 (Table 1); seed 000's 4096 gives 54
 
 TEST_CASE("vit_config: an unknown name lists the known ones", "[vit][layer:VisionTransformer][errors]") {
     require_error([] { vit_config("vit-x"); },
-                  {"vit_config", "'vit-x'", "vit-b16", "vit-b32", "vit-l16", "vit-h14", "cifar-tiny", "cifar-small"});
+                  {"vit_config", "'vit-x'", "vit-b16", "vit-b32", "vit-l16", "vit-h14", "cifar-micro", "cifar-tiny",
+                   "cifar-small"});
 }
 
 TEST_CASE("VisionTransformer: configuration errors name the sizes", "[vit][layer:VisionTransformer][errors]") {

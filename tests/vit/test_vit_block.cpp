@@ -39,7 +39,7 @@ TEST_CASE("ViTBlock: children and parameter names follow timm's Block", "[vit][l
 }
 
 TEST_CASE("ViTBlock: forward is the paper's eqs. (2) and (3) composed from the children",
-          "[vit][layer:ViTBlock][forward]") {
+          "[vit][layer:ViTBlock][forward][ex:vit-block-forward]") {
     auto block = random_block(2);
     Rng rng(3);
     Tensor z = rand_tensor({2, 7, 8}, rng, -1, 1, false);
@@ -55,7 +55,7 @@ TEST_CASE("ViTBlock: forward is the paper's eqs. (2) and (3) composed from the c
 }
 
 TEST_CASE("ViTBlock: with the attention and MLP outputs zeroed, the residual block is the identity",
-          "[vit][layer:ViTBlock][forward]") {
+          "[vit][layer:ViTBlock][forward][ex:vit-block-forward]") {
     auto block = random_block(4);
     for (Tensor p : {block->attn->proj->weight, block->attn->proj->bias, block->mlp->fc2->weight, block->mlp->fc2->bias})
         for (int64_t i = 0; i < p.numel(); ++i) p.data()[i] = 0;
@@ -75,7 +75,7 @@ TEST_CASE("ViTBlock: seed 000's forward feeds LN(x) to the MLP, which is not eq.
     CHECK(max_abs_difference(block->forward(z), seed000) > 1e-2);
 }
 
-TEST_CASE("ViTBlock: gradcheck w.r.t. the input and every parameter", "[vit][layer:ViTBlock][gradcheck]") {
+TEST_CASE("ViTBlock: gradcheck w.r.t. the input and every parameter", "[vit][layer:ViTBlock][gradcheck][ex:vit-block-forward]") {
     const std::vector<bool> mask{true, false, true, true, false, true};
     for (const std::vector<bool>& m : {std::vector<bool>{}, mask}) {
         for (bool qkv_bias : {true, false}) {
@@ -97,7 +97,7 @@ TEST_CASE("ViTBlock: errors name the sizes", "[vit][layer:ViTBlock][errors]") {
 }
 
 TEST_CASE("ViTBlock: drop path drops whole residual branches per sample while training, never in eval",
-          "[vit][ViTBlock][drop_path]") {
+          "[vit][ViTBlock][drop_path][ex:vit-block-forward]") {
     Rng rng(21);
     auto dropout_rng = std::make_shared<Rng>(22);
     ViTBlock block(8, 2, 16, rng, dropout_rng, true, 0, 0, GeluApproximation::None, 1e-6, 0.5);

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,6 +67,14 @@ const std::vector<std::string> kValueFlags = {
 
 void print_help() {
     const TrainOptions d = preset_options("default"), q = preset_options("quick");
+    // "cifar-tiny, 40 epochs, adamw lr 0.001, crop-flip": what --help says about a preset.
+    const auto recipe_line = [](const TrainOptions& o) {
+        std::ostringstream os;
+        os << o.config.name << ", " << o.epochs << " epochs, " << o.optimizer << " lr " << o.lr << ", " << o.augment;
+        if (o.rand_augment != "none") os << ", " << o.rand_augment;
+        if (o.config.drop_path > 0) os << ", drop path " << o.config.drop_path;
+        return os.str();
+    };
     std::cout
         << "usage: patchgrad train [options]\n"
            "\n"
@@ -77,11 +86,8 @@ void print_help() {
            "\n"
            "recipe (defaults from the preset; on --resume from the checkpoint):\n"
            "  --preset NAME          default: "
-        << d.config.name << ", " << d.epochs << " epochs, AdamW lr " << d.lr << ", rand-m9-n2, drop path "
-        << d.config.drop_path << "\n                         quick:   " << q.config.name << ", " << q.epochs
-        << " epochs, AdamW lr " << q.lr
-        << ", crop-flip only\n"
-           "  --config NAME          the model: cifar-tiny or cifar-small (the preset's)\n"
+        << recipe_line(d) << "\n                         quick:   " << recipe_line(q) << "\n"
+           "  --config NAME          the model: cifar-micro, cifar-tiny or cifar-small (the preset's)\n"
            "  --dim D, --depth L, --heads H, --mlp M, --patch P\n"
            "                         override the model's hidden size, blocks, heads, MLP size, patch size\n"
            "  --epochs N             epochs\n"

@@ -1,0 +1,190 @@
+// test_check_chapter.cpp — the rules tutorials/tools/check_chapter.cpp enforces on chapters:
+// marked C++ blocks, snippets equal to their source regions, output blocks found in the
+// program's stdout with numeric tolerance. Tests the logic directly, without files or processes.
+#include <string>
+#include <vector>
+
+#include "catch.h"
+#include "tutorials/tools/chapter_check.h"
+
+namespace patchgrad::tutorials {
+
+namespace {
+
+const char* kSource =
+    "// demo.cpp\n"
+    "int twice(int x) {\n"
+    "    // [snippet:twice-body]\n"
+    "    const int y = 2 * x;   \n"
+    "    // [exercise:twice]\n"
+    "    return y;\n"
+    "    // [/exercise:twice]\n"
+    "    // [/snippet:twice-body]\n"
+    "}\n";
+
+std::string joined(const std::vector<Problem>& problems) {
+    std::string s;
+    for (const Problem& p : problems) s += p.str() + "\n";
+    return s;
+}
+
+// Parses `markdown` as chapter.md and compares its snippet blocks with kSource's regions.
+std::vector<Problem> check_snippets(const std::string& markdown) {
+    std::vector<Problem> problems;
+    const std::vector<Fence> fences = parse_fences(markdown, "chapter.md", problems);
+    check_cpp_fences_marked(fences, "chapter.md", problems);
+    for (const Fence& f : fences) {
+        if (f.marker_kind != "snippet") continue;
+        const std::string name = f.marker_arg.substr(f.marker_arg.find('#') + 1);
+        std::vector<int> first;
+        const auto region = extract_snippet(kSource, "demo.cpp", name, problems, &first);
+        if (region) compare_snippet(f, *region, "chapter.md", "demo.cpp", first, problems);
+    }
+    return problems;
+}
+
+std::vector<Problem> check_output(const std::string& markdown, const std::vector<std::string>& output) {
+    std::vector<Problem> problems;
+    const std::vector<Fence> fences = parse_fences(markdown, "chapter.md", problems);
+    check_output_blocks(fences, output, "tutorial_00_demo", "chapter.md", "stdout", problems);
+    return problems;
+}
+
+}  // namespace
+
+TEST_CASE("tutorials: a snippet equal to its region passes, dedented, markers of inner regions dropped",
+          "[tutorials][checker]") {
+    const auto problems = check_snippets("Text.\n\n<!-- snippet: demo.cpp#twice-body -->\n\n```cpp\n"
+                                         "const int y = 2 * x;\nreturn y;\n```\n");
+    INFO(joined(problems));
+    REQUIRE(problems.empty());
+}
+
+TEST_CASE("tutorials: a snippet that differs fails naming the line, the source line and both texts",
+          "[tutorials][checker]") {
+    const auto problems = check_snippets("<!-- snippet: demo.cpp#twice-body -->\n```cpp\n"
+                                         "const int y = 2 * x;\nreturn x;\n```\n");
+    REQUIRE(problems.size() == 1);
+    const std::string msg = problems[0].str();
+    INFO(msg);
+    CHECK(problems[0].line == 4);  // the Markdown line of "return x;"
+    CHECK(msg.find("chapter.md:4:") == 0);
+    CHECK(msg.find("<!-- snippet: demo.cpp#twice-body -->") != std::string::npos);
+    CHECK(msg.find("demo.cpp:6") != std::string::npos);
+    CHECK(msg.find("\"return y;\"") != std::string::npos);
+    CHECK(msg.find("\"return x;\"") != std::string::npos);
+}
+
+TEST_CASE("tutorials: a snippet with a missing line, a missing region or a missing marker fails",
+          "[tutorials][checker]") {
+    SECTION("missing line") {
+        const auto problems = check_snippets("<!-- snippet: demo.cpp#twice-body -->\n```cpp\nconst int y = 2 * x;\n```\n");
+        REQUIRE(problems.size() == 1);
+        CHECK(problems[0].message.find("missing demo.cpp:6 \"return y;\"") != std::string::npos);
+    }
+    SECTION("missing region") {
+        const auto problems = check_snippets("<!-- snippet: demo.cpp#thrice -->\n```cpp\nx\n```\n");
+        REQUIRE(problems.size() == 1);
+        CHECK(problems[0].str().find("// [snippet:thrice]: no such region") != std::string::npos);
+    }
+    SECTION("a cpp fence without a marker") {
+        const auto problems = check_snippets("Some code:\n\n```cpp\nint x = 1;\n```\n\n```python\nx = 1\n```\n");
+        REQUIRE(problems.size() == 1);
+        CHECK(problems[0].line == 3);
+        CHECK(problems[0].message.find("C++ block without a marker") != std::string::npos);
+    }
+    SECTION("a marker not directly before the fence") {
+        const auto problems =
+            check_snippets("<!-- snippet: demo.cpp#twice-body -->\nA sentence.\n```cpp\nconst int y = 2 * x;\n```\n");
+        REQUIRE(problems.size() == 2);
+        CHECK(problems[0].message.find("not followed by a fenced block") != std::string::npos);
+        CHECK(problems[1].message.find("C++ block without a marker") != std::string::npos);
+    }
+    SECTION("not-compiled passes, but needs a reason") {
+        CHECK(check_snippets("<!-- not-compiled: a sketch -->\n```cpp\nanything();\n```\n").empty());
+        const auto problems = check_snippets("<!-- not-compiled: -->\n```cpp\nanything();\n```\n");
+        REQUIRE(problems.size() == 1);
+        CHECK(problems[0].message.find("needs a reason") != std::string::npos);
+    }
+}
+
+TEST_CASE("tutorials: unbalanced and duplicate regions are reported with their lines", "[tutorials][checker]") {
+    std::vector<Problem> problems;
+    find_regions("// [snippet:a]\n// [snippet:a]\n// [/snippet:a]\n// [/exercise:b]\n// [exercise:c]\n", "f.cpp",
+                 problems);
+    const std::string all = joined(problems);
+    INFO(all);
+    REQUIRE(problems.size() == 3);
+    CHECK(all.find("f.cpp:2: // [snippet:a]: duplicate region") != std::string::npos);
+    CHECK(all.find("f.cpp:4: // [/exercise:b]: closes a region that is not open") != std::string::npos);
+    CHECK(all.find("f.cpp:5: // [exercise:c]: region is never closed") != std::string::npos);
+}
+
+TEST_CASE("tutorials: output blocks match with relative tolerance 1e-6", "[tutorials][checker]") {
+    const std::vector<std::string> output = {"patches: [4, 48]", "loss 2.302585093", "grad max 1.5e-3 at [0, 7]",
+                                             "done"};
+    SECTION("equal, and off by 1e-9 relative: passes") {
+        CHECK(check_output("<!-- output: tutorial_00_demo -->\n```text\nloss 2.302585094\ngrad max 0.0015 at [0,7]\n```\n",
+                           output)
+                  .empty());
+    }
+    SECTION("off by 1e-3: fails with the line") {
+        const auto problems = check_output("<!-- output: tutorial_00_demo -->\n```text\nloss 2.304\n```\n", output);
+        REQUIRE(problems.size() == 1);
+        INFO(problems[0].str());
+        CHECK(problems[0].line == 3);
+        CHECK(problems[0].message.find("\"loss 2.304\"") != std::string::npos);
+        CHECK(problems[0].message.find("not in stdout") != std::string::npos);
+        CHECK(problems[0].message.find("the closest is line 2 \"loss 2.302585093\" (number 2.304 differs from the "
+                                       "program's 2.302585093)") != std::string::npos);
+    }
+    SECTION("second line differs: names it and what differs") {
+        const auto problems =
+            check_output("<!-- output: tutorial_00_demo -->\n```text\nloss 2.302585093\ngrad max 1.6e-3 at [0, 7]\n```\n",
+                         output);
+        REQUIRE(problems.size() == 1);
+        INFO(problems[0].str());
+        CHECK(problems[0].line == 4);
+        CHECK(problems[0].message.find("stdout line 3") != std::string::npos);
+        CHECK(problems[0].message.find("number 1.6e-3 differs from the program's 1.5e-3") != std::string::npos);
+    }
+    SECTION("blocks must come in the output's order") {
+        const auto problems = check_output("<!-- output: tutorial_00_demo -->\n```text\ndone\n```\n"
+                                           "<!-- output: tutorial_00_demo -->\n```text\nloss 2.302585093\n```\n",
+                                           output);
+        REQUIRE(problems.size() == 1);
+        CHECK(problems[0].message.find("before the previous block's match") != std::string::npos);
+    }
+    SECTION("the target must be the chapter's program") {
+        const auto problems = check_output("<!-- output: tutorial_01_other -->\n```text\ndone\n```\n", output);
+        REQUIRE(problems.size() == 1);
+        CHECK(problems[0].message.find("this chapter's program is tutorial_00_demo") != std::string::npos);
+    }
+}
+
+TEST_CASE("tutorials: numbers-vary ignores numbers but not words", "[tutorials][checker]") {
+    const std::vector<std::string> output = {"matmul 256x256: 12.5 ms, 2.7 GFLOP/s"};
+    CHECK(check_output("<!-- output: tutorial_00_demo numbers-vary -->\n```text\nmatmul 256x256: 9.1 ms, 3.9 GFLOP/s\n```\n",
+                       output)
+              .empty());
+    const auto problems = check_output(
+        "<!-- output: tutorial_00_demo numbers-vary -->\n```text\nmatmul 256x256: 9.1 us, 3.9 GFLOP/s\n```\n", output);
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].message.find("\"us\" differs from the program's \"ms\"") != std::string::npos);
+    // Without numbers-vary the same block fails on the numbers.
+    CHECK(check_output("<!-- output: tutorial_00_demo -->\n```text\nmatmul 256x256: 9.1 ms, 3.9 GFLOP/s\n```\n", output)
+              .size() == 1);
+}
+
+TEST_CASE("tutorials: tokens split numbers from words and punctuation", "[tutorials][checker]") {
+    const auto t = tokenize("x[-1.5e-3, 32x32] f64 3-4");
+    std::vector<std::string> texts;
+    for (const Token& k : t) texts.push_back((k.number ? "#" : "") + k.text);
+    CHECK(texts == std::vector<std::string>{"x", "[", "#-1.5e-3", ",", "#32", "x", "#32", "]", "f64", "#3", "-", "#4"});
+    CHECK(lines_match("a = 0", "a = 1e-12", false));  // absolute tolerance near zero
+    CHECK_FALSE(lines_match("a = 1", "a = 1.001", false));
+    CHECK(lines_match("a = 1", "a = 1.0000000001", false));
+    CHECK_FALSE(lines_match("a b", "ab", false));
+}
+
+}  // namespace patchgrad::tutorials

@@ -1,0 +1,293 @@
+// tutorial_08_block — the program of chapter 8, the Transformer encoder block.
+//
+// It builds one ViTBlock (pre-norm: z' = MSA(LN(z)) + z, z = MLP(LN(z')) + z', the paper's
+// eqs. 2-3) and takes it apart step by step: its parameters, each step's shape, the MLP on
+// its own (it acts on every token alone, unlike attention), the gradient through a deep
+// stack with and without the residual connections (grad_norms.png in --out), dropout and
+// drop path, and seed 000's block that feeds LN(x) to the MLP. Everything is float64 and
+// seeded, so the printed numbers are the same on every machine.
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "autograd/ops.h"
+#include "autograd/rng.h"
+#include "layers/drop_path.h"
+#include "layers/feed_forward.h"
+#include "vit/canvas.h"
+#include "vit/chart.h"
+#include "vit/vit_block.h"
+
+using namespace patchgrad;
+
+namespace {
+
+std::string out_dir(int argc, char** argv) {
+    std::string dir = ".";
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == "--out" && i + 1 < argc) dir = argv[++i];
+        else throw std::invalid_argument("tutorial_08_block: unknown argument '" + arg + "' (usage: [--out DIR])");
+    }
+    return dir;
+}
+
+double l2_norm(const Tensor& t) {
+    double s = 0;
+    for (real v : t.to_vector()) s += double(v) * double(v);
+    return std::sqrt(s);
+}
+
+double max_abs_difference(const Tensor& a, const Tensor& b) {
+    double m = 0;
+    const std::vector<real> x = a.to_vector(), y = b.to_vector();
+    for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::abs(double(x[i]) - double(y[i])));
+    return m;
+}
+
+std::string fixed(double v, int decimals) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    return buf;
+}
+
+std::string sci(double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.3e", v);
+    return buf;
+}
+
+// The first `n` features of token `t` of sample 0 of x [B, T, D].
+std::string first_features(const Tensor& x, int64_t t, int64_t n) {
+    std::string s;
+    for (int64_t d = 0; d < n; ++d) s += (d ? " " : "") + fixed(x.at({0, t, d}), 4);
+    return s;
+}
+
+// Fresh weights (trunc-normal std 0.02, zero biases) make both branches of a block tiny, so
+// the block is nearly the identity and differences between two formulas hide in the 4th
+// decimal. For the comparisons below every parameter gets a uniform value in [-0.5, 0.5)
+// instead (plus 1 for LayerNorm weights), like the tests' randomize_parameters.
+void scramble(Module& module, Rng& rng) {
+    for (auto& [name, p] : module.named_parameters()) {
+        const bool ln_weight = name.find("norm") != std::string::npos && name.size() >= 6 &&
+                               name.compare(name.size() - 6, 6, "weight") == 0;
+        real* v = p.data();
+        for (int64_t i = 0; i < p.numel(); ++i) v[i] = real(rng.uniform(-0.5, 0.5)) + (ln_weight ? 1 : 0);
+    }
+}
+
+void section(const std::string& title) { std::cout << "\n== " << title << " ==\n"; }
+
+// ---- 1. one block and its parameters -------------------------------------------------
+void parameters_of_a_block() {
+    section("1. one ViTBlock: D = 8, 2 heads, MLP ratio 4");
+    // [snippet:build-block]
+    Rng rng(8);
+    const int64_t D = 8, heads = 2;
+    const int64_t hidden = mlp_hidden_dim(D, /*mlp_dim=*/0, /*mlp_ratio=*/4);  // 4 * 8 = 32
+    ViTBlock block(D, heads, hidden, rng, /*dropout_rng=*/nullptr);
+    for (const auto& [name, p] : block.named_parameters())
+        std::cout << name << " " << shape_str(p.shape()) << " " << p.numel() << "\n";
+    std::cout << "total " << block.num_parameters() << " = 12 D^2 + 13 D = " << 12 * D * D + 13 * D << "\n";
+    // [/snippet:build-block]
+}
+
+// ---- 2. the block step by step ---------------------------------------------------------
+void block_step_by_step() {
+    section("2. the block step by step, B = 2 images, N + 1 = 5 tokens");
+    Rng rng(8);
+    const int64_t D = 8;
+    ViTBlock block(D, 2, mlp_hidden_dim(D, 0, 4), rng, nullptr);
+    Tensor z = Tensor::uniform({2, 5, D}, -1, 1, rng);  // z_{l-1} [B, N+1, D]
+    // [snippet:block-steps]
+    Tensor ln1 = block.norm1->forward(z);           // LN(z)             [2, 5, 8]
+    Tensor msa = block.attn->forward(ln1);          // MSA(LN(z))        [2, 5, 8]
+    Tensor z_prime = msa + z;                       // z' (eq. 2)        [2, 5, 8]
+    Tensor ln2 = block.norm2->forward(z_prime);     // LN(z')            [2, 5, 8]
+    Tensor mlp = block.mlp->forward(ln2);           // MLP(LN(z'))       [2, 5, 8]
+    Tensor z_out = mlp + z_prime;                   // z_l (eq. 3)       [2, 5, 8]
+    std::cout << "z " << shape_str(z.shape()) << " -> LN " << shape_str(ln1.shape()) << " -> MSA "
+              << shape_str(msa.shape()) << " -> z' " << shape_str(z_prime.shape()) << " -> MLP "
+              << shape_str(mlp.shape()) << " -> z_l " << shape_str(z_out.shape()) << "\n";
+    std::cout << "max |z_l - block.forward(z)| = " << max_abs_difference(z_out, block.forward(z)) << "\n";
+    // [/snippet:block-steps]
+
+    // LN normalises each token over its D features (weight 1, bias 0 at initialisation).
+    double mean = 0, var = 0;
+    for (int64_t d = 0; d < D; ++d) mean += ln1.at({0, 3, d}) / D;
+    for (int64_t d = 0; d < D; ++d) var += (ln1.at({0, 3, d}) - mean) * (ln1.at({0, 3, d}) - mean) / D;
+    std::cout << "token 3 of image 0 after LN: mean " << fixed(std::abs(mean), 6) << ", variance " << fixed(var, 6)
+              << "\n";
+    // A fresh block is close to the identity: both branches start small (weights std 0.02).
+    std::cout << "at initialisation: |z| = " << fixed(l2_norm(z), 4) << ", |MSA(LN(z))| = " << fixed(l2_norm(msa), 4)
+              << ", |MLP(LN(z'))| = " << fixed(l2_norm(mlp), 4) << "\n";
+}
+
+// ---- 3. the MLP -------------------------------------------------------------------------
+void the_mlp() {
+    section("3. the MLP: Linear -> GELU -> Linear, applied to every token alone");
+    std::cout << "mlp_hidden_dim(768, 0, 4) = " << mlp_hidden_dim(768, 0, 4)
+              << "   (ViT-B: D = 768, ratio 4)\n";
+    std::cout << "mlp_hidden_dim(768, 3072, 4) = " << mlp_hidden_dim(768, 3072, 4) << "   (mlp_dim given: used as is)\n";
+    Rng rng(3);
+    const int64_t D = 8;
+    ViTBlock block(D, 2, mlp_hidden_dim(D, 0, 4), rng, nullptr);
+    scramble(block, rng);
+    FeedForward& mlp = *block.mlp;
+    Tensor x = Tensor::uniform({1, 5, D}, -1, 1, rng);
+    Tensor h = mlp.fc1->forward(x);
+    Tensor a = mlp.act->forward(h);
+    std::cout << "x " << shape_str(x.shape()) << " -> fc1 " << shape_str(h.shape()) << " -> GELU "
+              << shape_str(a.shape()) << " -> fc2 " << shape_str(mlp.fc2->forward(a).shape()) << "\n";
+    std::cout << "fc1.weight " << shape_str(mlp.fc1->weight.shape()) << ", fc2.weight "
+              << shape_str(mlp.fc2->weight.shape()) << ", parameters 2 D H + H + D = " << mlp.num_parameters()
+              << "\n";
+
+    // Change token 3 of the input and see which output tokens move.
+    // [snippet:token-mixing]
+    Tensor changed = x.detach();
+    for (int64_t d = 0; d < D; ++d) changed.at({0, 3, d}) += 1;
+    auto moved_tokens = [&](const Tensor& before, const Tensor& after) {
+        std::string tokens;
+        for (int64_t t = 0; t < 5; ++t) {
+            double diff = 0;
+            for (int64_t d = 0; d < D; ++d) diff = std::max(diff, std::abs(after.at({0, t, d}) - before.at({0, t, d})));
+            if (diff > 1e-12) tokens += " " + std::to_string(t);
+        }
+        return tokens;
+    };
+    std::cout << "tokens changed by the MLP:      " << moved_tokens(mlp(x), mlp(changed)) << "\n";
+    std::cout << "tokens changed by the attention:" << moved_tokens(block.attn->forward(x), block.attn->forward(changed))
+              << "\n";
+    // [/snippet:token-mixing]
+}
+
+// ---- 4. residual connections and the gradient -----------------------------------------
+struct GradientNorms {
+    std::vector<double> with_residuals, without_residuals;
+};
+
+// L blocks at timm's initialisation; the loss is <z_L, r> for a fixed random r, so dL/dz_L = r
+// in both cases. Returns |dL/dz_l| for l = 0..L.
+GradientNorms gradient_through_depth(int64_t L) {
+    const int64_t D = 16, heads = 4;
+    Rng rng(4);
+    std::vector<std::shared_ptr<ViTBlock>> blocks;
+    for (int64_t l = 0; l < L; ++l)
+        blocks.push_back(std::make_shared<ViTBlock>(D, heads, mlp_hidden_dim(D, 0, 4), rng, nullptr));
+    const Tensor input = Tensor::uniform({2, 5, D}, -1, 1, rng);
+    const Tensor r = Tensor::uniform({2, 5, D}, -1, 1, rng);
+
+    GradientNorms norms;
+    for (bool residual : {true, false}) {
+        std::vector<Tensor> z{input.detach()};
+        z[0].requires_grad_();
+        for (int64_t l = 0; l < L; ++l) {
+            ViTBlock& b = *blocks[l];
+            // [snippet:with-without-residuals]
+            Tensor next = residual ? b.forward(z.back())
+                                   : b.mlp->forward(b.norm2->forward(b.attn->forward(b.norm1->forward(z.back()))));
+            // [/snippet:with-without-residuals]
+            next.retain_grad();
+            z.push_back(next);
+        }
+        sum(z.back() * r).backward();
+        std::vector<double>& out = residual ? norms.with_residuals : norms.without_residuals;
+        for (const Tensor& zl : z) out.push_back(l2_norm(zl.grad()));
+        for (auto& b : blocks) b->zero_grad();
+    }
+    return norms;
+}
+
+void residuals(const std::string& dir) {
+    section("4. residual connections: |dL/dz_l| through 24 blocks");
+    const int64_t L = 24;
+    GradientNorms g = gradient_through_depth(L);
+    std::cout << "layer l   with residuals   without\n";
+    for (int64_t l = L; l >= 0; l -= 4)
+        std::cout << (l < 10 ? " " : "") << l << "        " << sci(g.with_residuals[l]) << "        "
+                  << sci(g.without_residuals[l]) << "\n";
+
+    Series with{"with residuals", {}, {}}, without{"without", {}, {}};
+    for (int64_t l = 0; l <= L; ++l) {
+        with.x.push_back(double(l));
+        with.y.push_back(std::log10(g.with_residuals[l]));
+        without.x.push_back(double(l));
+        without.y.push_back(std::log10(g.without_residuals[l]));
+    }
+    const std::string path = dir + "/grad_norms.png";
+    save(line_chart("gradient reaching z_l, 24 blocks", "layer l", "log10 |dL/dz_l|", {with, without}, 400, 260), path);
+    std::cout << "wrote " << "grad_norms.png" << "\n";
+}
+
+// ---- 5. dropout and drop path ----------------------------------------------------------
+void dropout_and_drop_path() {
+    section("5. dropout and drop path (stochastic depth)");
+    Rng rng(5);
+    auto dropout_rng = std::make_shared<Rng>(6);
+    const int64_t D = 8;
+    // dropout 0.1 (attention projection and MLP), attention dropout 0.1, drop path 0.5
+    ViTBlock block(D, 2, mlp_hidden_dim(D, 0, 4), rng, dropout_rng, true, 0.1, 0.1, GeluApproximation::None, 1e-6,
+                   0.5);
+    for (const auto& [name, m] : block.named_modules())
+        if (m->type_name() == "Dropout" || m->type_name() == "DropPath") std::cout << name << " (" << m->type_name() << ")\n";
+
+    DropPath drop(0.5, dropout_rng);
+    Tensor ones = Tensor::ones({8, 2, 3});
+    Tensor dropped = drop(ones);
+    std::cout << "DropPath(0.5) on ones [8, 2, 3], first value of each sample:";
+    for (int64_t b = 0; b < 8; ++b) std::cout << " " << fixed(dropped.at({b, 0, 0}), 1);
+    std::cout << "\n";
+
+    scramble(block, rng);
+    Tensor z = Tensor::uniform({16, 5, D}, -1, 1, rng);
+    Tensor trained = block.forward(z);
+    int64_t unchanged = 0;
+    for (int64_t b = 0; b < 16; ++b) unchanged += max_abs_difference(select(trained, 0, b), select(z, 0, b)) == 0;
+    std::cout << "training: " << unchanged << " of 16 samples left unchanged (both branches dropped)\n";
+    block.eval();
+    std::cout << "eval: two forwards differ by " << max_abs_difference(block.forward(z), block.forward(z)) << "\n";
+}
+
+// ---- 6. seed 000's block ---------------------------------------------------------------
+void seed_000() {
+    section("6. where the documents go wrong: seed 000 feeds LN(x) to the MLP");
+    Rng rng(6);
+    const int64_t D = 8;
+    ViTBlock block(D, 2, mlp_hidden_dim(D, 0, 4), rng, nullptr);
+    scramble(block, rng);
+    Tensor x = Tensor::uniform({1, 5, D}, -1, 1, rng);
+    // [snippet:seed-000-block]
+    // seed 000:  out = self.mhsa(self.layernorm1(x)) + x
+    //            out = self.feedforward(self.layernorm2(x)) + out
+    Tensor out = block.attn->forward(block.norm1->forward(x)) + x;
+    Tensor seed000 = block.mlp->forward(block.norm2->forward(x)) + out;
+    Tensor paper = block.forward(x);  // eq. (3): MLP(LN(z')) + z'
+    // [/snippet:seed-000-block]
+    std::cout << "paper,    token 0: " << first_features(paper, 0, 4) << " ...\n";
+    std::cout << "seed 000, token 0: " << first_features(seed000, 0, 4) << " ...\n";
+    std::cout << "max |difference| = " << fixed(max_abs_difference(paper, seed000), 4) << "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        const std::string dir = out_dir(argc, argv);
+        parameters_of_a_block();
+        block_step_by_step();
+        the_mlp();
+        residuals(dir);
+        dropout_and_drop_path();
+        seed_000();
+        return 0;
+    } catch (const std::exception& e) {
+        std::cerr << "tutorial_08_block: " << e.what() << "\n";
+        return 1;
+    }
+}

@@ -1,0 +1,300 @@
+// tutorial_09_vit — the program of chapter 9, the whole Vision Transformer.
+//
+// It assembles a small VisionTransformer and runs its forward pass piece by piece (patcher ->
+// E -> class token -> position embedding -> blocks -> pooling -> norm -> head), compares
+// cls, mean and timm's avg pooling on the same weights, looks at the two heads (and seed
+// 000's three-Linear pre-training head), counts the parameters of the paper's variants with
+// a formula checked against summarize() and against real models, and gradient-checks a
+// whole small model. Everything is float64 and seeded; nothing big is allocated (ViT-H/14
+// in float64 would need 5 GB: its count comes from the formula and summarize()).
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "autograd/gradcheck.h"
+#include "autograd/ops.h"
+#include "autograd/rng.h"
+#include "layers/linear.h"
+#include "vit/summary.h"
+#include "vit/vision_transformer.h"
+
+using namespace patchgrad;
+
+namespace {
+
+void check_arguments(int argc, char** argv) {
+    // No pictures in this chapter; --out DIR is accepted like in every chapter program.
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == "--out" && i + 1 < argc) ++i;
+        else throw std::invalid_argument("tutorial_09_vit: unknown argument '" + arg + "' (usage: [--out DIR])");
+    }
+}
+
+double max_abs_difference(const Tensor& a, const Tensor& b) {
+    double m = 0;
+    const std::vector<real> x = a.to_vector(), y = b.to_vector();
+    for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::abs(double(x[i]) - double(y[i])));
+    return m;
+}
+
+std::string fixed(double v, int decimals) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    return buf;
+}
+
+// The first n entries of row 0 of x [B, K].
+std::string row0(const Tensor& x, int64_t n) {
+    std::string s;
+    for (int64_t k = 0; k < n; ++k) s += (k ? " " : "") + fixed(x.at({0, k}), 4);
+    return s;
+}
+
+// Fresh weights (std 0.02) give logits within 1e-2 of each other for any input, which hides
+// every difference below. Give every parameter a uniform value in [-0.5, 0.5) instead (plus
+// 1 for LayerNorm weights), like the tests' randomize_parameters.
+void scramble(Module& module, Rng& rng) {
+    for (auto& [name, p] : module.named_parameters()) {
+        const bool ln_weight = name.find("norm") != std::string::npos && name.size() >= 6 &&
+                               name.compare(name.size() - 6, 6, "weight") == 0;
+        real* v = p.data();
+        for (int64_t i = 0; i < p.numel(); ++i) v[i] = real(rng.uniform(-0.5, 0.5)) + (ln_weight ? 1 : 0);
+    }
+}
+
+void section(const std::string& title) { std::cout << "\n== " << title << " ==\n"; }
+
+// 16x16 RGB images, patch 4 (4 x 4 = 16 patches), D = 16, 2 blocks of 2 heads, MLP 32, 10 classes.
+ViTConfig small_config() {
+    ViTConfig c;
+    c.name = "small";
+    c.image_height = c.image_width = 16;
+    c.patch_size = 4;
+    c.dim = 16;
+    c.depth = 2;
+    c.heads = 2;
+    c.mlp_dim = 32;
+    c.num_classes = 10;
+    return c;
+}
+
+// ---- 1. assembling the model -----------------------------------------------------------
+void assemble() {
+    section("1. the whole model, piece by piece");
+    const ViTConfig c = small_config();
+    std::cout << describe(c) << "\n";
+    VisionTransformer model(c, 9);
+    for (const auto& [name, p] : model.named_parameters())
+        if (name.find('.') == std::string::npos) std::cout << name << " " << shape_str(p.shape()) << "\n";
+    for (const auto& [name, child] : model.children())
+        std::cout << name << " (" << child->type_name() << ") " << child->num_parameters() << " parameters\n";
+    std::cout << "total " << model.num_parameters() << " parameters\n";
+
+    Rng rng(10);
+    scramble(model, rng);
+    Tensor images = Tensor::uniform({2, 3, 16, 16}, -1, 1, rng);
+    // [snippet:assemble-steps]
+    const int64_t B = 2, D = c.dim;
+    Tensor patches = model.patch_embed->patcher->forward(images);      // x_p       [2, 16, 48]
+    Tensor x = model.patch_embed->proj->forward(patches);               // x_p E     [2, 16, 16]
+    x = concat({broadcast_to(model.cls_token, {B, 1, D}), x}, 1);       // x_class;  [2, 17, 16]
+    Tensor z0 = model.pos_encoding.forward(x);                          // + E_pos   [2, 17, 16]
+    Tensor zL = model.blocks->forward(z0);                              // L blocks  [2, 17, 16]
+    Tensor y = model.norm->forward(select(zL, 1, 0));                   // LN(z_L^0) [2, 16]
+    Tensor logits = model.head->forward(y);                             // head      [2, 10]
+    // [/snippet:assemble-steps]
+    std::cout << "images " << shape_str(images.shape()) << " -> patches " << shape_str(patches.shape()) << " -> x_p E "
+              << shape_str(model.patch_embed->forward(images).shape()) << " -> with x_class " << shape_str(x.shape())
+              << " -> z_0 " << shape_str(z0.shape()) << " -> z_L " << shape_str(zL.shape()) << " -> y "
+              << shape_str(y.shape()) << " -> logits " << shape_str(logits.shape()) << "\n";
+    std::cout << "max |logits - model.forward(images)| = " << max_abs_difference(logits, model.forward(images)) << "\n";
+}
+
+// ---- 2. cls or mean pooling ------------------------------------------------------------
+void pooling() {
+    section("2. pooling: the class token, or the mean of the tokens");
+    ViTConfig c = small_config();
+    VisionTransformer cls_model(c, 9);
+    c.pool = "mean";
+    VisionTransformer mean_model(c, 9);  // the same seed: the same weights (pooling has none)
+    Rng rng(10), rng2(10);
+    scramble(cls_model, rng);
+    scramble(mean_model, rng2);
+    Tensor images = Tensor::uniform({2, 3, 16, 16}, -1, 1, rng);
+    std::cout << "same weights: max |difference| = "
+              << max_abs_difference(cls_model.parameter("blocks.1.mlp.fc2.weight"),
+                                    mean_model.parameter("blocks.1.mlp.fc2.weight"))
+              << "\n";
+
+    Tensor z0 = cls_model.pos_encoding.forward(
+        concat({broadcast_to(cls_model.cls_token, {2, 1, c.dim}), cls_model.patch_embed->forward(images)}, 1));
+    Tensor zL = cls_model.blocks->forward(z0);  // [2, 17, 16]
+    const int64_t T = zL.size(1);
+    // [snippet:three-poolings]
+    Tensor cls = select(zL, 1, 0);                      // z_L^0                       [2, 16]
+    Tensor mean_all = mean(zL, 1);                      // (1/(N+1)) sum_i z_L^i       [2, 16]
+    Tensor timm_avg = mean(slice(zL, 1, 1, T), 1);      // (1/N) sum_{i>=1} z_L^i      [2, 16]
+    // [/snippet:three-poolings]
+    auto logits = [&](const Tensor& pooled) { return cls_model.head->forward(cls_model.norm->forward(pooled)); };
+    std::cout << "cls pooling,        logits of image 0: " << row0(logits(cls), 4) << " ...\n";
+    std::cout << "mean pooling,       logits of image 0: " << row0(logits(mean_all), 4) << " ...\n";
+    std::cout << "timm's avg pooling, logits of image 0: " << row0(logits(timm_avg), 4) << " ...\n";
+    std::cout << "cls_model.forward  = cls pooling:  max |difference| = "
+              << max_abs_difference(cls_model.forward(images), logits(cls)) << "\n";
+    std::cout << "mean_model.forward = mean pooling: max |difference| = "
+              << max_abs_difference(mean_model.forward(images), logits(mean_all)) << "\n";
+}
+
+// ---- 3. the classification head --------------------------------------------------------
+void heads() {
+    section("3. the head: one Linear (fine-tuning) or pre_logits + Linear (pre-training)");
+    ViTConfig c = vit_config("vit-b16");
+    const ModelSummary linear_head = summarize(c);
+    c.head = "mlp";
+    const ModelSummary mlp_head = summarize(c);
+    std::cout << "ViT-B/16, head linear: " << with_thousands(linear_head.total_parameters()) << " parameters\n";
+    std::cout << "ViT-B/16, head mlp:    " << with_thousands(mlp_head.total_parameters())
+              << " (+ pre_logits.fc 768 x 768 + 768 = " << with_thousands(768 * 768 + 768) << ")\n";
+    // seed 000's is_pretrain head: Linear(768, 3072) -> Linear(3072, 3072) -> Linear(3072, 1000)
+    const int64_t seed000_head = (768 * 3072 + 3072) + (3072 * 3072 + 3072) + (3072 * 1000 + 1000);
+    std::cout << "seed 000's three-Linear head for ViT-B/16: " << with_thousands(seed000_head) << " parameters\n";
+
+    // Three Linear layers with nothing between them are one affine map (W3 W2 W1, W3 (W2 b1 + b2) + b3).
+    Rng rng(30);
+    Linear l1(8, 16, rng), l2(16, 16, rng), l3(16, 5, rng);
+    for (Linear* l : {&l1, &l2, &l3}) scramble(*l, rng);
+    // [snippet:collapse]
+    Tensor W = matmul(l3.weight, matmul(l2.weight, l1.weight));      // [5, 8]
+    Tensor b = reshape(l3(l2(reshape(l1.bias, {1, 16}))), {5});      // [5]
+    Tensor x = Tensor::uniform({4, 8}, -2, 2, rng);
+    const double gap = max_abs_difference(l3(l2(l1(x))), linear(x, W, b));
+    std::cout << "seed 000's head vs one Linear(W, b): max |difference| < 1e-12: " << (gap < 1e-12 ? "yes" : "no")
+              << "\n";
+    // [/snippet:collapse]
+}
+
+// ---- 4. the paper's variants and their parameter counts --------------------------------
+// The number of parameters of `c`, from the shapes alone (the chapter derives it):
+//   patch embedding E and its bias, x_class and E_pos, L blocks, the final LN and the head.
+// [snippet:parameter-formula]
+int64_t vit_parameters(const ViTConfig& c) {
+    const int64_t D = c.dim, H = c.mlp_hidden(), N = c.num_patches(), K = c.num_classes;
+    const int64_t CPP = c.channels * c.patch_size * c.patch_size;
+    const int64_t embedding = CPP * D + D;                                   // E [D, C P P], bias [D]
+    const int64_t tokens = D + (c.learnable_pos_embed ? (N + 1) * D : 0);    // x_class, E_pos
+    const int64_t attention = 3 * D * D + (c.qkv_bias ? 3 * D : 0) + D * D + D;  // qkv, proj
+    const int64_t mlp = D * H + H + H * D + D;                               // fc1, fc2
+    const int64_t block = 2 * D + attention + 2 * D + mlp;                   // norm1, norm2
+    const int64_t head = 2 * D + (c.head == "mlp" ? D * D + D : 0) + D * K + K;  // norm, pre_logits, head
+    return embedding + tokens + c.depth * block + head;
+}
+// [/snippet:parameter-formula]
+
+void variants() {
+    section("4. the paper's variants (Table 1) and the CIFAR configurations");
+    std::printf("%-12s %5s %5s %5s %5s %5s %5s %14s %14s\n", "config", "patch", "D", "L", "heads", "MLP", "N",
+                "formula", "summarize()");
+    for (const std::string& name : vit_config_names()) {
+        const ViTConfig c = vit_config(name);
+        std::printf("%-12s %5lld %5lld %5lld %5lld %5lld %5lld %14s %14s\n", name.c_str(), (long long)c.patch_size,
+                    (long long)c.dim, (long long)c.depth, (long long)c.heads, (long long)c.mlp_hidden(),
+                    (long long)c.num_patches(), with_thousands(vit_parameters(c)).c_str(),
+                    with_thousands(summarize(c).total_parameters()).c_str());
+    }
+    std::cout.flush();
+
+    // The formula against models that are really built (small enough for float64).
+    std::vector<ViTConfig> built{vit_config("cifar-tiny"), vit_config("cifar-small"), small_config()};
+    ViTConfig other = small_config();
+    other.name = "small-variant";
+    other.pool = "mean";
+    other.head = "mlp";
+    other.qkv_bias = false;
+    other.learnable_pos_embed = false;
+    other.mlp_dim = 0;
+    other.mlp_ratio = 3;
+    other.channels = 1;
+    other.image_width = 24;
+    built.push_back(other);
+    for (const ViTConfig& c : built) {
+        VisionTransformer model(c, 1);
+        std::cout << c.name << ": formula " << with_thousands(vit_parameters(c)) << ", built model "
+                  << with_thousands(model.num_parameters()) << "\n";
+    }
+
+    // ViT-B/16 term by term.
+    const ViTConfig b16 = vit_config("vit-b16");
+    const int64_t D = b16.dim, H = b16.mlp_hidden();
+    std::cout << "ViT-B/16: E " << with_thousands(768 * D + D) << " + x_class " << D << " + E_pos "
+              << with_thousands(197 * D) << " + 12 blocks x " << with_thousands(12 * D * D + 13 * D)
+              << " + norm " << with_thousands(2 * D) << " + head " << with_thousands(D * 1000 + 1000) << " = "
+              << with_thousands(vit_parameters(b16)) << "\n";
+    std::cout << "one block: 4 D^2 + 2 D H + 9 D + H = " << with_thousands(4 * D * D + 2 * D * H + 9 * D + H)
+              << " (= 12 D^2 + 13 D when H = 4 D)\n";
+}
+
+// ---- 5. where the documents go wrong: the counts ----------------------------------------
+void seed_counts() {
+    section("5. seed 002's total and seed 000's ViT-Huge");
+    const ModelSummary b16 = summarize(vit_config("vit-b16"));
+    std::cout << "ViT-B/16 total:                " << with_thousands(b16.total_parameters()) << "\n";
+    std::cout << "cls_token + pos_embed:         " << with_thousands(b16.parameters_outside_layers()) << "\n";
+    std::cout << "without them (seed 002's sum): "
+              << with_thousands(b16.total_parameters() - b16.parameters_outside_layers()) << "\n";
+
+    ViTConfig huge = vit_config("vit-h14");
+    std::cout << "ViT-H/14, MLP 5120 (Table 1):  " << with_thousands(vit_parameters(huge)) << "\n";
+    huge.mlp_dim = 4096;
+    std::cout << "ViT-H/14, MLP 4096 (seed 000): " << with_thousands(vit_parameters(huge)) << "\n";
+    huge.patch_size = 16;
+    std::cout << "seed 000's ViT_Huge defaults (patch 16, MLP 4096): " << with_thousands(vit_parameters(huge)) << "\n";
+}
+
+// ---- 6. the whole model's gradient -----------------------------------------------------
+void whole_model_gradcheck() {
+    section("6. a gradient check of the whole model");
+    ViTConfig c = small_config();
+    c.image_height = c.image_width = 8;  // 4 patches
+    c.dim = 8;
+    c.mlp_dim = 16;
+    VisionTransformer model(c, 11);
+    Rng rng(12);
+    scramble(model, rng);
+    // [snippet:whole-gradcheck]
+    std::vector<Tensor> inputs{Tensor::uniform({2, 3, 8, 8}, -1, 1, rng, /*requires_grad=*/true)};
+    for (const Tensor& p : model.parameters()) inputs.push_back(p);
+    GradcheckOptions options;
+    options.max_elements_per_input = 6;  // a sample of each input; tests/vit check every element
+    auto loss = [&](const std::vector<Tensor>& xs) {
+        Tensor logits = model.forward(xs[0]);
+        return sum(logits * logits);
+    };
+    GradcheckResult result = gradcheck(loss, inputs, options);
+    // [/snippet:whole-gradcheck]
+    int64_t checked = 0;
+    for (const InputReport& r : result.inputs) checked += r.checked;
+    std::cout << inputs.size() << " inputs (the images and " << inputs.size() - 1 << " parameter tensors), " << checked
+              << " elements checked: " << (result.passed() ? "passed" : "FAILED") << "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        check_arguments(argc, argv);
+        assemble();
+        pooling();
+        heads();
+        variants();
+        seed_counts();
+        whole_model_gradcheck();
+        return 0;
+    } catch (const std::exception& e) {
+        std::cerr << "tutorial_09_vit: " << e.what() << "\n";
+        return 1;
+    }
+}

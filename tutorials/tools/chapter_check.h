@@ -1,0 +1,617 @@
+// chapter_check.h — the rules that keep the tutorials' Markdown equal to the real code.
+//
+// A chapter (tutorials/NN_slug/README.md) shows code and program output in fenced blocks,
+// each preceded (on the previous non-blank line) by a marker comment:
+//     <!-- snippet: autograd/gelu.cpp#gelu-backward -->   the block equals the source region
+//                                                          between `// [snippet:gelu-backward]`
+//                                                          and `// [/snippet:gelu-backward]`
+//     <!-- not-compiled: REASON -->                        a C++ sketch that is not real code
+//     <!-- output: tutorial_05_patches [numbers-vary] -->  the block appears in the program's stdout
+// Every ```cpp block needs a snippet or not-compiled marker. This header holds the parsing and
+// matching logic, free of files and processes, so tests/tutorials/test_check_chapter.cpp can
+// test it directly; tutorials/tools/check_chapter.cpp (the CTest driver) and grade.cpp use it.
+// Header-only so that the float64 test binary needs no extra library.
+#pragma once
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace patchgrad::tutorials {
+
+// One problem found in a chapter: "<file>:<line>: <marker>: <message>", one line.
+struct Problem {
+    std::string file;
+    int line = 0;  // 1-based; 0 = the whole file
+    std::string marker;
+    std::string message;
+    std::string str() const {
+        std::string s = file;
+        if (line > 0) s += ":" + std::to_string(line);
+        s += ": ";
+        if (!marker.empty()) s += marker + ": ";
+        return s + message;
+    }
+};
+
+inline std::vector<std::string> split_lines(const std::string& text) {
+    std::vector<std::string> lines;
+    size_t start = 0;
+    while (start < text.size()) {
+        size_t end = text.find('\n', start);
+        if (end == std::string::npos) end = text.size();
+        std::string line = text.substr(start, end - start);
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        lines.push_back(line);
+        start = end + 1;
+    }
+    return lines;
+}
+
+inline std::string rtrim(const std::string& s) {
+    size_t end = s.find_last_not_of(" \t\r");
+    return end == std::string::npos ? std::string() : s.substr(0, end + 1);
+}
+
+inline std::string trim(const std::string& s) {
+    const std::string r = rtrim(s);
+    const size_t begin = r.find_first_not_of(" \t");
+    return begin == std::string::npos ? std::string() : r.substr(begin);
+}
+
+inline bool is_blank(const std::string& s) { return trim(s).empty(); }
+
+// Removes the indentation common to every non-blank line, trailing whitespace, and leading
+// and trailing blank lines.
+inline std::vector<std::string> dedent(std::vector<std::string> lines) {
+    for (auto& l : lines) l = rtrim(l);
+    while (!lines.empty() && lines.back().empty()) lines.pop_back();
+    while (!lines.empty() && lines.front().empty()) lines.erase(lines.begin());
+    size_t common = std::string::npos;
+    for (const auto& l : lines)
+        if (!l.empty()) common = std::min(common, l.find_first_not_of(" \t"));
+    if (common == std::string::npos) return lines;
+    for (auto& l : lines)
+        if (!l.empty()) l = l.substr(common);
+    return lines;
+}
+
+// Quotes a line for an error message; long lines are cut.
+inline std::string quote_line(const std::string& s) {
+    std::string t = trim(s);
+    if (t.size() > 100) t = t.substr(0, 97) + "...";
+    return "\"" + t + "\"";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Regions in source files: `// [KIND:NAME]` ... `// [/KIND:NAME]`, KIND = snippet or exercise.
+// A marker is a line holding nothing but the comment (indentation and trailing spaces allowed).
+
+struct MarkerLine {
+    bool closing = false;
+    std::string kind;  // "snippet" or "exercise"
+    std::string name;
+};
+
+inline bool valid_region_name(const std::string& name) {
+    if (name.empty()) return false;
+    return std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+    });
+}
+
+inline std::optional<MarkerLine> parse_marker_line(const std::string& line) {
+    const std::string t = trim(line);
+    if (t.rfind("// [", 0) != 0 || t.back() != ']') return std::nullopt;
+    std::string body = t.substr(4, t.size() - 5);
+    MarkerLine m;
+    if (!body.empty() && body[0] == '/') {
+        m.closing = true;
+        body = body.substr(1);
+    }
+    const size_t colon = body.find(':');
+    if (colon == std::string::npos) return std::nullopt;
+    m.kind = body.substr(0, colon);
+    m.name = body.substr(colon + 1);
+    if (m.kind != "snippet" && m.kind != "exercise") return std::nullopt;
+    return m;
+}
+
+inline bool is_region_marker(const std::string& line) { return parse_marker_line(line).has_value(); }
+
+struct Region {
+    std::string kind, name;
+    int begin_line = 0, end_line = 0;  // 1-based lines of the opening and closing markers
+};
+
+// Every region of `text` (the file `path`), with problems for unbalanced, nested-same-name,
+// duplicate or badly named markers.
+inline std::vector<Region> find_regions(const std::string& text, const std::string& path,
+                                        std::vector<Problem>& problems) {
+    const std::vector<std::string> lines = split_lines(text);
+    std::vector<Region> done, open;
+    for (size_t i = 0; i < lines.size(); ++i) {
+        const auto m = parse_marker_line(lines[i]);
+        if (!m) continue;
+        const int line = static_cast<int>(i) + 1;
+        const std::string marker = "// [" + std::string(m->closing ? "/" : "") + m->kind + ":" + m->name + "]";
+        if (!valid_region_name(m->name)) {
+            problems.push_back({path, line, marker, "region names use a-z, 0-9 and '-' only"});
+            continue;
+        }
+        auto same = [&](const Region& r) { return r.kind == m->kind && r.name == m->name; };
+        if (!m->closing) {
+            if (std::any_of(open.begin(), open.end(), same) || std::any_of(done.begin(), done.end(), same)) {
+                problems.push_back({path, line, marker, "duplicate region: " + m->kind + " '" + m->name +
+                                                            "' is opened a second time in this file"});
+                continue;
+            }
+            open.push_back({m->kind, m->name, line, 0});
+        } else {
+            auto it = std::find_if(open.begin(), open.end(), same);
+            if (it == open.end()) {
+                problems.push_back({path, line, marker, "closes a region that is not open"});
+                continue;
+            }
+            it->end_line = line;
+            done.push_back(*it);
+            open.erase(it);
+        }
+    }
+    for (const Region& r : open)
+        problems.push_back({path, r.begin_line, "// [" + r.kind + ":" + r.name + "]",
+                            "region is never closed (expected a line `// [/" + r.kind + ":" + r.name + "]`)"});
+    for (size_t a = 0; a < done.size(); ++a)
+        for (size_t b = a + 1; b < done.size(); ++b)
+            if (done[a].kind == "exercise" && done[b].kind == "exercise" && done[a].begin_line < done[b].end_line &&
+                done[b].begin_line < done[a].end_line)
+                problems.push_back({path, std::max(done[a].begin_line, done[b].begin_line), "exercise",
+                                    "exercise regions '" + done[a].name + "' and '" + done[b].name + "' overlap"});
+    std::sort(done.begin(), done.end(), [](const Region& a, const Region& b) { return a.begin_line < b.begin_line; });
+    return done;
+}
+
+// The lines of snippet `name` in `text`, dedented; marker lines of other regions inside it are
+// left out (a snippet may contain an exercise region). `line_numbers` receives the 1-based
+// line in `text` of each returned line. Empty optional + a problem when the region is missing
+// or malformed.
+inline std::optional<std::vector<std::string>> extract_snippet(const std::string& text, const std::string& path,
+                                                              const std::string& name, std::vector<Problem>& problems,
+                                                              std::vector<int>* line_numbers = nullptr) {
+    std::vector<Problem> region_problems;
+    const std::vector<Region> regions = find_regions(text, path, region_problems);
+    for (const Problem& p : region_problems)
+        if (p.marker.find(":" + name + "]") != std::string::npos && p.marker.find("snippet") != std::string::npos) {
+            problems.push_back(p);
+            return std::nullopt;
+        }
+    auto it = std::find_if(regions.begin(), regions.end(),
+                           [&](const Region& r) { return r.kind == "snippet" && r.name == name; });
+    if (it == regions.end()) {
+        problems.push_back({path, 0, "// [snippet:" + name + "]", "no such region in this file"});
+        return std::nullopt;
+    }
+    const std::vector<std::string> lines = split_lines(text);
+    std::vector<std::string> out;
+    std::vector<int> numbers;
+    for (int i = it->begin_line; i < it->end_line - 1; ++i) {  // 0-based i is line i + 1
+        if (is_region_marker(lines[i])) continue;
+        out.push_back(lines[i]);
+        numbers.push_back(i + 1);
+    }
+    // dedent() drops the leading and trailing blank lines: drop their numbers too.
+    size_t lead = 0;
+    while (lead < out.size() && is_blank(out[lead])) ++lead;
+    out = dedent(out);
+    if (line_numbers) *line_numbers = std::vector<int>(numbers.begin() + lead, numbers.begin() + lead + out.size());
+    return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Markdown: fenced blocks and the marker before each.
+
+struct Fence {
+    int open_line = 0;   // 1-based line of the opening ```
+    std::string info;    // the info string ("cpp", "text", ...)
+    std::vector<std::string> body;
+    int marker_line = 0; // 1-based line of the marker comment, 0 = none
+    std::string marker_kind;  // "snippet", "not-compiled", "output" or "" (none)
+    std::string marker_arg;   // what follows "<kind>:" in the marker, trimmed
+    std::string marker_text;  // the marker as written
+};
+
+// `<!-- kind: arg -->` on one line; nullopt for anything else.
+inline std::optional<std::pair<std::string, std::string>> parse_html_marker(const std::string& line) {
+    const std::string t = trim(line);
+    if (t.rfind("<!--", 0) != 0 || t.size() < 7 || t.compare(t.size() - 3, 3, "-->") != 0) return std::nullopt;
+    const std::string inner = trim(t.substr(4, t.size() - 7));
+    const size_t colon = inner.find(':');
+    if (colon == std::string::npos) return std::nullopt;
+    const std::string kind = trim(inner.substr(0, colon));
+    if (kind != "snippet" && kind != "not-compiled" && kind != "output") return std::nullopt;
+    return std::make_pair(kind, trim(inner.substr(colon + 1)));
+}
+
+inline bool is_cpp_info(const std::string& info) {
+    std::string lang = info.substr(0, info.find_first_of(" \t{"));
+    std::transform(lang.begin(), lang.end(), lang.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    return lang == "cpp" || lang == "c++" || lang == "cxx" || lang == "cc" || lang == "hpp";
+}
+
+// Parses the fences of `markdown` (file `path`); problems for unclosed fences and markers that
+// are not followed by a fence.
+inline std::vector<Fence> parse_fences(const std::string& markdown, const std::string& path,
+                                       std::vector<Problem>& problems) {
+    const std::vector<std::string> lines = split_lines(markdown);
+    std::vector<Fence> fences;
+    int pending_marker = 0;  // line of a marker still waiting for its fence
+    for (size_t i = 0; i < lines.size(); ++i) {
+        const std::string& raw = lines[i];
+        const std::string t = trim(raw);
+        if (t.empty()) continue;
+        if (t.rfind("```", 0) == 0) {
+            const size_t ticks = t.find_first_not_of('`') == std::string::npos ? t.size() : t.find_first_not_of('`');
+            const size_t indent = raw.find_first_not_of(" \t");
+            Fence f;
+            f.open_line = static_cast<int>(i) + 1;
+            f.info = trim(t.substr(ticks));
+            if (pending_marker) {
+                const auto m = parse_html_marker(lines[pending_marker - 1]);
+                f.marker_line = pending_marker;
+                f.marker_kind = m->first;
+                f.marker_arg = m->second;
+                f.marker_text = trim(lines[pending_marker - 1]);
+                pending_marker = 0;
+            }
+            size_t j = i + 1;
+            bool closed = false;
+            for (; j < lines.size(); ++j) {
+                const std::string tj = trim(lines[j]);
+                if (tj.size() >= ticks && tj.find_first_not_of('`') == std::string::npos) {
+                    closed = true;
+                    break;
+                }
+                // Fences inside list items are indented: drop the fence's own indentation.
+                std::string body = lines[j];
+                const size_t drop = std::min(indent, body.find_first_not_of(" \t") == std::string::npos
+                                                         ? body.size()
+                                                         : body.find_first_not_of(" \t"));
+                f.body.push_back(body.substr(drop));
+            }
+            if (!closed)
+                problems.push_back({path, f.open_line, "```" + f.info, "code fence is never closed"});
+            fences.push_back(f);
+            i = j;
+            continue;
+        }
+        if (pending_marker) {
+            problems.push_back({path, pending_marker, trim(lines[pending_marker - 1]),
+                                "marker is not followed by a fenced block (the next non-blank line is " +
+                                    quote_line(raw) + ")"});
+            pending_marker = 0;
+        }
+        if (parse_html_marker(raw)) pending_marker = static_cast<int>(i) + 1;
+    }
+    if (pending_marker)
+        problems.push_back({path, pending_marker, trim(lines[pending_marker - 1]),
+                            "marker at the end of the file is not followed by a fenced block"});
+    return fences;
+}
+
+// Rule (a): every C++ block carries a snippet or not-compiled marker.
+inline void check_cpp_fences_marked(const std::vector<Fence>& fences, const std::string& path,
+                                    std::vector<Problem>& problems) {
+    for (const Fence& f : fences) {
+        if (!is_cpp_info(f.info)) continue;
+        if (f.marker_kind == "snippet") continue;
+        if (f.marker_kind == "not-compiled") {
+            if (f.marker_arg.empty())
+                problems.push_back({path, f.marker_line, f.marker_text, "not-compiled needs a reason"});
+            continue;
+        }
+        problems.push_back({path, f.open_line, "```" + f.info,
+                            "C++ block without a marker: put `<!-- snippet: PATH#NAME -->` or "
+                            "`<!-- not-compiled: REASON -->` on the line before it"});
+    }
+}
+
+// Rule (b): a snippet block equals the region. `source_display` names the source in messages,
+// `region_lines` holds the source line of each region line (for pointing at the differing line).
+inline void compare_snippet(const Fence& fence, const std::vector<std::string>& region, const std::string& path,
+                            const std::string& source_display, const std::vector<int>& region_lines,
+                            std::vector<Problem>& problems) {
+    const std::vector<std::string> block = dedent(fence.body);
+    const size_t n = std::min(block.size(), region.size());
+    auto block_line = [&](size_t k) {
+        // Locate the k-th dedented line in the Markdown: skip the leading blank lines dedent dropped.
+        size_t lead = 0;
+        while (lead < fence.body.size() && is_blank(fence.body[lead])) ++lead;
+        return fence.open_line + 1 + static_cast<int>(lead + k);
+    };
+    auto source_line = [&](size_t k) {
+        return k < region_lines.size() ? source_display + ":" + std::to_string(region_lines[k]) : source_display;
+    };
+    for (size_t k = 0; k < n; ++k) {
+        if (block[k] != region[k]) {
+            problems.push_back({path, block_line(k), fence.marker_text,
+                                "block line " + std::to_string(k + 1) + " differs from " + source_line(k) +
+                                    " (the source may have changed): expected " + quote_line(region[k]) +
+                                    ", the chapter has " + quote_line(block[k])});
+            return;
+        }
+    }
+    if (block.size() < region.size())
+        problems.push_back({path, block_line(block.size()), fence.marker_text,
+                            "the block has " + std::to_string(block.size()) + " lines, the region " +
+                                std::to_string(region.size()) + ": the chapter is missing " + source_line(n) + " " +
+                                quote_line(region[n])});
+    else if (block.size() > region.size())
+        problems.push_back({path, block_line(n), fence.marker_text,
+                            "the block has " + std::to_string(block.size()) + " lines, the region " +
+                                std::to_string(region.size()) + ": the chapter has an extra line " + quote_line(block[n])});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output blocks: tokens, line matching and finding a block in the program's stdout.
+
+struct Token {
+    bool number = false;
+    double value = 0;
+    std::string text;
+};
+
+// Splits a line into numbers, words ([A-Za-z_][A-Za-z0-9_]*) and single punctuation
+// characters; whitespace only separates. "32x32" is 32, x, 32; "12.5ms" is 12.5, ms;
+// "-1.5e-3" one number; "f64" one word.
+inline std::vector<Token> tokenize(const std::string& line) {
+    std::vector<Token> tokens;
+    auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+    auto is_alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+    const size_t n = line.size();
+    size_t i = 0;
+    bool after_number = false;  // the previous token is a number ending right here
+    while (i < n) {
+        const char c = line[i];
+        if (c == ' ' || c == '\t' || c == '\r') {
+            ++i;
+            after_number = false;
+            continue;
+        }
+        auto digit_at = [&](size_t k) { return k < n && is_digit(line[k]); };
+        const bool prev_word_char = i > 0 && (is_alpha(line[i - 1]) || is_digit(line[i - 1]) || line[i - 1] == ')' ||
+                                              line[i - 1] == ']' || line[i - 1] == '.');
+        size_t k = i;
+        if ((c == '-' || c == '+') && !prev_word_char) ++k;  // unary sign
+        const bool starts_number = digit_at(k) || (k < n && line[k] == '.' && digit_at(k + 1));
+        if (starts_number) {
+            while (digit_at(k)) ++k;
+            if (k < n && line[k] == '.') {
+                ++k;
+                while (digit_at(k)) ++k;
+            }
+            if (k < n && (line[k] == 'e' || line[k] == 'E')) {
+                size_t e = k + 1;
+                if (e < n && (line[e] == '+' || line[e] == '-')) ++e;
+                if (digit_at(e)) {
+                    k = e;
+                    while (digit_at(k)) ++k;
+                }
+            }
+            Token t;
+            t.number = true;
+            t.text = line.substr(i, k - i);
+            t.value = std::strtod(t.text.c_str(), nullptr);
+            tokens.push_back(t);
+            i = k;
+            after_number = true;
+            continue;
+        }
+        if (is_alpha(c) || is_digit(c)) {
+            size_t e = i;
+            while (e < n && (is_alpha(line[e]) || (!after_number && is_digit(line[e])))) ++e;
+            tokens.push_back({false, 0, line.substr(i, e - i)});
+            i = e;
+            after_number = false;
+            continue;
+        }
+        tokens.push_back({false, 0, std::string(1, c)});
+        ++i;
+        after_number = false;
+    }
+    return tokens;
+}
+
+inline bool numbers_close(double expected, double actual) {
+    if (std::isnan(expected) || std::isnan(actual)) return std::isnan(expected) && std::isnan(actual);
+    const double diff = std::abs(expected - actual);
+    return diff <= 1e-9 || diff <= 1e-6 * std::max(std::abs(expected), std::abs(actual));
+}
+
+// Does the chapter's `expected` line match the program's `actual` line? Numbers within
+// relative 1e-6 (absolute 1e-9 near zero), or any number when `numbers_vary`; every other
+// token equal; spacing between tokens is not compared. `why` explains a mismatch.
+inline bool lines_match(const std::string& expected, const std::string& actual, bool numbers_vary,
+                        std::string* why = nullptr) {
+    const std::vector<Token> e = tokenize(expected), a = tokenize(actual);
+    for (size_t k = 0; k < std::max(e.size(), a.size()); ++k) {
+        if (k >= e.size() || k >= a.size()) {
+            if (why)
+                *why = k >= e.size() ? "the program's line goes on with \"" + a[k].text + "\""
+                                     : "the program's line ends before \"" + e[k].text + "\"";
+            return false;
+        }
+        if (e[k].number && a[k].number) {
+            if (numbers_vary || numbers_close(e[k].value, a[k].value)) continue;
+            if (why) *why = "number " + e[k].text + " differs from the program's " + a[k].text;
+            return false;
+        }
+        if (e[k].number != a[k].number || e[k].text != a[k].text) {
+            if (why) *why = "\"" + e[k].text + "\" differs from the program's \"" + a[k].text + "\"";
+            return false;
+        }
+    }
+    return true;
+}
+
+struct OutputMatch {
+    bool found = false;
+    size_t at = 0;         // index in stdout of the block's first line, when found
+    // When not found: the best partial match, to explain the difference.
+    size_t best_at = 0;    // stdout index where the longest run of leading block lines matched
+    size_t best_len = 0;   // how many leading lines matched there
+};
+
+// Looks for `block` (trailing blank lines ignored) as a contiguous run of `output`'s lines at
+// index >= `from`.
+inline OutputMatch find_block(const std::vector<std::string>& block, const std::vector<std::string>& output,
+                              size_t from, bool numbers_vary) {
+    OutputMatch m;
+    if (block.empty()) {
+        m.found = true;
+        m.at = from;
+        return m;
+    }
+    for (size_t s = from; s < output.size(); ++s) {
+        size_t len = 0;
+        while (len < block.size() && s + len < output.size() && lines_match(block[len], output[s + len], numbers_vary))
+            ++len;
+        if (len == block.size()) {
+            m.found = true;
+            m.at = s;
+            return m;
+        }
+        if (len > m.best_len) {
+            m.best_len = len;
+            m.best_at = s;
+        }
+    }
+    return m;
+}
+
+// Rule (c): the output blocks of `fences` appear in `output` in order. `target` is the chapter's
+// program target name; `output_name` names the captured stdout in messages.
+inline void check_output_blocks(const std::vector<Fence>& fences, const std::vector<std::string>& output,
+                                const std::string& target, const std::string& path, const std::string& output_name,
+                                std::vector<Problem>& problems) {
+    size_t from = 0;
+    for (const Fence& f : fences) {
+        if (f.marker_kind != "output") continue;
+        std::string arg = f.marker_arg;
+        bool vary = false;
+        const size_t space = arg.find_first_of(" \t");
+        std::string rest;
+        if (space != std::string::npos) {
+            rest = trim(arg.substr(space));
+            arg = arg.substr(0, space);
+        }
+        if (rest == "numbers-vary") {
+            vary = true;
+        } else if (!rest.empty()) {
+            problems.push_back({path, f.marker_line, f.marker_text,
+                                "unknown option \"" + rest + "\" (the only option is numbers-vary)"});
+            continue;
+        }
+        if (arg != target) {
+            problems.push_back({path, f.marker_line, f.marker_text,
+                                "output of \"" + arg + "\", but this chapter's program is " +
+                                    (target.empty() ? std::string("missing (no main.cpp)") : target)});
+            continue;
+        }
+        std::vector<std::string> block = f.body;
+        while (!block.empty() && is_blank(block.back())) block.pop_back();
+        const OutputMatch m = find_block(block, output, from, vary);
+        if (m.found) {
+            from = m.at + block.size();
+            continue;
+        }
+        const OutputMatch anywhere = from > 0 ? find_block(block, output, 0, vary) : OutputMatch{};
+        if (anywhere.found) {
+            problems.push_back({path, f.open_line + 1, f.marker_text,
+                                "the block appears in the program's output (line " + std::to_string(anywhere.at + 1) +
+                                    ") but before the previous block's match (line " + std::to_string(from) +
+                                    "): blocks must follow the output's order"});
+            continue;
+        }
+        if (m.best_len == 0) {
+            // Not even the first line matched: show the output line that agrees longest with it.
+            const std::vector<Token> want = tokenize(block[0]);
+            size_t closest = output.size(), closest_len = 0;
+            for (size_t s = from; s < output.size(); ++s) {
+                const std::vector<Token> have = tokenize(output[s]);
+                size_t len = 0;
+                while (len < want.size() && len < have.size() && want[len].number == have[len].number &&
+                       (want[len].number ? vary || numbers_close(want[len].value, have[len].value)
+                                         : want[len].text == have[len].text))
+                    ++len;
+                if (len > closest_len) {
+                    closest = s;
+                    closest_len = len;
+                }
+            }
+            std::string hint;
+            if (closest < output.size()) {
+                std::string why;
+                lines_match(block[0], output[closest], vary, &why);
+                hint = "; the closest is line " + std::to_string(closest + 1) + " " + quote_line(output[closest]) + " (" +
+                       why + ")";
+            }
+            problems.push_back({path, f.open_line + 1, f.marker_text,
+                                "the block's first line " + quote_line(block[0]) + " is not in " + output_name +
+                                    (from > 0 ? " after line " + std::to_string(from) : std::string()) + " (" +
+                                    std::to_string(output.size()) + " lines)" + hint});
+            continue;
+        }
+        const size_t k = m.best_len;
+        const size_t out_line = m.best_at + k;
+        std::string why;
+        if (out_line < output.size()) lines_match(block[k], output[out_line], vary, &why);
+        problems.push_back({path, f.open_line + 1 + static_cast<int>(k), f.marker_text,
+                            "block line " + std::to_string(k + 1) + " differs from " + output_name + " line " +
+                                std::to_string(out_line + 1) + ": expected " + quote_line(block[k]) + ", the program printed " +
+                                (out_line < output.size() ? quote_line(output[out_line]) + " (" + why + ")"
+                                                          : std::string("nothing more"))});
+    }
+}
+
+// Relative links and images in the Markdown ([text](path), ![alt](path)) outside code: the
+// targets that must exist, with their lines. http(s)/mailto links and #anchors are skipped.
+inline std::vector<std::pair<int, std::string>> local_links(const std::string& markdown) {
+    std::vector<std::pair<int, std::string>> links;
+    const std::vector<std::string> lines = split_lines(markdown);
+    bool in_fence = false;
+    for (size_t i = 0; i < lines.size(); ++i) {
+        const std::string t = trim(lines[i]);
+        if (t.rfind("```", 0) == 0) {
+            in_fence = !in_fence;
+            continue;
+        }
+        if (in_fence) continue;
+        // Drop inline code spans so `a[i](x)` in code is not a link.
+        std::string line;
+        bool in_code = false;
+        for (char c : lines[i]) {
+            if (c == '`') in_code = !in_code;
+            else if (!in_code) line += c;
+        }
+        for (size_t p = line.find("]("); p != std::string::npos; p = line.find("](", p + 2)) {
+            const size_t end = line.find(')', p + 2);
+            if (end == std::string::npos) break;
+            std::string target = trim(line.substr(p + 2, end - p - 2));
+            const size_t space = target.find(' ');  // [x](path "title")
+            if (space != std::string::npos) target = target.substr(0, space);
+            if (target.empty() || target[0] == '#' || target.find("://") != std::string::npos ||
+                target.rfind("mailto:", 0) == 0)
+                continue;
+            const size_t hash = target.find('#');
+            if (hash != std::string::npos) target = target.substr(0, hash);
+            links.push_back({static_cast<int>(i) + 1, target});
+        }
+    }
+    return links;
+}
+
+}  // namespace patchgrad::tutorials

@@ -1,0 +1,171 @@
+// check_chapter.cpp — the CTest check of one tutorial chapter (tests "tutorial: NN_slug").
+//
+//   tutorial_check_chapter --root REPO --chapter NN_slug [--program EXE --out DIR]
+//
+// Reads REPO/tutorials/NN_slug/README.md and checks, with the rules of chapter_check.h:
+// every ```cpp block is marked; each snippet block equals its source region; the markers in
+// the files it reads are balanced; relative links and pictures exist; and, when a program is
+// given, runs it once as `EXE --out DIR` (stdout to DIR/stdout.txt, stderr to DIR/stderr.txt),
+// requires exit code 0 and finds every output block in its stdout, in order. Prints one line
+// per problem ("file:line: marker: what differs") and exits 1 if there is any.
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "chapter_check.h"
+
+namespace fs = std::filesystem;
+using namespace patchgrad::tutorials;
+
+namespace {
+
+std::optional<std::string> read_file(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return std::nullopt;
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+std::string shell_quote(const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+}
+
+// std::system's result on POSIX is a wait status: exit code in bits 8-15, or a signal number.
+std::string describe_status(int status) {
+    if (status == -1) return "could not be started";
+    if ((status & 0x7f) == 0) return "exit code " + std::to_string((status >> 8) & 0xff);
+    return "killed by signal " + std::to_string(status & 0x7f);
+}
+
+int usage() {
+    std::cerr << "usage: tutorial_check_chapter --root REPO --chapter NN_slug [--program EXE --out DIR]\n";
+    return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string root, chapter, program, out_dir;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (i + 1 >= argc) return usage();
+        if (a == "--root") root = argv[++i];
+        else if (a == "--chapter") chapter = argv[++i];
+        else if (a == "--program") program = argv[++i];
+        else if (a == "--out") out_dir = argv[++i];
+        else return usage();
+    }
+    if (root.empty() || chapter.empty() || program.empty() != out_dir.empty()) return usage();
+
+    const std::string readme_rel = "tutorials/" + chapter + "/README.md";
+    const fs::path chapter_dir = fs::path(root) / "tutorials" / chapter;
+    std::vector<Problem> problems;
+    const auto markdown = read_file(fs::path(root) / readme_rel);
+    if (!markdown) {
+        std::cerr << readme_rel << ": cannot read the chapter (every tutorials/NN_slug/ needs a README.md)\n";
+        return 1;
+    }
+
+    // (a) fences and their markers.
+    std::vector<Fence> fences = parse_fences(*markdown, readme_rel, problems);
+    check_cpp_fences_marked(fences, readme_rel, problems);
+
+    // (b) snippets; (e) the markers of every source file read are balanced.
+    std::map<std::string, std::optional<std::string>> sources;
+    auto source = [&](const std::string& rel) -> const std::optional<std::string>& {
+        auto it = sources.find(rel);
+        if (it != sources.end()) return it->second;
+        auto text = read_file(fs::path(root) / rel);
+        if (text) find_regions(*text, rel, problems);
+        return sources.emplace(rel, text).first->second;
+    };
+    int snippets = 0, outputs = 0;
+    for (const Fence& f : fences) {
+        if (f.marker_kind == "output") ++outputs;
+        if (f.marker_kind != "snippet") continue;
+        ++snippets;
+        const size_t hash = f.marker_arg.find('#');
+        if (hash == std::string::npos || hash == 0 || hash + 1 == f.marker_arg.size()) {
+            problems.push_back({readme_rel, f.marker_line, f.marker_text,
+                                "expected `<!-- snippet: PATH#NAME -->` with PATH relative to the repository root"});
+            continue;
+        }
+        const std::string rel = f.marker_arg.substr(0, hash), name = f.marker_arg.substr(hash + 1);
+        const auto& text = source(rel);
+        if (!text) {
+            problems.push_back({readme_rel, f.marker_line, f.marker_text,
+                                "cannot read " + rel + " (paths are relative to the repository root)"});
+            continue;
+        }
+        std::vector<Problem> region_problems;
+        std::vector<int> region_lines;
+        const auto region = extract_snippet(*text, rel, name, region_problems, &region_lines);
+        if (!region) {
+            for (const Problem& p : region_problems)
+                problems.push_back({readme_rel, f.marker_line, f.marker_text, p.str()});
+            continue;
+        }
+        compare_snippet(f, *region, readme_rel, rel, region_lines, problems);
+    }
+    const std::string main_rel = "tutorials/" + chapter + "/main.cpp";
+    if (fs::exists(fs::path(root) / main_rel)) source(main_rel);
+
+    // Links and pictures.
+    for (const auto& [line, target] : local_links(*markdown))
+        if (!fs::exists(chapter_dir / target))
+            problems.push_back({readme_rel, line, "](" + target + ")",
+                                "link target does not exist (relative to tutorials/" + chapter + "/)" +
+                                    (target.size() > 4 && target.compare(target.size() - 4, 4, ".png") == 0
+                                         ? std::string("; regenerate pictures with --target tutorial_pictures")
+                                         : std::string())});
+
+    // (c), (d): run the program once, check its exit code and output blocks.
+    const std::string target = program.empty() ? std::string() : "tutorial_" + chapter;
+    std::vector<std::string> output;
+    std::string stderr_tail;
+    if (!program.empty()) {
+        std::error_code ec;
+        fs::create_directories(out_dir, ec);
+        const std::string out_file = (fs::path(out_dir) / "stdout.txt").string();
+        const std::string err_file = (fs::path(out_dir) / "stderr.txt").string();
+        const std::string command = shell_quote(program) + " --out " + shell_quote(out_dir) + " > " +
+                                    shell_quote(out_file) + " 2> " + shell_quote(err_file);
+        std::cout.flush();
+        const int status = std::system(command.c_str());
+        output = split_lines(read_file(out_file).value_or(""));
+        if (status != 0) {
+            const std::vector<std::string> err = split_lines(read_file(err_file).value_or(""));
+            for (size_t k = err.size() > 8 ? err.size() - 8 : 0; k < err.size(); ++k)
+                stderr_tail += "    " + err[k] + "\n";
+            problems.push_back({main_rel, 0, target,
+                                "the program failed (" + describe_status(status) + "): " + program + " --out " +
+                                    out_dir + "; its stderr is " + err_file});
+        }
+    }
+    check_output_blocks(fences, output, target, readme_rel,
+                        program.empty() ? "the program's output" : (fs::path(out_dir) / "stdout.txt").string(),
+                        problems);
+
+    std::stable_sort(problems.begin(), problems.end(), [](const Problem& a, const Problem& b) {
+        return a.file != b.file ? a.file < b.file : a.line < b.line;
+    });
+    for (const Problem& p : problems) std::cout << p.str() << "\n";
+    if (!stderr_tail.empty()) std::cout << "  last lines of the program's stderr:\n" << stderr_tail;
+    if (!problems.empty()) {
+        std::cout << problems.size() << " problem(s) in " << readme_rel << "\n";
+        return 1;
+    }
+    std::cout << readme_rel << ": ok (" << snippets << " snippets, " << outputs << " output blocks"
+              << (program.empty() ? ", no program" : ", program exit code 0") << ")\n";
+    return 0;
+}

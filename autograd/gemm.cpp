@@ -139,6 +139,13 @@ void pack_b(bool trans_b, const real* B, int64_t ldb, int64_t pc, int64_t jc, in
     }
 }
 
+// What the fast kernel writes into C[i, j] for the product `ab` (alpha * op(A) @ op(B) there),
+// by the same formula as gemm_reference (kept separate there: it is the independent
+// definition the tests compare against). beta == 0 never reads c, which may hold garbage.
+inline real c_update(real ab, real beta, const real& c, const real* bias, int64_t j) {
+    return ab + (beta == 0 ? real(0) : beta * c) + (bias ? bias[j] : real(0));
+}
+
 // C[mr, nr] = alpha * (A sliver @ Bp sliver) + beta * C + bias, with mr <= MR, nr <= W.
 // Element (i, p) of the A sliver is a[p * a_k + i * a_i]: packed (a_k = MR, a_i = 1), or read
 // in place from op(A) when it has all MR rows (then packing would cost more than it saves).
@@ -161,12 +168,11 @@ void micro_kernel(int64_t kc, const real* A, int64_t a_k, int64_t a_i, const rea
             for (int64_t j = 0; j < W; ++j) acc[i][j] += a[i * a_i] * b[j];
     }
     // [/snippet:gemm-micro-kernel]
-    // beta == 0 never reads C (it may hold garbage); the bias is the addmm epilogue.
     const auto store = [&](int64_t rows, int64_t cols) {
         for (int64_t i = 0; i < rows; ++i) {
             real* c = C + i * ldc;
             for (int64_t j = 0; j < cols; ++j)
-                c[j] = alpha * acc[i][j] + (beta == 0 ? real(0) : beta * c[j]) + (bias ? bias[j] : real(0));
+                c[j] = c_update(alpha * acc[i][j], beta, c[j], bias, j);
         }
     };
     if (mr == MR && nr == W) store(MR, W);  // compile-time trip counts: vectorised
@@ -178,7 +184,7 @@ void scale_c(int64_t M, int64_t N, real beta, real* C, int64_t ldc, const real* 
     for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < N; ++j) {
             real& c = C[i * ldc + j];
-            c = (beta == 0 ? real(0) : beta * c) + (bias ? bias[j] : real(0));
+            c = c_update(0, beta, c, bias, j);
         }
 }
 

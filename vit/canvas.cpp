@@ -305,6 +305,14 @@ void blit(Image& target, const Image& source, int x, int y, int scale) {
         }
 }
 
+Image pad(const Image& image, int margin, Rgb fill) {
+    check_image(image, "pad");
+    if (margin < 0) throw std::invalid_argument("pad: margin must be >= 0, got " + std::to_string(margin));
+    Image out = make_image(image.width + 2 * margin, image.height + 2 * margin, fill);
+    blit(out, image, margin, margin);
+    return out;
+}
+
 int text_width(const std::string& text, int scale) {
     check_positive(scale, "text_width", "scale");
     if (text.empty()) return 0;

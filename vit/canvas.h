@@ -55,6 +55,9 @@ void fill_circle(Image& image, int cx, int cy, int radius, Rgb colour);
 // block (nearest neighbour), e.g. a 32x32 CIFAR image at scale 8 for a patch grid.
 void blit(Image& target, const Image& source, int x, int y, int scale = 1);
 
+// `image` on a border `margin` pixels wide: the frame around a finished picture.
+Image pad(const Image& image, int margin, Rgb fill = kWhite);
+
 // The size of `text` drawn at `scale` (each font pixel a scale x scale block): text_width is
 // the sum of the glyph widths and the one-column gaps between them; text_height is the full
 // 8-row cell, descenders included, for any text.

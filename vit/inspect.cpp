@@ -123,13 +123,6 @@ constexpr int kMargin = 12;
 constexpr Rgb kGridLine{255, 255, 255};
 constexpr Rgb kTileFrame{160, 160, 160};
 
-// `image` on a white border `margin` pixels wide.
-Image pad(const Image& image, int margin = kMargin) {
-    Image out = make_image(image.width + 2 * margin, image.height + 2 * margin);
-    blit(out, image, margin, margin);
-    return out;
-}
-
 Image crop(const Image& image, int x, int y, int width, int height) {
     Image out = make_image(width, height);
     for (int yy = 0; yy < height; ++yy)
@@ -498,7 +491,7 @@ Image patches_picture(const Image& image, const PatchGrid& grid, const std::stri
                patchgrad::grid(tiles, columns, 6), 0);
     return pad(titled({caption, str(grid.size()) + " patches of " + str(grid.patch) + "x" + str(grid.patch) +
                                     " pixels (seed 000 section 2-1)"},
-                      hconcat({left, right}, 24, kWhite)));
+                      hconcat({left, right}, 24, kWhite)), kMargin);
 }
 
 Image position_similarity_picture(const Matrix& similarity, const PatchGrid& grid, const std::string& caption) {
@@ -546,7 +539,7 @@ Image position_similarity_picture(const Matrix& similarity, const PatchGrid& gri
     return pad(titled({"Position embedding similarity", caption,
                        "tile (row r, column c): cosine similarity of that patch's position embedding",
                        "with every patch's, laid out like the patches (paper Fig. 7, centre)"},
-                      picture));
+                      picture), kMargin);
 }
 
 Image attention_picture(const Image& image, const std::vector<Tensor>& attention, int64_t index,
@@ -580,7 +573,7 @@ Image attention_picture(const Image& image, const std::vector<Tensor>& attention
                        "rollout through all layers (Abnar & Zuidema 2020); every map in viridis over the image,",
                        "scaled to its own maximum (uniform attention would be 1/" + str(s.tokens) + " = " +
                            short_number(1.0 / double(s.tokens)) + " everywhere)"},
-                      hconcat({body, bar}, 16)));
+                      hconcat({body, bar}, 16)), kMargin);
 }
 
 Image attention_distance_picture(const Matrix& distance, const PatchGrid& grid, const std::string& caption) {
@@ -602,7 +595,7 @@ Image attention_distance_picture(const Matrix& distance, const PatchGrid& grid, 
                                    {spread, own, heads}, 640, 400);
     return pad(titled({caption, "per head: the attention-weighted distance from each query patch to the patches it "
                                 "attends to (paper Fig. 7, right)"},
-                      chart, 0));
+                      chart, 0), kMargin);
 }
 
 Image embedding_filters_picture(const PrincipalComponents& pcs, int64_t channels, int64_t patch_size,
@@ -637,7 +630,7 @@ Image embedding_filters_picture(const PrincipalComponents& pcs, int64_t channels
                        "principal components of E's " + str(f) + "-value rows (C*P*P), largest first, each as a " +
                            str(channels) + "x" + str(patch_size) + "x" + str(patch_size) + " patch",
                        "stretched to [0, 255] on its own; % = its share of the variance (paper Fig. 7, left)"},
-                      patchgrad::grid(tiles, 7, 10)));
+                      patchgrad::grid(tiles, 7, 10)), kMargin);
 }
 
 // ---- an inspection -------------------------------------------------------------------

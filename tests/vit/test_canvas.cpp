@@ -149,6 +149,22 @@ TEST_CASE("canvas: blit enlarges by an integer factor and clips", "[vit][canvas]
     require_error([&] { blit(target, source, 0, 0, 0); }, {"blit", "scale"});
 }
 
+TEST_CASE("canvas: pad surrounds the image with a border of the fill colour", "[vit][canvas]") {
+    Image image = make_image(3, 2, {10, 20, 30});
+    set_pixel(image, 2, 1, kBlack);
+    const Image padded = pad(image, 4, {200, 100, 0});
+    REQUIRE(padded.width == 11);
+    REQUIRE(padded.height == 10);
+    for (int y = 0; y < padded.height; ++y)
+        for (int x = 0; x < padded.width; ++x) {
+            INFO(x << "," << y);
+            const bool inside = x >= 4 && x < 7 && y >= 4 && y < 6;
+            CHECK(get_pixel(padded, x, y) == (inside ? get_pixel(image, x - 4, y - 4) : Rgb{200, 100, 0}));
+        }
+    CHECK(pad(image, 0).rgb == image.rgb);
+    require_error([&] { pad(image, -1); }, {"pad", "margin", "-1"});
+}
+
 TEST_CASE("canvas: text draws only inside its text_width x text_height box", "[vit][canvas]") {
     std::string printable;  // without the space, which would leave the box's left edge empty
     for (int c = 33; c < 127; ++c) printable += static_cast<char>(c);

@@ -10,24 +10,13 @@
 #include <string>
 
 #include "autograd/ops.h"
+#include "tutorials/tutorial.h"
 
 using namespace patchgrad;
 
-namespace {
-
-void parse_args(int argc, char** argv) {
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        if (arg == "--out" && i + 1 < argc) ++i;  // no pictures in this chapter
-        else throw std::invalid_argument("tutorial_00_setup: unknown argument '" + arg + "' (usage: [--out DIR])");
-    }
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
     try {
-        parse_args(argc, argv);
+        tutorial::out_dir(argc, argv, "tutorial_00_setup");  // no pictures in this chapter
         std::cout << "hello, patchgrad (scalar type: " << (sizeof(real) == 8 ? "double" : "float") << ")\n\n";
 
         // [snippet:hello]

@@ -15,20 +15,11 @@
 #include <vector>
 
 #include "autograd/ops.h"
+#include "tutorials/tutorial.h"
 
 using namespace patchgrad;
 
 namespace {
-
-void parse_args(int argc, char** argv) {
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        if (arg == "--out" && i + 1 < argc) ++i;  // no pictures in this chapter
-        else throw std::invalid_argument("tutorial_01_tensors: unknown argument '" + arg + "' (usage: [--out DIR])");
-    }
-}
-
-void heading(const std::string& title) { std::cout << "\n== " << title << " ==\n"; }
 
 // [snippet:strides]
 // Row-major strides: how many elements one step along each axis skips.
@@ -85,7 +76,7 @@ void say_shared(const std::string& name, const Tensor& t, const Tensor& base) {
 }
 
 void storage_and_shape() {
-    heading("1. storage and shape");
+    tutorial::heading("1. storage and shape");
     // [snippet:arange-reshape]
     Tensor t = reshape(Tensor::arange(0, 24), {2, 3, 4});  // the numbers 0..23 seen as 2 x 3 x 4
     // [/snippet:arange-reshape]
@@ -102,7 +93,7 @@ void storage_and_shape() {
 }
 
 void views_and_copies() {
-    heading("2. views share memory, permutes copy");
+    tutorial::heading("2. views share memory, permutes copy");
     Tensor t = reshape(Tensor::arange(0, 24), {2, 3, 4});
     // [snippet:views]
     Tensor r = reshape(t, {6, 4});    // the same 24 elements in the same order: a view
@@ -125,7 +116,7 @@ void views_and_copies() {
 }
 
 void broadcasting() {
-    heading("3. broadcasting");
+    tutorial::heading("3. broadcasting");
     // [snippet:broadcast-examples]
     Tensor x = Tensor::from_vector({2, 3}, {1, 2, 3, 4, 5, 6});
     Tensor bias = Tensor::from_vector({3}, {10, 20, 30});       // [3]    -> each row
@@ -160,7 +151,7 @@ void broadcasting() {
 }
 
 void reductions() {
-    heading("4. reductions along an axis");
+    tutorial::heading("4. reductions along an axis");
     Tensor t = reshape(Tensor::arange(0, 24), {2, 3, 4});
     for (int64_t axis = 0; axis < 3; ++axis) {
         int64_t outer = 1, inner = 1;
@@ -174,7 +165,7 @@ void reductions() {
 }
 
 void float_and_double() {
-    heading("5. float and double");
+    tutorial::heading("5. float and double");
     std::cout << "this program links patchgrad_vit64: real is " << (sizeof(real) == 8 ? "double" : "float") << " ("
               << sizeof(real) << " bytes)\n";
     std::cout.precision(15);
@@ -198,7 +189,7 @@ void float_and_double() {
 
 int main(int argc, char** argv) {
     try {
-        parse_args(argc, argv);
+        tutorial::out_dir(argc, argv, "tutorial_01_tensors");  // no pictures in this chapter
         storage_and_shape();
         views_and_copies();
         broadcasting();

@@ -16,20 +16,11 @@
 #include <vector>
 
 #include "autograd/ops.h"
+#include "tutorials/tutorial.h"
 
 using namespace patchgrad;
 
 namespace {
-
-void parse_args(int argc, char** argv) {
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        if (arg == "--out" && i + 1 < argc) ++i;  // no pictures in this chapter
-        else throw std::invalid_argument("tutorial_02_autograd: unknown argument '" + arg + "' (usage: [--out DIR])");
-    }
-}
-
-void heading(const std::string& title) { std::cout << "\n== " << title << " ==\n"; }
 
 // Prints "name = op(input, input)" for every node of a small graph, outputs first. The
 // graph is what record() stored: each result's op name and the inputs that need gradients.
@@ -44,7 +35,7 @@ void print_graph(const Tensor& t, const std::map<const TensorImpl*, std::string>
 }
 
 void scalar_example() {
-    heading("1. a scalar expression, micrograd-style");
+    tutorial::heading("1. a scalar expression, micrograd-style");
     // [snippet:scalar-forward]
     Tensor a = Tensor::scalar(2, true), b = Tensor::scalar(-3, true);
     Tensor c = Tensor::scalar(10, true), f = Tensor::scalar(-2, true);
@@ -81,7 +72,7 @@ void scalar_example() {
 }
 
 void accumulation() {
-    heading("3. gradients are added, not assigned");
+    tutorial::heading("3. gradients are added, not assigned");
     // [snippet:used-twice]
     Tensor x = Tensor::scalar(3, true);
     Tensor y = x * x + x;  // dy/dx = 2x + 1 = 7: x reaches y along three edges
@@ -99,7 +90,7 @@ void accumulation() {
 }
 
 void deep_graph() {
-    heading("2. a graph 100,000 ops deep");
+    tutorial::heading("2. a graph 100,000 ops deep");
     // [snippet:deep-chain]
     Tensor x = Tensor::scalar(1, true);
     Tensor y = x;
@@ -113,7 +104,7 @@ void deep_graph() {
 }
 
 void tensors() {
-    heading("4. tensors: a broadcast operand's gradient is a sum");
+    tutorial::heading("4. tensors: a broadcast operand's gradient is a sum");
     // [snippet:bias-backward]
     Tensor x = Tensor::from_vector({2, 3}, {1, 2, 3, 4, 5, 6}, true);
     Tensor bias = Tensor::from_vector({3}, {0.1, 0.2, 0.3}, true);
@@ -139,7 +130,7 @@ void tensors() {
 }
 
 void finite_difference() {
-    heading("5. checking one gradient with a finite difference");
+    tutorial::heading("5. checking one gradient with a finite difference");
     // [snippet:finite-difference]
     auto L = [](real a) {  // L(a) = (a * b + c) * f with b = -3, c = 10, f = -2
         Tensor ta = Tensor::scalar(a);
@@ -157,7 +148,7 @@ void finite_difference() {
 
 int main(int argc, char** argv) {
     try {
-        parse_args(argc, argv);
+        tutorial::out_dir(argc, argv, "tutorial_02_autograd");  // no pictures in this chapter
         scalar_example();
         deep_graph();
         accumulation();

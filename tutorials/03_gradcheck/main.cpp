@@ -20,22 +20,11 @@
 #include "autograd/rng.h"
 #include "vit/canvas.h"
 #include "vit/chart.h"
+#include "tutorials/tutorial.h"
 
 using namespace patchgrad;
 
 namespace {
-
-std::string parse_out_dir(int argc, char** argv) {
-    std::string out = ".";
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        if (arg == "--out" && i + 1 < argc) out = argv[++i];
-        else throw std::invalid_argument("tutorial_03_gradcheck: unknown argument '" + arg + "' (usage: [--out DIR])");
-    }
-    return out;
-}
-
-void heading(const std::string& title) { std::cout << "\n== " << title << " ==\n"; }
 
 std::string sci(double v) {
     char buffer[32];
@@ -64,7 +53,7 @@ struct ErrorTable {
 };
 
 ErrorTable difference_table() {
-    heading("1. forward vs central differences of sin at x = 1 (relative error)");
+    tutorial::heading("1. forward vs central differences of sin at x = 1 (relative error)");
     const double exact = std::cos(1.0);
     const auto sin64 = [](double v) { return std::sin(v); };
     const auto sin32 = [](float v) { return std::sin(v); };
@@ -129,7 +118,7 @@ void report(const std::string& what, const GradcheckResult& result) {
 }
 
 void library_op() {
-    heading("3. gradcheck of a library op: tanh on [3, 4]");
+    tutorial::heading("3. gradcheck of a library op: tanh on [3, 4]");
     // [snippet:gradcheck-call]
     Rng rng(3);
     Tensor x = Tensor::uniform({3, 4}, -2, 2, rng, /*requires_grad=*/true);
@@ -193,7 +182,7 @@ Tensor silu_with_bug(const Tensor& x, Bug bug) {
 }
 
 void own_op() {
-    heading("4. checking your own op: SiLU on [2, 5]");
+    tutorial::heading("4. checking your own op: SiLU on [2, 5]");
     Rng rng(4);
     const Tensor x = Tensor::uniform({2, 5}, -3, 3, rng, true);
     report("silu, random output weights  ", check_op([](const std::vector<Tensor>& in) { return silu(in[0]); }, {x}));
@@ -228,7 +217,7 @@ Tensor relu(const Tensor& x) {
 // [/snippet:relu]
 
 void kinks() {
-    heading("5. kinks: where f is not differentiable, central differences straddle the corner");
+    tutorial::heading("5. kinks: where f is not differentiable, central differences straddle the corner");
     const auto relu_op = [](const std::vector<Tensor>& in) { return relu(in[0]); };
     report("relu at [-0.5, 0.3, 0.5]       ", check_op(relu_op, {Tensor::from_vector({3}, {-0.5, 0.3, 0.5}, true)}));
     report("relu at [-0.5, 3e-7, 0.5]      ", check_op(relu_op, {Tensor::from_vector({3}, {-0.5, 3e-7, 0.5}, true)}));
@@ -246,7 +235,7 @@ void kinks() {
 }
 
 void build_info() {
-    heading("2. gradcheck needs float64");
+    tutorial::heading("2. gradcheck needs float64");
     std::cout << "this program links the float64 libraries: real is " << sizeof(real) * 8 << "-bit\n";
 }
 
@@ -254,7 +243,7 @@ void build_info() {
 
 int main(int argc, char** argv) {
     try {
-        const std::string out = parse_out_dir(argc, argv);
+        const std::string out = tutorial::out_dir(argc, argv, "tutorial_03_gradcheck");
         const ErrorTable table = difference_table();
         draw_table(table, out);
         build_info();

@@ -20,22 +20,11 @@
 #include "autograd/rng.h"
 #include "vit/canvas.h"
 #include "vit/chart.h"
+#include "tutorials/tutorial.h"
 
 using namespace patchgrad;
 
 namespace {
-
-std::string parse_out_dir(int argc, char** argv) {
-    std::string out = ".";
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        if (arg == "--out" && i + 1 < argc) out = argv[++i];
-        else throw std::invalid_argument("tutorial_04_core_ops: unknown argument '" + arg + "' (usage: [--out DIR])");
-    }
-    return out;
-}
-
-void heading(const std::string& title) { std::cout << "\n== " << title << " ==\n"; }
 
 std::string fmt(const char* format, double v) {
     char buffer[48];
@@ -63,7 +52,7 @@ void check(const std::string& what, const std::function<Tensor(const std::vector
 // ---- matmul ----------------------------------------------------------------------------
 
 void matmul_section() {
-    heading("1. matmul");
+    tutorial::heading("1. matmul");
     const Tensor a = Tensor::from_vector({2, 3}, {1, 2, 3, 4, 5, 6}, true);
     const Tensor b = Tensor::from_vector({3, 2}, {7, 8, 9, 10, 11, 12}, true);
     // [snippet:matmul-by-hand]
@@ -118,7 +107,7 @@ std::string list(const std::vector<T>& v) {
 }
 
 void softmax_section() {
-    heading("2. softmax");
+    tutorial::heading("2. softmax");
     std::cout << "naive, double, x = [1, 2, 3]          " << list(naive_softmax<double>({1, 2, 3})) << "\n";
     std::cout << "naive, double, x = [1000, 1001, 1002] " << list(naive_softmax<double>({1000, 1001, 1002}))
               << "   exp(1000) = " << std::exp(1000.0) << "\n";
@@ -153,7 +142,7 @@ void softmax_section() {
 // ---- LayerNorm -------------------------------------------------------------------------
 
 void layernorm_section() {
-    heading("3. LayerNorm");
+    tutorial::heading("3. LayerNorm");
     const Tensor x = Tensor::from_vector({2, 4}, {1, 2, 3, 4, 0.5, -1, 2, 0}, true);
     const Tensor y = layer_norm(x, Tensor(), Tensor(), 1e-5);
     std::cout << "x               " << x << "\n";
@@ -194,7 +183,7 @@ void layernorm_section() {
 // ---- GELU ------------------------------------------------------------------------------
 
 void gelu_section(const std::string& dir) {
-    heading("4. GELU");
+    tutorial::heading("4. GELU");
     const Tensor x = Tensor::from_vector({7}, {-3, -1, -0.5, 0, 0.5, 1, 3}, true);
     const Tensor exact = gelu(x, GeluApproximation::None);
     const Tensor approx = gelu(x.detach(), GeluApproximation::Tanh);
@@ -252,7 +241,7 @@ void gelu_section(const std::string& dir) {
 // ---- cross-entropy ---------------------------------------------------------------------
 
 void cross_entropy_section() {
-    heading("5. cross-entropy");
+    tutorial::heading("5. cross-entropy");
     Tensor logits = Tensor::from_vector({2, 3}, {1, 2, 3, 0.5, -1, 2}, true);
     const std::vector<int64_t> labels = {2, 1};
     const Tensor one_hot = Tensor::from_vector({2, 3}, {0, 0, 1, 0, 1, 0});
@@ -294,7 +283,7 @@ void cross_entropy_section() {
 
 int main(int argc, char** argv) {
     try {
-        const std::string out = parse_out_dir(argc, argv);
+        const std::string out = tutorial::out_dir(argc, argv, "tutorial_04_core_ops");
         matmul_section();
         softmax_section();
         layernorm_section();

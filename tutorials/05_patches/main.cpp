@@ -13,6 +13,7 @@
 #include "autograd/ops.h"
 #include "vit/canvas.h"
 #include "vit/patcher.h"
+#include "tutorials/tutorial.h"
 
 using namespace patchgrad;
 
@@ -128,25 +129,21 @@ Image patch_picture(const Tensor& image, const Tensor& patches, int64_t P) {
                          4);
     Image right = vconcat({text_image("the Patcher's rows 1.." + std::to_string(N) + " as tiles"), grid(tiles, int(wide), 3)}, 4);
     Image body = hconcat({left, right}, 20);
-    Image framed = make_image(body.width + 16, body.height + 16);
-    blit(framed, body, 8, 8);
-    return framed;
+    return pad(body, 8);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string out_dir = ".";
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        if (arg == "--out" && i + 1 < argc) out_dir = argv[++i];
-        else {
-            std::cerr << "usage: tutorial_05_patches [--out DIR]\n";
-            return 2;
-        }
+    std::string out_dir;
+    try {
+        out_dir = tutorial::out_dir(argc, argv, "tutorial_05_patches");
+    } catch (const std::invalid_argument& e) {
+        std::cerr << e.what() << "\n";
+        return 2;
     }
 
-    std::cout << "== 1. A 4x4 image, 2x2 patches ==\n";
+    tutorial::heading("1. A 4x4 image, 2x2 patches");
     // [snippet:first-unfold]
     Tensor x = reshape(Tensor::arange(1, 17), {1, 1, 4, 4});  // [B=1, C=1, H=4, W=4]: pixels 1..16
     Tensor columns = unfold(x, 2, 2, 2, 2);                   // kernel 2x2, stride 2: [1, 1*2*2, 4]
@@ -160,7 +157,7 @@ int main(int argc, char** argv) {
     std::cout << "Patcher(1, 2)(x) " << shape_str(patches.shape()) << ": row n = patch n\n";
     print_matrix(reshape(patches, {4, 4}));
 
-    std::cout << "\n== 2. Where every number comes from: C=2, P=2, row n=3 (the bottom-right patch) of a 4x4 image ==\n";
+    tutorial::heading("2. Where every number comes from: C=2, P=2, row n=3 (the bottom-right patch) of a 4x4 image");
     {
         // pixel value 100*(c+1) + 10*h + w names its own channel and position
         Tensor img = Tensor::zeros({1, 2, 4, 4});
@@ -181,7 +178,7 @@ int main(int argc, char** argv) {
         }
     }
 
-    std::cout << "\n== 3. The patch grid: N = HW / P^2 ==\n";
+    tutorial::heading("3. The patch grid: N = HW / P^2");
     {
         struct Case { int64_t C, H, W, P; };
         for (Case k : {Case{3, 32, 32, 4}, Case{3, 224, 224, 16}, Case{3, 224, 224, 32}, Case{3, 32, 48, 8}}) {
@@ -193,7 +190,7 @@ int main(int argc, char** argv) {
         }
     }
 
-    std::cout << "\n== 4. A non-square image: 32x48, P = 8 ==\n";
+    tutorial::heading("4. A non-square image: 32x48, P = 8");
     Tensor image = synthetic_image(32, 48);
     Tensor rows = Patcher(3, 8)(image);
     std::cout << "image " << shape_str(image.shape()) << " -> patches " << shape_str(rows.shape())
@@ -209,7 +206,7 @@ int main(int argc, char** argv) {
     save(patch_picture(image, rows, 8), out_dir + "/patches.png");
     std::cout << "wrote patches.png\n";
 
-    std::cout << "\n== 5. A convolution is unfold + matmul ==\n";
+    tutorial::heading("5. A convolution is unfold + matmul");
     {
         Rng rng(5);
         struct Case { int64_t B, C, H, W, D, k, s; const char* what; };
@@ -226,7 +223,7 @@ int main(int argc, char** argv) {
         }
     }
 
-    std::cout << "\n== 6. Backward: fold adds the gradients back ==\n";
+    tutorial::heading("6. Backward: fold adds the gradients back");
     {
         // [snippet:fold-counts]
         Tensor pixels = Tensor::zeros({1, 1, 5, 5}, true);
@@ -242,7 +239,7 @@ int main(int argc, char** argv) {
         print_matrix(reshape(squares.grad(), {4, 4}), 2);
     }
 
-    std::cout << "\n== 7. Where the documents go wrong ==\n";
+    tutorial::heading("7. Where the documents go wrong");
     {
         Rng rng(5);
         Tensor images = Tensor::uniform({2, 3, 8, 12}, -1, 1, rng);

@@ -13,6 +13,7 @@
 #include "vit/canvas.h"
 #include "vit/patch_embedding.h"
 #include "vit/positional_encoding.h"
+#include "tutorials/tutorial.h"
 
 using namespace patchgrad;
 
@@ -81,25 +82,21 @@ Image sinusoidal_picture(const Tensor& table, int cell) {
     Image title = text_image("sinusoidal position encoding, " + std::to_string(rows) + " positions x " +
                              std::to_string(cols) + " dimensions");
     Image all = vconcat({title, body}, 6);
-    Image framed = make_image(all.width + 16, all.height + 16);
-    blit(framed, all, 8, 8);
-    return framed;
+    return pad(all, 8);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string out_dir = ".";
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        if (arg == "--out" && i + 1 < argc) out_dir = argv[++i];
-        else {
-            std::cerr << "usage: tutorial_06_embeddings [--out DIR]\n";
-            return 2;
-        }
+    std::string out_dir;
+    try {
+        out_dir = tutorial::out_dir(argc, argv, "tutorial_06_embeddings");
+    } catch (const std::invalid_argument& e) {
+        std::cerr << e.what() << "\n";
+        return 2;
     }
 
-    std::cout << "== 1. The patch embedding E ==\n";
+    tutorial::heading("1. The patch embedding E");
     const int64_t B = 2, C = 3, H = 8, W = 12, P = 4, D = 8;
     Rng rng(6);
     Tensor images = Tensor::uniform({B, C, H, W}, 0, 1, rng);
@@ -120,7 +117,7 @@ int main(int argc, char** argv) {
                   << vit_b16.num_parameters() << " parameters\n";
     }
 
-    std::cout << "\n== 2. The same E as a Conv2d(C, D, kernel_size=P, stride=P) ==\n";
+    tutorial::heading("2. The same E as a Conv2d(C, D, kernel_size=P, stride=P)");
     {
         // [snippet:conv-weight]
         Tensor conv_weight = reshape(patch_embed.proj->weight, {D, C, P, P});  // timm's patch_embed.proj.weight
@@ -132,7 +129,7 @@ int main(int argc, char** argv) {
                   << "\n";
     }
 
-    std::cout << "\n== 3. The class token ==\n";
+    tutorial::heading("3. The class token");
     // [snippet:class-token]
     Tensor cls_token = Tensor::trunc_normal({1, 1, D}, 0, 0.02, -2, 2, rng, true);  // x_class, learned
     Tensor tokens = concat({broadcast_to(cls_token, {B, 1, D}), embedded}, 1);     // [B, N+1, D]
@@ -151,7 +148,7 @@ int main(int argc, char** argv) {
         cls_token.zero_grad();
     }
 
-    std::cout << "\n== 4. Sinusoidal position encoding ==\n";
+    tutorial::heading("4. Sinusoidal position encoding");
     {
         Tensor pe = sinusoidal_positional_encoding(6, 8);
         std::cout << "sinusoidal_positional_encoding(6, 8) " << shape_str(pe.shape()) << ":\n";
@@ -178,7 +175,7 @@ int main(int argc, char** argv) {
         std::cout << "wrote sinusoidal.png: " << shape_str(tiny.shape()) << "\n";
     }
 
-    std::cout << "\n== 5. Adding the position embedding: z_0 ==\n";
+    tutorial::heading("5. Adding the position embedding: z_0");
     {
         // [snippet:z0]
         PositionalEncoding fixed(1 + patches.size(1), D, /*learnable=*/false, rng);    // E_pos [1, N+1, D]
@@ -201,7 +198,7 @@ int main(int argc, char** argv) {
                   << "\n";
     }
 
-    std::cout << "\n== 6. Seed 000's Method 1 ==\n";
+    tutorial::heading("6. Seed 000's Method 1");
     {
         Tensor ours = sinusoidal_positional_encoding(17, 8);
         Tensor method1 = seed000_method1(17, 8);

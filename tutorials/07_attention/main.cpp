@@ -15,6 +15,7 @@
 #include "layers/attention.h"
 #include "vit/canvas.h"
 #include "vit/positional_encoding.h"
+#include "tutorials/tutorial.h"
 
 using namespace patchgrad;
 
@@ -86,25 +87,21 @@ Image attention_picture(const Tensor& A, int cell) {
                                     std::to_string(T - 1)),
                          hconcat(row, 10)},
                         6);
-    Image framed = make_image(all.width + 16, all.height + 16);
-    blit(framed, all, 8, 8);
-    return framed;
+    return pad(all, 8);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string out_dir = ".";
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        if (arg == "--out" && i + 1 < argc) out_dir = argv[++i];
-        else {
-            std::cerr << "usage: tutorial_07_attention [--out DIR]\n";
-            return 2;
-        }
+    std::string out_dir;
+    try {
+        out_dir = tutorial::out_dir(argc, argv, "tutorial_07_attention");
+    } catch (const std::invalid_argument& e) {
+        std::cerr << e.what() << "\n";
+        return 2;
     }
 
-    std::cout << "== 1. The layer: D = 8, 2 heads of d_head = 4 ==\n";
+    tutorial::heading("1. The layer: D = 8, 2 heads of d_head = 4");
     const int64_t B = 1, N = 5, D = 8, heads = 2, head_dim = D / heads;
     Rng rng(7);
     MultiHeadSelfAttention msa(D, heads, rng, /*dropout_rng=*/nullptr);
@@ -116,7 +113,7 @@ int main(int argc, char** argv) {
     for (const auto& [name, p] : msa.named_parameters()) std::cout << "  " << name << " " << shape_str(p.shape()) << "\n";
     std::cout << "parameters: " << msa.num_parameters() << " = 4 * D * D + 4 * D\n";
 
-    std::cout << "\n== 2. Step by step ==\n";
+    tutorial::heading("2. Step by step");
     Tensor x = Tensor::uniform({B, N, D}, -1, 1, rng);  // token 0 plays the class token
     // [snippet:by-hand]
     Tensor qkv = (*msa.qkv)(x);                                      // [B, N, 3D]
@@ -147,7 +144,7 @@ int main(int argc, char** argv) {
     std::cout << "A, head 0 (row i: how much token i takes from each token j):\n";
     print_rows(A, 0, N, N);
 
-    std::cout << "\n== 3. Attention maps of a synthetic sequence ==\n";
+    tutorial::heading("3. Attention maps of a synthetic sequence");
     {
         // 17 tokens = the sinusoidal encodings of positions 0..16 (D = 16, chapter 6), v = x.
         // Head 0's query and key are 2.5 x dims 0..7 (the fast frequencies), head 1's are
@@ -179,7 +176,7 @@ int main(int argc, char** argv) {
         save(attention_picture(maps, 10), out_dir + "/attention.png");
         std::cout << "wrote attention.png\n";
     }
-    std::cout << "\n== 4. Why 1/sqrt(d_head), before the softmax ==\n";
+    tutorial::heading("4. Why 1/sqrt(d_head), before the softmax");
     {
         // ViT-B: D = 768, 12 heads of 64. Unit-variance q and k; 16 keys per row; 400 rows.
         const int64_t d = 64, h = 12, keys = 16, rows = 400;
@@ -214,7 +211,7 @@ int main(int argc, char** argv) {
         }
     }
 
-    std::cout << "\n== 5. A patch mask ==\n";
+    tutorial::heading("5. A patch mask");
     {
         // [snippet:mask]
         const std::vector<bool> patch_mask{true, false, true, false};  // patches 1..4: tokens 2 and 4 hidden

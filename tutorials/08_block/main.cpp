@@ -21,20 +21,11 @@
 #include "vit/canvas.h"
 #include "vit/chart.h"
 #include "vit/vit_block.h"
+#include "tutorials/tutorial.h"
 
 using namespace patchgrad;
 
 namespace {
-
-std::string out_dir(int argc, char** argv) {
-    std::string dir = ".";
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        if (arg == "--out" && i + 1 < argc) dir = argv[++i];
-        else throw std::invalid_argument("tutorial_08_block: unknown argument '" + arg + "' (usage: [--out DIR])");
-    }
-    return dir;
-}
 
 double l2_norm(const Tensor& t) {
     double s = 0;
@@ -81,11 +72,9 @@ void scramble(Module& module, Rng& rng) {
     }
 }
 
-void section(const std::string& title) { std::cout << "\n== " << title << " ==\n"; }
-
 // ---- 1. one block and its parameters -------------------------------------------------
 void parameters_of_a_block() {
-    section("1. one ViTBlock: D = 8, 2 heads, MLP ratio 4");
+    tutorial::heading("1. one ViTBlock: D = 8, 2 heads, MLP ratio 4");
     // [snippet:build-block]
     Rng rng(8);
     const int64_t D = 8, heads = 2;
@@ -99,7 +88,7 @@ void parameters_of_a_block() {
 
 // ---- 2. the block step by step ---------------------------------------------------------
 void block_step_by_step() {
-    section("2. the block step by step, B = 2 images, N + 1 = 5 tokens");
+    tutorial::heading("2. the block step by step, B = 2 images, N + 1 = 5 tokens");
     Rng rng(8);
     const int64_t D = 8;
     ViTBlock block(D, 2, mlp_hidden_dim(D, 0, 4), rng, nullptr);
@@ -130,7 +119,7 @@ void block_step_by_step() {
 
 // ---- 3. the MLP -------------------------------------------------------------------------
 void the_mlp() {
-    section("3. the MLP: Linear -> GELU -> Linear, applied to every token alone");
+    tutorial::heading("3. the MLP: Linear -> GELU -> Linear, applied to every token alone");
     std::cout << "mlp_hidden_dim(768, 0, 4) = " << mlp_hidden_dim(768, 0, 4)
               << "   (ViT-B: D = 768, ratio 4)\n";
     std::cout << "mlp_hidden_dim(768, 3072, 4) = " << mlp_hidden_dim(768, 3072, 4) << "   (mlp_dim given: used as is)\n";
@@ -205,7 +194,7 @@ GradientNorms gradient_through_depth(int64_t L) {
 }
 
 void residuals(const std::string& dir) {
-    section("4. residual connections: |dL/dz_l| through 24 blocks");
+    tutorial::heading("4. residual connections: |dL/dz_l| through 24 blocks");
     const int64_t L = 24;
     GradientNorms g = gradient_through_depth(L);
     std::cout << "layer l   with residuals   without\n";
@@ -227,7 +216,7 @@ void residuals(const std::string& dir) {
 
 // ---- 5. dropout and drop path ----------------------------------------------------------
 void dropout_and_drop_path() {
-    section("5. dropout and drop path (stochastic depth)");
+    tutorial::heading("5. dropout and drop path (stochastic depth)");
     Rng rng(5);
     auto dropout_rng = std::make_shared<Rng>(6);
     const int64_t D = 8;
@@ -256,7 +245,7 @@ void dropout_and_drop_path() {
 
 // ---- 6. seed 000's block ---------------------------------------------------------------
 void seed_000() {
-    section("6. where the documents go wrong: seed 000 feeds LN(x) to the MLP");
+    tutorial::heading("6. where the documents go wrong: seed 000 feeds LN(x) to the MLP");
     Rng rng(6);
     const int64_t D = 8;
     ViTBlock block(D, 2, mlp_hidden_dim(D, 0, 4), rng, nullptr);
@@ -278,7 +267,7 @@ void seed_000() {
 
 int main(int argc, char** argv) {
     try {
-        const std::string dir = out_dir(argc, argv);
+        const std::string dir = tutorial::out_dir(argc, argv, "tutorial_08_block");
         parameters_of_a_block();
         block_step_by_step();
         the_mlp();

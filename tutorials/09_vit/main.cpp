@@ -20,19 +20,11 @@
 #include "layers/linear.h"
 #include "vit/summary.h"
 #include "vit/vision_transformer.h"
+#include "tutorials/tutorial.h"
 
 using namespace patchgrad;
 
 namespace {
-
-void check_arguments(int argc, char** argv) {
-    // No pictures in this chapter; --out DIR is accepted like in every chapter program.
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        if (arg == "--out" && i + 1 < argc) ++i;
-        else throw std::invalid_argument("tutorial_09_vit: unknown argument '" + arg + "' (usage: [--out DIR])");
-    }
-}
 
 double max_abs_difference(const Tensor& a, const Tensor& b) {
     double m = 0;
@@ -66,8 +58,6 @@ void scramble(Module& module, Rng& rng) {
     }
 }
 
-void section(const std::string& title) { std::cout << "\n== " << title << " ==\n"; }
-
 // 16x16 RGB images, patch 4 (4 x 4 = 16 patches), D = 16, 2 blocks of 2 heads, MLP 32, 10 classes.
 ViTConfig small_config() {
     ViTConfig c;
@@ -84,7 +74,7 @@ ViTConfig small_config() {
 
 // ---- 1. assembling the model -----------------------------------------------------------
 void assemble() {
-    section("1. the whole model, piece by piece");
+    tutorial::heading("1. the whole model, piece by piece");
     const ViTConfig c = small_config();
     std::cout << describe(c) << "\n";
     VisionTransformer model(c, 9);
@@ -116,7 +106,7 @@ void assemble() {
 
 // ---- 2. cls or mean pooling ------------------------------------------------------------
 void pooling() {
-    section("2. pooling: the class token, or the mean of the tokens");
+    tutorial::heading("2. pooling: the class token, or the mean of the tokens");
     ViTConfig c = small_config();
     VisionTransformer cls_model(c, 9);
     c.pool = "mean";
@@ -151,7 +141,7 @@ void pooling() {
 
 // ---- 3. the classification head --------------------------------------------------------
 void heads() {
-    section("3. the head: one Linear (fine-tuning) or pre_logits + Linear (pre-training)");
+    tutorial::heading("3. the head: one Linear (fine-tuning) or pre_logits + Linear (pre-training)");
     ViTConfig c = vit_config("vit-b16");
     const ModelSummary linear_head = summarize(c);
     c.head = "mlp";
@@ -195,7 +185,7 @@ int64_t vit_parameters(const ViTConfig& c) {
 // [/snippet:parameter-formula]
 
 void variants() {
-    section("4. the paper's variants (Table 1) and the CIFAR configurations");
+    tutorial::heading("4. the paper's variants (Table 1) and the CIFAR configurations");
     std::printf("%-12s %5s %5s %5s %5s %5s %5s %14s %14s\n", "config", "patch", "D", "L", "heads", "MLP", "N",
                 "formula", "summarize()");
     for (const std::string& name : vit_config_names()) {
@@ -239,7 +229,7 @@ void variants() {
 
 // ---- 5. where the documents go wrong: the counts ----------------------------------------
 void seed_counts() {
-    section("5. seed 002's total and seed 000's ViT-Huge");
+    tutorial::heading("5. seed 002's total and seed 000's ViT-Huge");
     const ModelSummary b16 = summarize(vit_config("vit-b16"));
     std::cout << "ViT-B/16 total:                " << with_thousands(b16.total_parameters()) << "\n";
     std::cout << "cls_token + pos_embed:         " << with_thousands(b16.parameters_outside_layers()) << "\n";
@@ -256,7 +246,7 @@ void seed_counts() {
 
 // ---- 6. the whole model's gradient -----------------------------------------------------
 void whole_model_gradcheck() {
-    section("6. a gradient check of the whole model");
+    tutorial::heading("6. a gradient check of the whole model");
     ViTConfig c = small_config();
     c.image_height = c.image_width = 8;  // 4 patches
     c.dim = 8;
@@ -285,7 +275,7 @@ void whole_model_gradcheck() {
 
 int main(int argc, char** argv) {
     try {
-        check_arguments(argc, argv);
+        tutorial::out_dir(argc, argv, "tutorial_09_vit");  // no pictures in this chapter
         assemble();
         pooling();
         heads();

@@ -26,6 +26,7 @@
 #include "vit/chart.h"
 #include "vit/inspect.h"
 #include "vit/trainer.h"
+#include "tutorials/tutorial.h"
 
 using namespace patchgrad;
 namespace fs = std::filesystem;
@@ -85,9 +86,13 @@ Series curve(const std::string& name, const std::vector<EpochRecord>& history, d
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string out = ".";
-    for (int i = 1; i < argc; ++i)
-        if (std::string(argv[i]) == "--out" && i + 1 < argc) out = argv[++i];
+    std::string out;
+    try {
+        out = tutorial::out_dir(argc, argv, "tutorial_10_training");
+    } catch (const std::invalid_argument& e) {
+        std::cerr << e.what() << "\n";
+        return 2;
+    }
     fs::create_directories(out);
     const fs::path tmp = fs::temp_directory_path() /
                          ("patchgrad-tutorial-10-" +
@@ -174,9 +179,7 @@ int main(int argc, char** argv) {
         tiles.push_back(tile(bytes_of(cut.images, 0), 0, "cutmix"));
     }
     Image strip = hconcat(tiles, 8);
-    Image framed = make_image(strip.width + 16, strip.height + 16);
-    blit(framed, strip, 8, 8);
-    save(framed, (fs::path(out) / "augment.png").string());
+    save(pad(strip, 8), (fs::path(out) / "augment.png").string());
 
     // ---- 5. three optimisers on a badly scaled bowl ------------------------------------------
     // f(w) = 1/2 sum_i c_i (w_i - 1)^2 with curvatures 100, 1 and 0.01: the gradient of one

@@ -15,6 +15,7 @@
 #include "datasets/cifar10.h"
 #include "datasets/normalize.h"
 #include "vit/inspect.h"
+#include "tutorials/tutorial.h"
 
 using namespace patchgrad;
 namespace fs = std::filesystem;
@@ -59,9 +60,13 @@ void print_components(const PrincipalComponents& pcs) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string out = ".";
-    for (int i = 1; i < argc; ++i)
-        if (std::string(argv[i]) == "--out" && i + 1 < argc) out = argv[++i];
+    std::string out;
+    try {
+        out = tutorial::out_dir(argc, argv, "tutorial_11_inspect");
+    } catch (const std::invalid_argument& e) {
+        std::cerr << e.what() << "\n";
+        return 2;
+    }
     fs::create_directories(out);
 
     const ViTConfig config = small_config(true);

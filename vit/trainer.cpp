@@ -49,7 +49,7 @@ struct Preset {
 // [snippet:presets]
 const Preset kPresets[] = {
     // name       config         epochs batch  optimizer lr    wd    warmup schedule  min_lr label_sm clip
-    {"default", "cifar-tiny", 40, 128, "adamw", 1e-3, 0.05, 3, "cosine", 1e-5, 0.1, 0,
+    {"default", "cifar-tiny", 45, 128, "adamw", 1e-3, 0.05, 3, "cosine", 1e-5, 0.1, 0,
      // augment   rand_augment  erasing mixup cutmix drop_path dropout
      "crop-flip", "none", 0, 0, 0, 0, 0},
     {"quick", "cifar-micro", 16, 128, "adamw", 2e-3, 0.05, 1, "cosine", 1e-5, 0.1, 0,  //
@@ -827,7 +827,11 @@ TrainResult Trainer::finish() {
     const double wall = elapsed();
     std::ostringstream json;
     json << "{\n  \"format\": \"patchgrad-results-1\",\n  \"preset\": " << json_string(options_.preset)
-         << ",\n  \"config\": " << json_string(options_.config.name)
+         << ",\n  \"config\": " << json_string(options_.config.name);
+    // The shape too: --dim and the other overrides leave the config's name as it was.
+    const ViTConfig& c = options_.config;
+    json << ",\n  \"model\": {\"patch\": " << c.patch_size << ", \"dim\": " << c.dim << ", \"depth\": " << c.depth
+         << ", \"heads\": " << c.heads << ", \"mlp\": " << c.mlp_hidden() << "}"
          << ",\n  \"parameters\": " << model_->num_parameters() << ",\n  \"epochs\": " << options_.epochs
          << ",\n  \"steps\": " << state_.global_step << ",\n  \"best_eval_accuracy\": " << num(state_.best_accuracy)
          << ",\n  \"eval_set\": " << json_string(data_.eval_name()) << ",\n  \"test_images\": " << test.images

@@ -136,6 +136,10 @@ TEST_CASE("train: writes metrics.csv, metrics.png, results.json, last and best c
     const std::string results = read_bytes(out + "/results.json");
     CHECK(results.find("\"test_accuracy\": " + exact_text(r.test->accuracy)) != std::string::npos);
     CHECK(results.find("\"test_images\": 10") != std::string::npos);
+    const ViTConfig& c = run.options.config;
+    CHECK(results.find("\"model\": {\"patch\": " + std::to_string(c.patch_size) + ", \"dim\": " + std::to_string(c.dim) +
+                       ", \"depth\": " + std::to_string(c.depth) + ", \"heads\": " + std::to_string(c.heads) +
+                       ", \"mlp\": " + std::to_string(c.mlp_hidden()) + "}") != std::string::npos);
     const Checkpoint best = load_checkpoint(out + "/best.safetensors");
     CHECK(best.state.best_accuracy == std::max(r.history[0].eval_acc, r.history[1].eval_acc));
     // The progress went to the log, one line per epoch to out.
@@ -236,7 +240,7 @@ TEST_CASE("train: --resume refuses a checkpoint of another model or recipe, or w
 TEST_CASE("preset_options: the default and quick recipes", "[trainer]") {
     const TrainOptions d = preset_options("default");
     CHECK(d.config.name == "cifar-tiny");
-    CHECK(d.epochs == 40);
+    CHECK(d.epochs == 45);
     CHECK(d.optimizer == "adamw");
     CHECK(d.lr == 1e-3);
     CHECK(d.weight_decay == 0.05);
@@ -263,7 +267,7 @@ TEST_CASE("preset_options: the default and quick recipes", "[trainer]") {
     // Another model keeps the preset's recipe.
     const TrainOptions other_model = preset_options("default", "cifar-small");
     CHECK(other_model.config.dim == 192);
-    CHECK(other_model.epochs == 40);
+    CHECK(other_model.epochs == 45);
     CHECK(other_model.out_dir == "runs/cifar-small");
 }
 

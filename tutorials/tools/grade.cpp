@@ -2,8 +2,10 @@
 // solutions pass the grader").
 //
 //   patchgrad_grade --tests PATCHGRAD_TESTS64 --root REPO --work DIR [--student]
-//                   --exercise NAME FILE [--exercise NAME FILE ...]
+//                   --exercise NAME FILE [--exercise NAME FILE ...] [--selected NAME ...]
 //
+// --exercise lists every exercise of the build; --selected (the student build's
+// PATCHGRAD_EXERCISES) restricts the grading to those, all of them when it is absent.
 // For each exercise (found by tutorials/tools/student_copy.cmake at configure time) it runs
 // the float64 test binary on the tests tagged [ex:NAME], with the XML reporter (the one
 // format Catch2 v2 and v3 share: it counts matched tests whatever the exit-code convention)
@@ -205,7 +207,8 @@ std::vector<Exercise> scan(const fs::path& root, std::vector<Problem>& problems)
 }
 
 int usage() {
-    std::cerr << "usage: patchgrad_grade --tests EXE --root REPO --work DIR [--student] [--exercise NAME FILE]...\n";
+    std::cerr << "usage: patchgrad_grade --tests EXE --root REPO --work DIR [--student] [--exercise NAME FILE]... "
+                 "[--selected NAME]...\n";
     return 2;
 }
 
@@ -215,6 +218,7 @@ int main(int argc, char** argv) {
     std::string tests, root, work;
     bool student = false;
     std::vector<Exercise> exercises;
+    std::set<std::string> selected;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--student") {
@@ -222,6 +226,8 @@ int main(int argc, char** argv) {
         } else if (a == "--exercise" && i + 2 < argc) {
             exercises.push_back({argv[i + 1], argv[i + 2]});
             i += 2;
+        } else if (a == "--selected" && i + 1 < argc) {
+            selected.insert(argv[++i]);
         } else if (i + 1 < argc && (a == "--tests" || a == "--root" || a == "--work")) {
             (a == "--tests" ? tests : a == "--root" ? root : work) = argv[++i];
         } else {
@@ -246,6 +252,16 @@ int main(int argc, char** argv) {
         return 1;
     }
     if (!problems.empty()) return 1;
+    if (!selected.empty()) {
+        for (const std::string& name : selected)
+            if (std::none_of(exercises.begin(), exercises.end(), [&](const Exercise& e) { return e.name == name; })) {
+                std::cout << "--selected " << name << ": no such exercise in the build's list\n";
+                return 1;
+            }
+        exercises.erase(std::remove_if(exercises.begin(), exercises.end(),
+                                       [&](const Exercise& e) { return !selected.count(e.name); }),
+                        exercises.end());
+    }
     if (exercises.empty()) {
         std::cout << "no exercises: no `// [exercise:NAME]` region in autograd/ layers/ vit/ datasets/ "
                      "or tutorials/*/main.cpp\n";

@@ -7,14 +7,24 @@
 #     // [/exercise:NAME]
 # Included by the top-level CMakeLists.txt before the modules are defined, this script
 #   - finds every exercise: PATCHGRAD_EXERCISE_NAMES and, parallel to it, PATCHGRAD_EXERCISE_FILES
-#     (repo-relative paths), and PATCHGRAD_EXERCISE_SOURCES (each file once). The grader
-#     (tutorials/CMakeLists.txt, target `grade`) runs the tests tagged [ex:NAME] for each;
-#   - with PATCHGRAD_STUDENT=ON, creates student/<path> for each such file unless it already
-#     exists (never overwriting a student's work), with every region's body replaced by a stub
-#     that throws std::logic_error, and defines patchgrad_use_student_copies(target), which
-#     makes a target compile the student copies instead of the originals.
-# The default build compiles the originals: the reference solutions.
+#     (repo-relative paths), and PATCHGRAD_EXERCISE_SOURCES (each file once); the chapter that
+#     sets exercise NAME (the tutorials/NN_slug/README.md naming its test tag [ex:NAME]) is
+#     PATCHGRAD_EXERCISE_CHAPTER_<NAME>;
+#   - resolves PATCHGRAD_EXERCISES (exercise names and chapter folders, or `all`) into
+#     PATCHGRAD_STUDENT_EXERCISES and the files holding them, PATCHGRAD_STUDENT_SOURCES. The
+#     grader (tutorials/CMakeLists.txt, target `grade`) runs the tests tagged [ex:NAME] of the
+#     selected exercises in the student build, of all of them otherwise;
+#   - with PATCHGRAD_STUDENT=ON, creates student/<path> for each file with a selected exercise,
+#     in which the selected regions' bodies are replaced by a stub that throws std::logic_error
+#     (the other regions keep the reference code), and brings existing copies in line with the
+#     selection without touching what a student wrote (_patchgrad_sync_student_copy); defines
+#     patchgrad_use_student_copies(target), which makes a target compile the student copies
+#     instead of the originals.
+# The default build compiles the originals: the reference solutions. The test
+# tests/tutorials/student_copy_test.cmake runs this script in `cmake -P` mode on a fixture tree.
 
+set(PATCHGRAD_EXERCISES "all" CACHE STRING
+    "Student build: the exercises to stub, a list of exercise names and chapter folders (04_core_ops or 04), or all")
 set(PATCHGRAD_EXERCISE_NAMES "")
 set(PATCHGRAD_EXERCISE_FILES "")
 set(PATCHGRAD_EXERCISE_SOURCES "")
@@ -81,95 +91,203 @@ foreach(_pg_file ${_pg_exercise_candidates})
   endif()
   list(APPEND PATCHGRAD_EXERCISE_SOURCES ${_pg_rel})
   # Renaming or removing an exercise changes the grader's list: re-run CMake when these change.
-  set_property(DIRECTORY ${CMAKE_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_pg_file})
+  if(NOT CMAKE_SCRIPT_MODE_FILE)
+    set_property(DIRECTORY ${CMAKE_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_pg_file})
+  endif()
 endforeach()
 
-# _patchgrad_write_student_copy(REL): writes student/REL, the original with every exercise
-# body replaced by a stub. Works on the whole text with string(FIND/SUBSTRING) so that the
-# code's semicolons and brackets pass through untouched.
-function(_patchgrad_write_student_copy rel)
-  file(READ ${CMAKE_SOURCE_DIR}/${rel} rest)
-  file(GLOB readmes ${CMAKE_SOURCE_DIR}/tutorials/*/README.md)
-  set(out "// Student copy of ${rel}, made by the PATCHGRAD_STUDENT build. Each exercise region below\n")
-  string(APPEND out "// throws until you write it; `cmake --build <build dir> --target grade` grades it. To start an\n")
-  string(APPEND out "// exercise over, delete this file and re-run cmake (it copies ${rel} again).\n")
-  string(APPEND out "#include <stdexcept>  // std::logic_error, thrown by the exercise stubs\n")
-  while(TRUE)
-    string(REGEX MATCH "(^|\n)([ \t]*// \\[exercise:([a-z0-9-]+)\\])[ \t]*\n" marker "${rest}")
-    if(marker STREQUAL "")
-      break()
+# The chapter of each exercise: the chapter README that names its test tag (its Exercises
+# section says "Graded by [ex:NAME]"); "" when no chapter does.
+file(GLOB _pg_readmes ${CMAKE_SOURCE_DIR}/tutorials/[0-9][0-9]_*/README.md)
+foreach(_pg_name ${PATCHGRAD_EXERCISE_NAMES})
+  set(PATCHGRAD_EXERCISE_CHAPTER_${_pg_name} "")
+endforeach()
+foreach(_pg_readme ${_pg_readmes})
+  file(READ ${_pg_readme} _pg_text)
+  get_filename_component(_pg_dir ${_pg_readme} DIRECTORY)
+  get_filename_component(_pg_chapter ${_pg_dir} NAME)
+  foreach(_pg_name ${PATCHGRAD_EXERCISE_NAMES})
+    string(FIND "${_pg_text}" "[ex:${_pg_name}]" _pg_at)
+    if(NOT _pg_at EQUAL -1 AND PATCHGRAD_EXERCISE_CHAPTER_${_pg_name} STREQUAL "")
+      set(PATCHGRAD_EXERCISE_CHAPTER_${_pg_name} ${_pg_chapter})
     endif()
-    set(name "${CMAKE_MATCH_3}")
-    # The indentation, cut from the marker line (a group matching nothing leaves CMAKE_MATCH stale).
-    string(FIND "${CMAKE_MATCH_2}" "//" slashes)
-    string(SUBSTRING "${CMAKE_MATCH_2}" 0 ${slashes} indent)
-    string(FIND "${rest}" "${marker}" pos)
-    string(LENGTH "${marker}" len)
-    math(EXPR head_len "${pos} + ${len}")
-    string(SUBSTRING "${rest}" 0 ${head_len} head)
-    string(SUBSTRING "${rest}" ${head_len} -1 after)
-    string(FIND "${after}" "// [/exercise:${name}]" close)
-    string(SUBSTRING "${after}" 0 ${close} body)
-    string(FIND "${body}" "\n" nl REVERSE)
-    math(EXPR close_line "${nl} + 1")
-    string(SUBSTRING "${after}" ${close_line} -1 rest)
-    # Point the student at the chapter that sets the exercise.
-    set(where "tutorials/README.md")
-    foreach(readme ${readmes})
-      file(READ ${readme} text)
-      string(FIND "${text}" "${name}" found)
-      if(NOT found EQUAL -1)
-        file(RELATIVE_PATH where ${CMAKE_SOURCE_DIR} ${readme})
-        break()
-      endif()
+  endforeach()
+endforeach()
+
+# PATCHGRAD_EXERCISES -> PATCHGRAD_STUDENT_EXERCISES, in the order of PATCHGRAD_EXERCISE_NAMES.
+# An entry is `all`, an exercise name, or a chapter: its folder (04_core_ops) or number (04).
+string(REPLACE "," ";" _pg_picks "${PATCHGRAD_EXERCISES}")
+if(PATCHGRAD_STUDENT AND NOT _pg_picks)
+  message(FATAL_ERROR "PATCHGRAD_EXERCISES is empty: name the exercises or chapters to stub, or `all`")
+endif()
+set(_pg_selected "")
+foreach(_pg_pick ${_pg_picks})
+  string(STRIP "${_pg_pick}" _pg_pick)
+  set(_pg_matched FALSE)
+  foreach(_pg_name ${PATCHGRAD_EXERCISE_NAMES})
+    set(_pg_chapter "${PATCHGRAD_EXERCISE_CHAPTER_${_pg_name}}")
+    string(REGEX MATCH "^[0-9]+" _pg_number "${_pg_chapter}")
+    if(_pg_pick STREQUAL "all" OR _pg_pick STREQUAL _pg_name
+       OR (NOT _pg_chapter STREQUAL "" AND (_pg_pick STREQUAL _pg_chapter OR _pg_pick STREQUAL _pg_number)))
+      list(APPEND _pg_selected ${_pg_name})
+      set(_pg_matched TRUE)
+    endif()
+  endforeach()
+  if(NOT _pg_matched)
+    set(_pg_chapters "")
+    foreach(_pg_name ${PATCHGRAD_EXERCISE_NAMES})
+      list(APPEND _pg_chapters ${PATCHGRAD_EXERCISE_CHAPTER_${_pg_name}})
     endforeach()
-    string(APPEND out "${head}"
-           "${indent}// TODO(exercise ${name}): write this part; the task is in ${where}, section Exercises.\n"
-           "${indent}throw std::logic_error(\"exercise ${name}: not implemented yet (student/${rel})\");\n")
-  endwhile()
-  string(APPEND out "${rest}")
-  file(WRITE ${CMAKE_SOURCE_DIR}/student/${rel}.tmp "${out}")
-  file(RENAME ${CMAKE_SOURCE_DIR}/student/${rel}.tmp ${CMAKE_SOURCE_DIR}/student/${rel})
+    list(REMOVE_DUPLICATES _pg_chapters)
+    string(REPLACE ";" ", " _pg_names_text "${PATCHGRAD_EXERCISE_NAMES}")
+    string(REPLACE ";" ", " _pg_chapters_text "${_pg_chapters}")
+    message(FATAL_ERROR "PATCHGRAD_EXERCISES: '${_pg_pick}' is neither an exercise nor a chapter with exercises "
+                        "(nor `all`). Exercises: ${_pg_names_text}. Chapters: ${_pg_chapters_text}.")
+  endif()
+endforeach()
+set(PATCHGRAD_STUDENT_EXERCISES "")
+set(PATCHGRAD_STUDENT_SOURCES "")
+set(_pg_i 0)
+foreach(_pg_name ${PATCHGRAD_EXERCISE_NAMES})
+  list(GET PATCHGRAD_EXERCISE_FILES ${_pg_i} _pg_file)
+  math(EXPR _pg_i "${_pg_i} + 1")
+  if(_pg_name IN_LIST _pg_selected)
+    list(APPEND PATCHGRAD_STUDENT_EXERCISES ${_pg_name})
+    list(APPEND PATCHGRAD_STUDENT_SOURCES ${_pg_file})
+  endif()
+endforeach()
+list(REMOVE_DUPLICATES PATCHGRAD_STUDENT_SOURCES)
+
+# _patchgrad_split(VAR NAME): splits the text in variable VAR at exercise NAME's region into
+# _pg_before (up to and including the opening marker line), _pg_body and _pg_after (from the
+# closing marker line on), and sets _pg_indent to the marker's indentation; _pg_found is FALSE
+# when the text has no such region. Works on the whole text with string(FIND/SUBSTRING), so
+# that the code's semicolons and brackets pass through untouched.
+function(_patchgrad_split var name)
+  set(text "${${var}}")
+  set(_pg_found FALSE PARENT_SCOPE)
+  string(REGEX MATCH "(^|\n)[ \t]*// \\[exercise:${name}\\][ \t]*\n" marker "${text}")
+  if(marker STREQUAL "")
+    return()
+  endif()
+  string(FIND "${marker}" "//" slashes)
+  string(SUBSTRING "${marker}" 0 ${slashes} indent)
+  string(REGEX REPLACE "^\n" "" indent "${indent}")
+  string(FIND "${text}" "${marker}" pos)
+  string(LENGTH "${marker}" len)
+  math(EXPR len "${pos} + ${len}")
+  string(SUBSTRING "${text}" 0 ${len} before)
+  string(SUBSTRING "${text}" ${len} -1 after)
+  string(FIND "${after}" "// [/exercise:${name}]" close)
+  string(SUBSTRING "${after}" 0 ${close} body)
+  string(FIND "${body}" "\n" nl REVERSE)
+  math(EXPR nl "${nl} + 1")
+  string(SUBSTRING "${after}" 0 ${nl} body)
+  string(SUBSTRING "${after}" ${nl} -1 after)
+  set(_pg_found TRUE PARENT_SCOPE)
+  set(_pg_indent "${indent}" PARENT_SCOPE)
+  set(_pg_before "${before}" PARENT_SCOPE)
+  set(_pg_body "${body}" PARENT_SCOPE)
+  set(_pg_after "${after}" PARENT_SCOPE)
+endfunction()
+
+# _patchgrad_stub(NAME REL INDENT OUT): the stub standing for exercise NAME in student/REL.
+function(_patchgrad_stub name rel indent out)
+  # Point the student at the chapter that sets the exercise.
+  set(where "tutorials/README.md")
+  if(NOT PATCHGRAD_EXERCISE_CHAPTER_${name} STREQUAL "")
+    set(where "tutorials/${PATCHGRAD_EXERCISE_CHAPTER_${name}}/README.md")
+  endif()
+  set(${out} "${indent}// TODO(exercise ${name}): write this part; the task is in ${where}, section Exercises.\n${indent}throw std::logic_error(\"exercise ${name}: not implemented yet (student/${rel})\");\n" PARENT_SCOPE)
+endfunction()
+
+# _patchgrad_sync_student_copy(REL): makes student/REL follow the selection without losing
+# anything a student wrote. A new copy is the original with each selected region's body
+# replaced by a stub. In an existing copy, a selected region that still holds the exact
+# reference code becomes a stub, and a region no longer selected that still holds the exact
+# stub gets the reference code back; a region holding anything else is the student's and is
+# left alone. Appends REL to _pg_created or _pg_updated.
+function(_patchgrad_sync_student_copy rel)
+  set(copy_path ${CMAKE_SOURCE_DIR}/student/${rel})
+  file(READ ${CMAKE_SOURCE_DIR}/${rel} original)
+  if(EXISTS ${copy_path})
+    file(READ ${copy_path} text)
+    set(fresh FALSE)
+  else()
+    set(text "// Student copy of ${rel}, made by the PATCHGRAD_STUDENT build. A selected exercise's region\n")
+    string(APPEND text "// throws until you write it; `cmake --build <build dir> --target grade` grades it. To start\n")
+    string(APPEND text "// over, delete this file and re-run cmake (it copies ${rel} again).\n")
+    string(APPEND text "#include <stdexcept>  // std::logic_error, thrown by the exercise stubs\n${original}")
+    set(fresh TRUE)
+  endif()
+  set(changes "")
+  set(i 0)
+  foreach(name ${PATCHGRAD_EXERCISE_NAMES})
+    list(GET PATCHGRAD_EXERCISE_FILES ${i} file)
+    math(EXPR i "${i} + 1")
+    if(NOT file STREQUAL rel)
+      continue()
+    endif()
+    _patchgrad_split(original ${name})
+    set(reference "${_pg_body}")
+    _patchgrad_split(text ${name})
+    if(NOT _pg_found)
+      message(WARNING "student/${rel} has no region for exercise '${name}' (added to ${rel} after your copy was "
+                      "made): it grades the reference code there. Delete student/${rel} and re-run cmake to get a "
+                      "fresh copy (your changes in it are lost).")
+      continue()
+    endif()
+    _patchgrad_stub(${name} ${rel} "${_pg_indent}" stub)
+    if(name IN_LIST PATCHGRAD_STUDENT_EXERCISES AND _pg_body STREQUAL reference)
+      set(text "${_pg_before}${stub}${_pg_after}")
+      list(APPEND changes "stubbed ${name}")
+    elseif(NOT name IN_LIST PATCHGRAD_STUDENT_EXERCISES AND _pg_body STREQUAL stub)
+      set(text "${_pg_before}${reference}${_pg_after}")
+      list(APPEND changes "restored the reference code of ${name}")
+    endif()
+  endforeach()
+  if(fresh OR changes)
+    file(WRITE ${copy_path}.tmp "${text}")
+    file(RENAME ${copy_path}.tmp ${copy_path})
+  endif()
+  if(fresh)
+    set(_pg_created ${_pg_created} student/${rel} PARENT_SCOPE)
+  elseif(changes)
+    string(REPLACE ";" ", " changes "${changes}")
+    set(_pg_updated ${_pg_updated} "student/${rel} (${changes})" PARENT_SCOPE)
+  endif()
 endfunction()
 
 if(PATCHGRAD_STUDENT)
   set(_pg_created "")
-  set(_pg_kept "")
+  set(_pg_updated "")
   foreach(_pg_rel ${PATCHGRAD_EXERCISE_SOURCES})
-    if(EXISTS ${CMAKE_SOURCE_DIR}/student/${_pg_rel})
-      list(APPEND _pg_kept student/${_pg_rel})
-      # An exercise added to the original after the copy was made has no stub in the copy.
-      file(READ ${CMAKE_SOURCE_DIR}/student/${_pg_rel} _pg_copy)
-      set(_pg_i 0)
-      foreach(_pg_name ${PATCHGRAD_EXERCISE_NAMES})
-        list(GET PATCHGRAD_EXERCISE_FILES ${_pg_i} _pg_file)
-        math(EXPR _pg_i "${_pg_i} + 1")
-        string(FIND "${_pg_copy}" "// [exercise:${_pg_name}]" _pg_at)
-        if(_pg_file STREQUAL _pg_rel AND _pg_at EQUAL -1)
-          message(WARNING "student/${_pg_rel} has no region for exercise '${_pg_name}' (added to ${_pg_rel} after "
-                          "your copy was made): it grades the reference code there. Delete student/${_pg_rel} "
-                          "and re-run cmake to get a fresh copy (your changes in it are lost).")
-        endif()
-      endforeach()
-    else()
-      _patchgrad_write_student_copy(${_pg_rel})
-      list(APPEND _pg_created student/${_pg_rel})
+    # A file with a selected exercise gets a copy; an existing copy holds the student's work on
+    # earlier exercises, so it stays in use whatever the selection.
+    if(_pg_rel IN_LIST PATCHGRAD_STUDENT_SOURCES OR EXISTS ${CMAKE_SOURCE_DIR}/student/${_pg_rel})
+      _patchgrad_sync_student_copy(${_pg_rel})
+      list(APPEND PATCHGRAD_STUDENT_SOURCES ${_pg_rel})
     endif()
   endforeach()
-  list(LENGTH PATCHGRAD_EXERCISE_NAMES _pg_count)
-  message(STATUS "PATCHGRAD_STUDENT: ${_pg_count} exercises in ${CMAKE_SOURCE_DIR}/student/")
-  if(_pg_created)
-    string(REPLACE ";" ", " _pg_list "${_pg_created}")
-    message(STATUS "PATCHGRAD_STUDENT: created ${_pg_list}")
-  endif()
-  if(_pg_kept)
-    string(REPLACE ";" ", " _pg_list "${_pg_kept}")
-    message(STATUS "PATCHGRAD_STUDENT: kept your ${_pg_list} (delete a file and re-run cmake to start it over)")
-  endif()
+  list(REMOVE_DUPLICATES PATCHGRAD_STUDENT_SOURCES)
+  list(SORT PATCHGRAD_STUDENT_SOURCES)
+  list(LENGTH PATCHGRAD_STUDENT_EXERCISES _pg_count)
+  list(LENGTH PATCHGRAD_EXERCISE_NAMES _pg_all)
+  string(REPLACE ";" ", " _pg_list "${PATCHGRAD_STUDENT_EXERCISES}")
+  message(STATUS "PATCHGRAD_STUDENT: ${_pg_count} of ${_pg_all} exercises selected "
+                 "(PATCHGRAD_EXERCISES=${PATCHGRAD_EXERCISES}): ${_pg_list}")
+  foreach(_pg_what created updated)
+    if(_pg_${_pg_what})
+      string(REPLACE ";" "; " _pg_list "${_pg_${_pg_what}}")
+      message(STATUS "PATCHGRAD_STUDENT: ${_pg_what} ${_pg_list}")
+    endif()
+  endforeach()
+  string(REPLACE ";" ", " _pg_list "${PATCHGRAD_STUDENT_SOURCES}")
+  message(STATUS "PATCHGRAD_STUDENT: compiling student/ copies of ${_pg_list}")
 endif()
 
 # patchgrad_use_student_copies(TARGET): in the student build, TARGET compiles student/<path>
-# instead of each of its sources that holds exercises, with the original's folder on the
+# instead of each of its sources that has a copy (PATCHGRAD_STUDENT_SOURCES), with the original's folder on the
 # include path so the copy's `#include "ops.h"` still resolves. The stubs leave variables
 # unused, so those files build without -Werror and unused-variable warnings.
 function(patchgrad_use_student_copies target)
@@ -181,7 +299,7 @@ function(patchgrad_use_student_copies target)
   foreach(source ${sources})
     get_filename_component(absolute ${source} ABSOLUTE)
     file(RELATIVE_PATH rel ${CMAKE_SOURCE_DIR} ${absolute})
-    if(rel IN_LIST PATCHGRAD_EXERCISE_SOURCES)
+    if(rel IN_LIST PATCHGRAD_STUDENT_SOURCES)
       set(copy ${CMAKE_SOURCE_DIR}/student/${rel})
       list(APPEND replaced ${copy})
       get_filename_component(original_dir ${absolute} DIRECTORY)

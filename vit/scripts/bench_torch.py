@@ -30,6 +30,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 # vit_config() in vit/vision_transformer.cpp; the script checks that patchgrad reports the same.
 CONFIGS = {
+    "cifar-micro": dict(patch_size=4, dim=96, depth=4, heads=4, mlp_dim=192),
     "cifar-tiny": dict(patch_size=4, dim=128, depth=6, heads=4, mlp_dim=256),
     "cifar-small": dict(patch_size=4, dim=192, depth=6, heads=3, mlp_dim=384),
 }

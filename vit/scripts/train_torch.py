@@ -1,0 +1,241 @@
+"""The same CIFAR-10 training recipe in PyTorch, for the README's results table.
+
+Run by hand from the repository root with Debian's PyTorch (python3-torch 1.13, for the system
+Python):
+
+    /usr/bin/python3 vit/scripts/train_torch.py --data ../shared/cifar10 [--preset quick]
+        [--threads 1] [--epochs E] [--seed 0] [--out runs/torch-quick]
+
+It reads the recipe from patchgrad's preset table (kPresets in vit/trainer.cpp) and the model
+shape from bench_torch.py's CONFIGS (which bench_torch.py checks against patchgrad), so the two
+cannot drift apart. It trains the independent timm-style ViT of make_golden.py with what
+`patchgrad train --preset NAME` does:
+  - 5,000 validation images carved from the 50,000 training images, 500 per class (a seeded
+    shuffle within each class, like datasets/split.cpp, but not the same images);
+  - per-channel normalisation with CIFAR-10's mean and pixel std (datasets/normalize.h);
+  - each epoch a fresh shuffle, batches of `batch`, the last one partial (no drop-last);
+  - random 32x32 crop of the image zero-padded by 4, horizontal flip with probability 1/2;
+  - truncated-normal(0.02) weights, class token and position embedding; zero biases;
+  - AdamW (betas 0.9/0.999, eps 1e-8) with no weight decay on biases, LayerNorm parameters,
+    class token and position embedding; per-step linear warmup then cosine to min_lr
+    (autograd/lr_schedule.cpp); cross-entropy with label smoothing; optional gradient clipping.
+It prints one line per epoch, then the test accuracy and wall time, and writes metrics.csv and
+results.json to --out. Recipes using RandAugment, erasing, mixup, cutmix, drop path or dropout
+are refused (this script does not implement them).
+"""
+
+import argparse
+import csv
+import json
+import math
+import os
+import re
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+from bench_torch import CONFIGS  # noqa: E402
+from make_golden import ViT  # noqa: E402
+
+MEAN = (0.4914, 0.4822, 0.4465)
+STD = (0.2470, 0.2435, 0.2616)
+PRESET_FIELDS = ["name", "config", "epochs", "batch", "optimizer", "lr", "weight_decay", "warmup_epochs", "schedule",
+                 "min_lr", "label_smoothing", "clip_grad", "augment", "rand_augment", "erasing", "mixup", "cutmix",
+                 "drop_path", "dropout"]
+
+
+def read_presets():
+    """kPresets of vit/trainer.cpp, the region between its [snippet:presets] markers."""
+    with open(os.path.join(ROOT, "vit", "trainer.cpp")) as f:
+        text = f.read()
+    region = text.split("// [snippet:presets]")[1].split("// [/snippet:presets]")[0]
+    region = re.sub(r"//[^\n]*", "", region)
+    presets = {}
+    for row in re.findall(r"\{([^{}]*)\}", region):
+        values = [v.strip() for v in row.split(",") if v.strip()]
+        if len(values) != len(PRESET_FIELDS):
+            sys.exit("train_torch.py: cannot read a kPresets row of vit/trainer.cpp: {%s}" % row)
+        p = {k: (v.strip('"') if v.startswith('"') else float(v)) for k, v in zip(PRESET_FIELDS, values)}
+        presets[p["name"]] = p
+    return presets
+
+
+def read_cifar(path):
+    """A CIFAR-10 binary file -> (images uint8 [N, 3, 32, 32], labels int64 [N])."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) == 0 or len(data) % 3073 != 0:
+        sys.exit("train_torch.py: %s: %d bytes is not a whole number of 3,073-byte CIFAR-10 records"
+                 % (path, len(data)))
+    records = torch.frombuffer(bytearray(data), dtype=torch.uint8).view(-1, 3073)
+    return records[:, 1:].reshape(-1, 3, 32, 32).clone(), records[:, 0].long()
+
+
+def stratified_split(labels, per_class, generator):
+    """Indices (train, validation): per_class validation images of every class."""
+    validation = []
+    for c in range(10):
+        members = (labels == c).nonzero().flatten()
+        validation.append(members[torch.randperm(len(members), generator=generator)[:per_class]])
+    validation = torch.cat(validation).sort().values
+    keep = torch.ones(len(labels), dtype=torch.bool)
+    keep[validation] = False
+    return keep.nonzero().flatten(), validation
+
+
+def normalise(images):
+    mean = torch.tensor(MEAN).view(1, 3, 1, 1)
+    std = torch.tensor(STD).view(1, 3, 1, 1)
+    return (images.float() / 255 - mean) / std
+
+
+def crop_flip(images, generator):
+    """Random 32x32 crops of the images zero-padded by 4, each flipped with probability 1/2."""
+    padded = F.pad(images, (4, 4, 4, 4))
+    offsets = torch.randint(0, 9, (len(images), 2), generator=generator)
+    flips = torch.rand(len(images), generator=generator) < 0.5
+    out = torch.empty_like(images)
+    for i in range(len(images)):
+        top, left = offsets[i].tolist()
+        crop = padded[i, :, top:top + 32, left:left + 32]
+        out[i] = crop.flip(2) if flips[i] else crop
+    return out
+
+
+def lr_at(step, p, total, warmup):
+    """autograd/lr_schedule.cpp's LRSchedule::lr_at for the cosine and constant kinds."""
+    if step < warmup:
+        return p["lr"] * (step + 1) / warmup
+    if p["schedule"] == "constant":
+        return p["lr"]
+    progress = min((step - warmup) / max(total - warmup, 1), 1.0)
+    return p["min_lr"] + (p["lr"] - p["min_lr"]) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def evaluate(model, images, labels, batch=500):
+    model.eval()
+    correct, loss = 0, 0.0
+    with torch.no_grad():
+        for i in range(0, len(images), batch):
+            logits = model(normalise(images[i:i + batch]))
+            loss += F.cross_entropy(logits, labels[i:i + batch], reduction="sum").item()
+            correct += (logits.argmax(1) == labels[i:i + batch]).sum().item()
+    model.train()
+    return loss / len(images), correct / len(images)
+
+
+def main():
+    presets = read_presets()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", default=os.environ.get("PATCHGRAD_DATA"),
+                        help="folder with data_batch_1..5.bin and test_batch.bin (default: $PATCHGRAD_DATA)")
+    parser.add_argument("--preset", default="quick", choices=sorted(presets))
+    parser.add_argument("--epochs", type=int, help="override the preset's epochs (a shorter trial)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch.set_num_threads (default 1: PyTorch 1.13 is faster with 1 than 2 on this machine)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", help="folder for metrics.csv and results.json (default: runs/torch-PRESET)")
+    args = parser.parse_args()
+    if not args.data:
+        parser.error("--data DIR (or PATCHGRAD_DATA) is required")
+    p = dict(presets[args.preset])
+    if args.epochs is not None:
+        if args.epochs < 1:
+            parser.error("--epochs must be at least 1, got %d" % args.epochs)
+        p["epochs"] = args.epochs
+    unsupported = [k for k in ("erasing", "mixup", "cutmix", "drop_path", "dropout") if p[k] != 0]
+    if p["rand_augment"] != "none":
+        unsupported.append("rand_augment")
+    if p["optimizer"] != "adamw" or p["schedule"] not in ("cosine", "constant") or unsupported:
+        sys.exit("train_torch.py: preset %s uses %s, which this script does not implement"
+                 % (args.preset, ", ".join(unsupported + [p["optimizer"], p["schedule"]])))
+    out = args.out or os.path.join("runs", "torch-" + args.preset)
+    os.makedirs(out, exist_ok=True)
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    generator = torch.Generator().manual_seed(args.seed)
+    parts = [read_cifar(os.path.join(args.data, "data_batch_%d.bin" % i)) for i in range(1, 6)]
+    images, labels = torch.cat([x for x, _ in parts]), torch.cat([y for _, y in parts])
+    test_images, test_labels = read_cifar(os.path.join(args.data, "test_batch.bin"))
+    train_idx, val_idx = stratified_split(labels, 500, generator)
+    train_images, train_labels = images[train_idx], labels[train_idx]
+    val_images, val_labels = images[val_idx], labels[val_idx]
+
+    c = dict(image_height=32, image_width=32, channels=3, num_classes=10, layer_norm_eps=1e-6, pool="cls",
+             head="linear", qkv_bias=True, gelu="none", learnable_pos_embed=True, **CONFIGS[p["config"]])
+    model = ViT(c)
+    decay, no_decay = [], []
+    for name, q in model.named_parameters():
+        exempt = q.ndim <= 1 or name.endswith(".bias") or name in ("cls_token", "pos_embed")
+        if name.endswith(".bias"):
+            torch.nn.init.zeros_(q)
+        elif q.ndim >= 2 or name in ("cls_token", "pos_embed"):
+            torch.nn.init.trunc_normal_(q, std=0.02, a=-2, b=2)
+        (no_decay if exempt else decay).append(q)
+    optimizer = torch.optim.AdamW([{"params": decay}, {"params": no_decay, "weight_decay": 0.0}], lr=p["lr"],
+                                  betas=(0.9, 0.999), eps=1e-8, weight_decay=p["weight_decay"])
+    batch = int(p["batch"])
+    steps_per_epoch = math.ceil(len(train_images) / batch)
+    total = int(p["epochs"]) * steps_per_epoch
+    warmup = min(round(p["warmup_epochs"] * steps_per_epoch), total)
+    print("PyTorch %s, %d thread(s): preset %s, %s %s, %d parameters, %d epochs of %d steps; %d training, "
+          "%d validation, %d test images" % (torch.__version__, args.threads, args.preset, p["config"], CONFIGS[p["config"]],
+                                             sum(q.numel() for q in model.parameters()), p["epochs"], steps_per_epoch,
+                                             len(train_images), len(val_images), len(test_images)), flush=True)
+
+    start = time.time()
+    step = 0
+    rows = []
+    for epoch in range(int(p["epochs"])):
+        order = torch.randperm(len(train_images), generator=generator)
+        seen, correct, loss_sum = 0, 0, 0.0
+        for i in range(0, len(order), batch):
+            idx = order[i:i + batch]
+            x = crop_flip(train_images[idx], generator) if p["augment"] == "crop-flip" else train_images[idx]
+            y = train_labels[idx]
+            for group in optimizer.param_groups:
+                group["lr"] = lr_at(step, p, total, warmup)
+            logits = model(normalise(x))
+            loss = F.cross_entropy(logits, y, label_smoothing=p["label_smoothing"])
+            loss.backward()
+            if p["clip_grad"] > 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), p["clip_grad"])
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            step += 1
+            seen += len(idx)
+            loss_sum += loss.item() * len(idx)
+            correct += (logits.argmax(1) == y).sum().item()
+        val_loss, val_acc = evaluate(model, val_images, val_labels)
+        elapsed = time.time() - start
+        rows.append(dict(epoch=epoch + 1, train_loss=loss_sum / seen, train_acc=correct / seen, val_loss=val_loss,
+                         val_acc=val_acc, lr=optimizer.param_groups[0]["lr"], elapsed_s=elapsed))
+        print("epoch %d/%d: train loss %.4f acc %.1f%% | validation loss %.4f acc %.2f%% | elapsed %.0f s"
+              % (epoch + 1, p["epochs"], loss_sum / seen, 100 * correct / seen, val_loss, 100 * val_acc, elapsed),
+              flush=True)
+    test_loss, test_acc = evaluate(model, test_images, test_labels)
+    wall = time.time() - start
+    print("test accuracy %.2f%% (loss %.4f) after %d epochs, %.0f s" % (100 * test_acc, test_loss, p["epochs"], wall))
+
+    with open(os.path.join(out, "metrics.csv.tmp"), "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(os.path.join(out, "metrics.csv.tmp"), os.path.join(out, "metrics.csv"))
+    results = dict(preset=args.preset, config=p["config"], epochs=p["epochs"], threads=args.threads,
+                   torch=torch.__version__, parameters=sum(q.numel() for q in model.parameters()),
+                   test_accuracy=test_acc, test_loss=test_loss, wall_seconds=wall)
+    with open(os.path.join(out, "results.json.tmp"), "w") as f:
+        json.dump(results, f, indent=2)
+    os.replace(os.path.join(out, "results.json.tmp"), os.path.join(out, "results.json"))
+    print("results: %s" % os.path.join(out, "results.json"))
+
+
+if __name__ == "__main__":
+    main()

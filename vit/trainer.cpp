@@ -411,17 +411,6 @@ EpochRecord parse_csv_row(const std::string& line, const std::string& where) {
     return r;
 }
 
-Series series(const std::string& name, const std::vector<EpochRecord>& history, double EpochRecord::*field,
-              double scale) {
-    Series s;
-    s.name = name;
-    for (const EpochRecord& r : history) {
-        s.x.push_back(double(r.epoch));
-        s.y.push_back(r.*field * scale);
-    }
-    s.points = history.size() == 1;  // a line through one point would not show
-    return s;
-}
 
 }  // namespace
 
@@ -448,14 +437,26 @@ std::vector<EpochRecord> read_metrics_csv(const std::string& path) {
     return history;
 }
 
+Series epoch_series(const std::string& name, const std::vector<EpochRecord>& history, double EpochRecord::*field,
+                    double scale) {
+    Series s;
+    s.name = name;
+    for (const EpochRecord& r : history) {
+        s.x.push_back(double(r.epoch));
+        s.y.push_back(r.*field * scale);
+    }
+    s.points = history.size() == 1;  // a line through one point would not show
+    return s;
+}
+
 void write_metrics_chart(const std::string& path, const std::vector<EpochRecord>& history) {
     const std::string eval = history.empty() ? "validation" : history.back().eval_set;
     const Image loss = line_chart("loss", "epoch", "cross-entropy",
-                                  {series("train", history, &EpochRecord::train_loss, 1),
-                                   series(eval, history, &EpochRecord::eval_loss, 1)});
+                                  {epoch_series("train", history, &EpochRecord::train_loss, 1),
+                                   epoch_series(eval, history, &EpochRecord::eval_loss, 1)});
     const Image accuracy = line_chart("accuracy", "epoch", "accuracy (%)",
-                                      {series("train", history, &EpochRecord::train_acc, 100),
-                                       series(eval, history, &EpochRecord::eval_acc, 100)});
+                                      {epoch_series("train", history, &EpochRecord::train_acc, 100),
+                                       epoch_series(eval, history, &EpochRecord::eval_acc, 100)});
     save(hconcat({loss, accuracy}, 16), path);
 }
 

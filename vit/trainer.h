@@ -33,6 +33,7 @@
 
 #include "datasets/image_set.h"
 #include "datasets/normalize.h"
+#include "vit/chart.h"
 #include "vit/checkpoint.h"
 #include "vit/vision_transformer.h"
 
@@ -74,11 +75,8 @@ struct TrainOptions {
     int64_t log_every = 0;   // steps between progress lines when not on a terminal; 0 = ~10 per epoch
 };
 
-// The named recipes, kept in one table in trainer.cpp:
-//   default  cifar-small, 100 epochs, AdamW lr 1e-3 wd 0.05, batch 128, warmup 5, cosine,
-//            label smoothing 0.1, crop-flip + rand-m9-n2, drop path 0.1
-//   quick    cifar-tiny, 15 epochs, AdamW lr 2e-3 wd 0.05, batch 128, warmup 1, cosine,
-//            label smoothing 0.1, crop-flip only
+// The named recipes ("default", "quick"), kept in one table in trainer.cpp (kPresets;
+// `patchgrad train --help` prints them).
 // config_name, when not empty, replaces the preset's model (its drop_path and dropout kept).
 // Unknown names throw std::invalid_argument listing the known ones.
 TrainOptions preset_options(const std::string& preset, const std::string& config_name = "");
@@ -146,6 +144,9 @@ constexpr const char* kMetricsHeader =
 // Atomic writes (temporary file, then rename); std::runtime_error naming the path on failure.
 void write_metrics_csv(const std::string& path, const std::vector<EpochRecord>& history);
 void write_metrics_chart(const std::string& path, const std::vector<EpochRecord>& history);
+// One curve of that chart: field * scale against the epoch (scale 100 for accuracies in %).
+Series epoch_series(const std::string& name, const std::vector<EpochRecord>& history, double EpochRecord::*field,
+                    double scale);
 // Throws std::invalid_argument naming the path and line for a file not written by
 // write_metrics_csv.
 std::vector<EpochRecord> read_metrics_csv(const std::string& path);

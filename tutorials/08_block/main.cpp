@@ -59,19 +59,6 @@ std::string first_features(const Tensor& x, int64_t t, int64_t n) {
     return s;
 }
 
-// Fresh weights (trunc-normal std 0.02, zero biases) make both branches of a block tiny, so
-// the block is nearly the identity and differences between two formulas hide in the 4th
-// decimal. For the comparisons below every parameter gets a uniform value in [-0.5, 0.5)
-// instead (plus 1 for LayerNorm weights), like the tests' randomize_parameters.
-void scramble(Module& module, Rng& rng) {
-    for (auto& [name, p] : module.named_parameters()) {
-        const bool ln_weight = name.find("norm") != std::string::npos && name.size() >= 6 &&
-                               name.compare(name.size() - 6, 6, "weight") == 0;
-        real* v = p.data();
-        for (int64_t i = 0; i < p.numel(); ++i) v[i] = real(rng.uniform(-0.5, 0.5)) + (ln_weight ? 1 : 0);
-    }
-}
-
 // ---- 1. one block and its parameters -------------------------------------------------
 void parameters_of_a_block() {
     tutorial::heading("1. one ViTBlock: D = 8, 2 heads, MLP ratio 4");
@@ -126,7 +113,7 @@ void the_mlp() {
     Rng rng(3);
     const int64_t D = 8;
     ViTBlock block(D, 2, mlp_hidden_dim(D, 0, 4), rng, nullptr);
-    scramble(block, rng);
+    tutorial::scramble(block, rng);
     FeedForward& mlp = *block.mlp;
     Tensor x = Tensor::uniform({1, 5, D}, -1, 1, rng);
     Tensor h = mlp.fc1->forward(x);
@@ -233,7 +220,7 @@ void dropout_and_drop_path() {
     for (int64_t b = 0; b < 8; ++b) std::cout << " " << fixed(dropped.at({b, 0, 0}), 1);
     std::cout << "\n";
 
-    scramble(block, rng);
+    tutorial::scramble(block, rng);
     Tensor z = Tensor::uniform({16, 5, D}, -1, 1, rng);
     Tensor trained = block.forward(z);
     int64_t unchanged = 0;
@@ -249,7 +236,7 @@ void seed_000() {
     Rng rng(6);
     const int64_t D = 8;
     ViTBlock block(D, 2, mlp_hidden_dim(D, 0, 4), rng, nullptr);
-    scramble(block, rng);
+    tutorial::scramble(block, rng);
     Tensor x = Tensor::uniform({1, 5, D}, -1, 1, rng);
     // [snippet:seed-000-block]
     // seed 000:  out = self.mhsa(self.layernorm1(x)) + x

@@ -72,17 +72,6 @@ TrainResult run(const TrainOptions& base, const std::string& optimizer, double l
     }
 }
 
-Series curve(const std::string& name, const std::vector<EpochRecord>& history, double EpochRecord::*field,
-             double scale) {
-    Series s;
-    s.name = name;
-    for (const EpochRecord& r : history) {
-        s.x.push_back(double(r.epoch));
-        s.y.push_back(r.*field * scale);
-    }
-    return s;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -295,20 +284,20 @@ int main(int argc, char** argv) {
 
     const int w = 340, h = 230;
     save(hconcat({line_chart("loss (AdamW, lr 0.002)", "epoch", "cross-entropy",
-                             {curve("train", adamw.history, &EpochRecord::train_loss, 1),
-                              curve("validation", adamw.history, &EpochRecord::eval_loss, 1)},
+                             {epoch_series("train", adamw.history, &EpochRecord::train_loss, 1),
+                              epoch_series("validation", adamw.history, &EpochRecord::eval_loss, 1)},
                              w, h),
                   line_chart("accuracy (AdamW, lr 0.002)", "epoch", "accuracy (%)",
-                             {curve("train", adamw.history, &EpochRecord::train_acc, 100),
-                              curve("validation", adamw.history, &EpochRecord::eval_acc, 100)},
+                             {epoch_series("train", adamw.history, &EpochRecord::train_acc, 100),
+                              epoch_series("validation", adamw.history, &EpochRecord::eval_acc, 100)},
                              w, h)},
                  16),
          (fs::path(out) / "training_curves.png").string());
     save(line_chart("validation accuracy by optimizer", "epoch", "accuracy (%)",
-                    {curve("AdamW 0.002", adamw.history, &EpochRecord::eval_acc, 100),
-                     curve("Adam 0.002", adam.history, &EpochRecord::eval_acc, 100),
-                     curve("SGD 0.05", sgd.history, &EpochRecord::eval_acc, 100),
-                     curve("AdamW 0.5", too_high.history, &EpochRecord::eval_acc, 100)},
+                    {epoch_series("AdamW 0.002", adamw.history, &EpochRecord::eval_acc, 100),
+                     epoch_series("Adam 0.002", adam.history, &EpochRecord::eval_acc, 100),
+                     epoch_series("SGD 0.05", sgd.history, &EpochRecord::eval_acc, 100),
+                     epoch_series("AdamW 0.5", too_high.history, &EpochRecord::eval_acc, 100)},
                     420, 260),
          (fs::path(out) / "optimizers.png").string());
     std::printf("\nwrote augment.png, training_curves.png and optimizers.png to %s\n", out.c_str());

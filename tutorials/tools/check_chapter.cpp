@@ -20,32 +20,12 @@
 #include <vector>
 
 #include "chapter_check.h"
+#include "tool_io.h"
 
 namespace fs = std::filesystem;
 using namespace patchgrad::tutorials;
 
 namespace {
-
-std::optional<std::string> read_file(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return std::nullopt;
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-std::string shell_quote(const std::string& s) {
-    std::string q = "'";
-    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return q + "'";
-}
-
-// std::system's result on POSIX is a wait status: exit code in bits 8-15, or a signal number.
-std::string describe_status(int status) {
-    if (status == -1) return "could not be started";
-    if ((status & 0x7f) == 0) return "exit code " + std::to_string((status >> 8) & 0xff);
-    return "killed by signal " + std::to_string(status & 0x7f);
-}
 
 int usage() {
     std::cerr << "usage: tutorial_check_chapter --root REPO --chapter NN_slug [--program EXE --out DIR]\n";

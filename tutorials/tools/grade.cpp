@@ -29,11 +29,15 @@
 #include <vector>
 
 #include "chapter_check.h"
+#include "tool_io.h"
 
 namespace fs = std::filesystem;
 using patchgrad::tutorials::find_regions;
 using patchgrad::tutorials::Problem;
 using patchgrad::tutorials::Region;
+using patchgrad::tutorials::describe_status;
+using patchgrad::tutorials::read_file;
+using patchgrad::tutorials::shell_quote;
 
 namespace {
 
@@ -48,24 +52,6 @@ struct Outcome {
     std::string first_failure;
     bool passed = false;
 };
-
-std::string read_file(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-std::string shell_quote(const std::string& s) {
-    std::string q = "'";
-    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return q + "'";
-}
-
-std::string describe_status(int status) {
-    if ((status & 0x7f) == 0) return "exit code " + std::to_string((status >> 8) & 0xff);
-    return "killed by signal " + std::to_string(status & 0x7f);
-}
 
 std::string xml_unescape(std::string s) {
     const std::pair<const char*, const char*> entities[] = {
@@ -132,7 +118,7 @@ Outcome grade(const Exercise& ex, const std::vector<Exercise>& all, const std::s
                                 shell_quote(xml_file.string()) + " > " + shell_quote(log.string()) + " 2>&1";
     std::cout.flush();
     const int status = std::system(command.c_str());
-    const std::string xml = read_file(xml_file);
+    const std::string xml = read_file(xml_file).value_or("");
 
     Outcome out;
     std::string own_stub = "exercise " + ex.name + ": not implemented yet", other_stub;
@@ -157,7 +143,7 @@ Outcome grade(const Exercise& ex, const std::vector<Exercise>& all, const std::s
     const bool complete = xml.find("</Catch>") != std::string::npos || xml.find("</Catch2TestRun>") != std::string::npos;
 
     double worst = -1;
-    std::istringstream lines(read_file(report));
+    std::istringstream lines(read_file(report).value_or(""));
     for (std::string line; std::getline(lines, line);) {
         const size_t space = line.find_last_of(' ');
         if (space == std::string::npos) continue;
@@ -200,7 +186,7 @@ std::vector<Exercise> scan(const fs::path& root, std::vector<Problem>& problems)
     std::vector<Exercise> found;
     for (const fs::path& f : files) {
         const std::string rel = fs::relative(f, root).generic_string();
-        for (const Region& r : find_regions(read_file(f), rel, problems))
+        for (const Region& r : find_regions(read_file(f).value_or(""), rel, problems))
             if (r.kind == "exercise") found.push_back({r.name, rel});
     }
     return found;

@@ -67,7 +67,7 @@ const std::vector<std::string> kValueFlags = {
 
 void print_help() {
     const TrainOptions d = preset_options("default"), q = preset_options("quick");
-    // "cifar-tiny, 40 epochs, adamw lr 0.001, crop-flip": what --help says about a preset.
+    // "cifar-micro, 16 epochs, adamw lr 0.002, crop-flip": what --help says about a preset.
     const auto recipe_line = [](const TrainOptions& o) {
         std::ostringstream os;
         os << o.config.name << ", " << o.epochs << " epochs, " << o.optimizer << " lr " << o.lr << ", " << o.augment;

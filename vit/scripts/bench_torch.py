@@ -10,7 +10,9 @@ Both sides time the same training step on one random batch: forward, mean cross-
 backward, AdamW (lr 1e-3, weight decay 0.05 on the matrices only, split like timm), and
 zero_grad. PyTorch runs the independent timm-style ViT of vit/scripts/make_golden.py (same
 parameter names, shapes and operations as patchgrad's model) with 1 and with 2 threads
-(torch.set_num_threads); patchgrad runs `patchgrad bench --threads 1` and `--threads 2` (a build
+(torch.set_num_threads; Debian's PyTorch multiplies matrices in OpenBLAS, whose own thread
+pool uses every core unless OPENBLAS_NUM_THREADS is set, so "1 thread" still uses both cores
+in its matmuls); patchgrad runs `patchgrad bench --threads 1` and `--threads 2` (a build
 with OpenBLAS gets OPENBLAS_NUM_THREADS=1 unless the environment sets it). Every measurement is
 its own process, so each peak RSS is that run's alone, and the four alternate, round after
 round, so a slow spell of the machine hits them alike. The summary takes each contender's best

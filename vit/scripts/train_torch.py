@@ -137,7 +137,8 @@ def main():
     parser.add_argument("--preset", default="quick", choices=sorted(presets))
     parser.add_argument("--epochs", type=int, help="override the preset's epochs (a shorter trial)")
     parser.add_argument("--threads", type=int, default=1,
-                        help="torch.set_num_threads (default 1: PyTorch 1.13 is faster with 1 than 2 on this machine)")
+                        help="torch.set_num_threads (default 1: PyTorch's fastest on this machine, where OpenBLAS's "
+                             "own pool still uses every core unless OPENBLAS_NUM_THREADS is set)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", help="folder for metrics.csv and results.json (default: runs/torch-PRESET)")
     args = parser.parse_args()

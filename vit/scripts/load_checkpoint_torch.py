@@ -24,9 +24,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_golden import ViT  # noqa: E402
-
-MEAN = (0.4914, 0.4822, 0.4465)  # datasets/normalize.h
-STD = (0.2470, 0.2435, 0.2616)
+from train_torch import normalise, read_cifar  # noqa: E402
 
 
 def read_safetensors(path):
@@ -68,10 +66,9 @@ def main():
     model.eval()
     print("%s: %d tensors loaded into PyTorch with strict=True" % (args.checkpoint, len(tensors)))
 
-    raw = np.fromfile(os.path.join(args.data, "test_batch.bin"), dtype=np.uint8).reshape(-1, 3073)[:args.images]
-    labels = torch.from_numpy(raw[:, 0].astype(np.int64))
-    x = torch.from_numpy(raw[:, 1:].reshape(-1, 3, 32, 32).astype(np.float32) / 255)
-    x = (x - torch.tensor(MEAN).view(1, 3, 1, 1)) / torch.tensor(STD).view(1, 3, 1, 1)
+    images, labels = read_cifar(os.path.join(args.data, "test_batch.bin"))
+    images, labels = images[:args.images], labels[:args.images]
+    x = normalise(images)
     with torch.no_grad():
         predictions = torch.cat([model(batch).argmax(1) for batch in x.split(500)])
     print("accuracy on the first %d test images: %.2f%%" % (len(labels), 100.0 * (predictions == labels).float().mean()))

@@ -42,7 +42,7 @@ sys.path.insert(0, HERE)
 from bench_torch import CONFIGS  # noqa: E402
 from make_golden import ViT  # noqa: E402
 
-MEAN = (0.4914, 0.4822, 0.4465)
+MEAN = (0.4914, 0.4822, 0.4465)  # datasets/normalize.h; load_checkpoint_torch.py uses these too
 STD = (0.2470, 0.2435, 0.2616)
 PRESET_FIELDS = ["name", "config", "epochs", "batch", "optimizer", "lr", "weight_decay", "warmup_epochs", "schedule",
                  "min_lr", "label_smoothing", "clip_grad", "augment", "rand_augment", "erasing", "mixup", "cutmix",

@@ -1,5 +1,7 @@
 #include "module.h"
 
+#include "autograd/rng.h"
+
 #include <stdexcept>
 
 namespace patchgrad {
@@ -70,6 +72,15 @@ void Module::train(bool on) {
 
 void Module::zero_grad() {
     for (auto& [name, p] : named_parameters()) p.zero_grad();
+}
+
+void scramble_parameters(Module& module, Rng& rng) {
+    for (auto& [name, p] : module.named_parameters()) {
+        const bool ln_weight = name.find("norm") != std::string::npos && name.size() >= 6 &&
+                               name.compare(name.size() - 6, 6, "weight") == 0;
+        real* v = p.data();
+        for (int64_t i = 0; i < p.numel(); ++i) v[i] = static_cast<real>(rng.uniform(-0.5, 0.5)) + (ln_weight ? 1 : 0);
+    }
 }
 
 }  // namespace patchgrad

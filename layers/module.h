@@ -61,6 +61,15 @@ private:
     bool training_ = true;
 };
 
+class Rng;
+
+// Overwrites every parameter with a uniform value in [-0.5, 0.5), plus 1 for LayerNorm
+// weights (names containing "norm" and ending in "weight"). Fresh weights (std 0.02, zero
+// biases, LayerNorm 1/0) make attention nearly uniform and a layer's output nearly constant,
+// which hides the difference between two formulas; the tests and the chapters' comparisons
+// use these values instead.
+void scramble_parameters(Module& module, Rng& rng);
+
 // A module with one tensor in and one out (Linear, LayerNorm, GELU, Dropout, ...): what
 // Sequential chains. Modules with more inputs (attention with a mask) define their own forward.
 class Layer : public Module {

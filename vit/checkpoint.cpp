@@ -113,13 +113,27 @@ void check_format(const Metadata& metadata, const std::string& where) {
 
 // ---- metadata values ---------------------------------------------------------------------
 
-std::string exact_text(double value) {
+namespace {
+
+// The fewest significant digits, from `fewest` up to `most`, whose text reads back as `value`.
+template <class T, class Read>
+std::string shortest_text(T value, int fewest, int most, Read read) {
     char text[40];
-    for (int digits = 15; digits <= 17; ++digits) {
-        std::snprintf(text, sizeof text, "%.*g", digits, value);
-        if (std::strtod(text, nullptr) == value) break;
+    for (int digits = fewest; digits <= most; ++digits) {
+        std::snprintf(text, sizeof text, "%.*g", digits, double(value));
+        if (read(text) == value) break;
     }
     return text;
+}
+
+}  // namespace
+
+std::string exact_text(double value) {
+    return shortest_text(value, 15, 17, [](const char* text) { return std::strtod(text, nullptr); });
+}
+
+std::string exact_text(float value) {
+    return shortest_text(value, 6, 9, [](const char* text) { return std::strtof(text, nullptr); });
 }
 
 double parse_double(const std::string& text, const std::string& where, const std::string& key) {

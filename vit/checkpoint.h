@@ -101,11 +101,12 @@ Metadata config_to_metadata(const ViTConfig& config);
 ViTConfig config_from_metadata(const Metadata& fields, const std::string& where);
 
 // ---- metadata values -------------------------------------------------------------------
-// Text that reads back to exactly the same value: integers in decimal, doubles in the
-// shortest form that round-trips ("0.001", "0.10000000000000001" never appears), bools as
-// "true"/"false". The parse functions throw std::invalid_argument
-// "<where>: <key> '<text>' is not <what was expected>".
+// Text that reads back to exactly the same value: integers in decimal, doubles and floats in
+// the shortest form that round-trips in their own type ("0.001", and 0.1f as "0.1": neither
+// "0.10000000000000001" nor "0.10000000149011612" appears), bools as "true"/"false". The parse
+// functions throw std::invalid_argument "<where>: <key> '<text>' is not <what was expected>".
 std::string exact_text(double value);
+std::string exact_text(float value);
 double parse_double(const std::string& text, const std::string& where, const std::string& key);
 int64_t parse_int64(const std::string& text, const std::string& where, const std::string& key);
 uint64_t parse_uint64(const std::string& text, const std::string& where, const std::string& key);
@@ -118,7 +119,7 @@ std::string metadata_text(const T& value) {
     if constexpr (std::is_same_v<T, std::string>) return value;
     else if constexpr (std::is_same_v<T, bool>) return value ? "true" : "false";
     else if constexpr (std::is_same_v<T, GeluApproximation>) return value == GeluApproximation::Tanh ? "tanh" : "none";
-    else if constexpr (std::is_floating_point_v<T>) return exact_text(double(value));
+    else if constexpr (std::is_floating_point_v<T>) return exact_text(value);
     else return std::to_string(value);
 }
 

@@ -74,7 +74,7 @@ TEST_CASE("checkpoint: weights, config, optimizer state, position and RNG state 
     const std::string path = dir.file("last.safetensors");
     VisionTransformer model(unusual_config(), 4);
     Rng rng(2);
-    randomize_parameters(model, rng);
+    scramble_parameters(model, rng);
     AdamW optimizer(split_weight_decay(model.named_parameters()), 1e-3, {0.9, 0.999}, 1e-8, 0.05);
     take_a_step(model, optimizer);
     const TrainingState state = some_state();
@@ -153,7 +153,12 @@ TEST_CASE("checkpoint: metadata numbers are written to read back exactly", "[che
         CHECK(parse_double(exact_text(v), "test", "v") == v);
     CHECK(exact_text(0.001) == "0.001");
     CHECK(exact_text(0.05) == "0.05");
-    CHECK(exact_text(100) == "100");
+    CHECK(exact_text(100.0) == "100");
+    // A float (drop path, dropout, LayerNorm eps) in its own shortest form, not its double's.
+    for (float v : {0.1f, 1e-6f, 1.0f / 3.0f, 0.0f, 3.4e38f, 1e-45f})
+        CHECK(static_cast<float>(parse_double(exact_text(v), "test", "v")) == v);
+    CHECK(exact_text(0.1f) == "0.1");
+    CHECK(exact_text(1e-6f) == "1e-06");
     CHECK(std::isnan(parse_double(exact_text(std::nan("")), "test", "v")));
     CHECK(parse_uint64("18446744073709551615", "w", "k") == 18446744073709551615ull);
     CHECK(parse_int64("-42", "w", "k") == -42);

@@ -101,7 +101,7 @@ TEST_CASE("inspect: cosine_similarity_matrix against hand values; symmetric with
     // A model's position embeddings: rows 1..N of the table (the class token left out).
     Rng rng(3);
     VisionTransformer model(small_config(), 1);
-    randomize_parameters(model, rng);
+    scramble_parameters(model, rng);
     const Matrix pos = patch_position_embeddings(model);
     REQUIRE(pos.rows == small_config().num_patches());
     REQUIRE(pos.cols == small_config().dim);
@@ -129,7 +129,7 @@ TEST_CASE("inspect: cosine_similarity_matrix against hand values; symmetric with
 TEST_CASE("inspect: recorded attention rows sum to 1, and the model's mode is restored", "[vit][inspect]") {
     Rng rng(5);
     VisionTransformer model(tiny_config(), 2);
-    randomize_parameters(model, rng);
+    scramble_parameters(model, rng);
     model.train();
     const ImageSet set = synthetic_cifar10(3, 4);
     const std::vector<Tensor> maps = record_attention_maps(model, to_tensor(set, ChannelStats::cifar10()));
@@ -430,7 +430,7 @@ TEST_CASE("inspect: write_inspection writes the five pictures as PNGs of the dra
     TempDir dir;
     Rng rng(12);
     VisionTransformer model(tiny_config(), 3);
-    randomize_parameters(model, rng);
+    scramble_parameters(model, rng);
     const ImageSet set = synthetic_cifar10(10, 5);
     InspectOptions options;
     options.image = 7;
@@ -482,7 +482,7 @@ TEST_CASE("inspect: a non-square image and a grid that is not square draw withou
     TempDir dir;
     Rng rng(13);
     VisionTransformer model(small_config(), 6);  // 8x12 images, patch 4: 2 rows of 3
-    randomize_parameters(model, rng);
+    scramble_parameters(model, rng);
     const ImageSet set = random_images(3, 3, 8, 12, 5, 4);
     InspectOptions options;
     options.image = 2;
@@ -541,7 +541,7 @@ TEST_CASE("inspect: a model rebuilt from a checkpoint is inspected like the orig
     TempDir dir;
     Rng rng(14);
     VisionTransformer model(tiny_config(), 3);
-    randomize_parameters(model, rng);
+    scramble_parameters(model, rng);
     save_checkpoint(dir.file("best.safetensors"), model, TrainingState{}, {});
     const Checkpoint checkpoint = load_checkpoint(dir.file("best.safetensors"));
     VisionTransformer rebuilt(checkpoint.config, 0);

@@ -71,7 +71,7 @@ TEST_CASE("PatchEmbedding: Conv2d with kernel = stride = P gives the same output
         INFO("B " << k.B << " C " << k.C << " H " << k.H << " W " << k.W << " P " << k.P << " D " << k.D);
         Rng rng(11);
         PatchEmbedding embed(k.C, k.P, k.D, rng);
-        randomize_parameters(embed, rng);
+        scramble_parameters(embed, rng);
         Tensor x = rand_tensor({k.B, k.C, k.H, k.W}, rng, -1, 1, false);
         // The one reshape between the two forms: proj.weight [D, C*P*P] <-> conv weight [D, C, P, P].
         Tensor conv_weight = reshape(embed.proj->weight, {k.D, k.C, k.P, k.P});
@@ -85,7 +85,7 @@ TEST_CASE("PatchEmbedding: seeds 002/003's (p1 p2 c) flattening needs E's column
     const int64_t B = 2, C = 3, H = 8, W = 12, P = 4, D = 5;
     Rng rng(12);
     PatchEmbedding embed(C, P, D, rng);
-    randomize_parameters(embed, rng);
+    scramble_parameters(embed, rng);
     Tensor x = rand_tensor({B, C, H, W}, rng, -1, 1, false);
     Tensor conv_weight = reshape(embed.proj->weight, {D, C, P, P});
     Tensor conv = conv_output_to_tokens(conv2d_kernel_equals_stride(x, conv_weight, embed.proj->bias, P));
@@ -99,7 +99,7 @@ TEST_CASE("PatchEmbedding: seeds 002/003's (p1 p2 c) flattening needs E's column
 TEST_CASE("PatchEmbedding: gradcheck w.r.t. images, weight and bias", "[vit][layer:PatchEmbedding][gradcheck]") {
     Rng rng(13);
     PatchEmbedding embed(3, 4, 5, rng);
-    randomize_parameters(embed, rng);
+    scramble_parameters(embed, rng);
     check_gradients([&](const std::vector<Tensor>& xs) { return embed(xs[0]); },
                     {rand_tensor({2, 3, 8, 12}, rng), embed.proj->weight, embed.proj->bias});
 }

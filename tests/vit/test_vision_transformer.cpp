@@ -26,7 +26,7 @@ void check_vit_gradients(const std::string& pool, const std::string& head, const
     c.head = head;
     VisionTransformer model(c, 20);
     Rng rng(21);
-    randomize_parameters(model, rng);
+    scramble_parameters(model, rng);
     std::vector<Tensor> inputs{small_images(22)};
     for (const Tensor& p : model.parameters()) inputs.push_back(p);
     check_gradients([&](const std::vector<Tensor>& xs) { return model.forward(xs[0], mask); }, inputs);
@@ -98,7 +98,7 @@ TEST_CASE("VisionTransformer: forward is eqs. (1)-(4) composed from the children
             c.head = head;
             VisionTransformer model(c, 2);
             Rng rng(3);
-            randomize_parameters(model, rng);
+            scramble_parameters(model, rng);
             Tensor images = small_images(4, 3);
 
             Tensor z = model.patch_embed->forward(images);
@@ -126,7 +126,7 @@ TEST_CASE("VisionTransformer: images in a batch do not interact",
     c.pool = "mean";
     VisionTransformer model(c, 7);
     Rng rng(8);
-    randomize_parameters(model, rng);
+    scramble_parameters(model, rng);
     Tensor images = small_images(9, 3);
     Tensor batched = model.forward(images, kMask);
     for (int64_t b = 0; b < 3; ++b)
@@ -137,7 +137,7 @@ TEST_CASE("VisionTransformer: a hidden patch does not change the logits; a visib
           "[vit][layer:VisionTransformer][forward]") {
     VisionTransformer model(small_config(), 10);
     Rng rng(11);
-    randomize_parameters(model, rng);
+    scramble_parameters(model, rng);
     Tensor images = small_images(12, 1);
     Tensor before = model.forward(images, kMask);
     Tensor changed = images.detach();
@@ -184,7 +184,7 @@ TEST_CASE("VisionTransformer: gradcheck with fixed positions, no qkv bias, tanh 
     c.channels = 1;
     VisionTransformer model(c, 23);
     Rng rng(24);
-    randomize_parameters(model, rng);
+    scramble_parameters(model, rng);
     std::vector<Tensor> inputs{rand_tensor({2, 1, 8, 12}, rng)};
     for (const Tensor& p : model.parameters()) inputs.push_back(p);
     check_gradients([&](const std::vector<Tensor>& xs) { return model.forward(xs[0], kMask); }, inputs);
@@ -194,7 +194,7 @@ TEST_CASE("VisionTransformer: recorded attention maps, one per block, rows sum t
           "[vit][layer:VisionTransformer][forward]") {
     VisionTransformer model(small_config(), 30);
     Rng rng(31);
-    randomize_parameters(model, rng);
+    scramble_parameters(model, rng);
     model.forward(small_images(32));
     for (const Tensor& a : model.attention_maps()) CHECK_FALSE(a.defined());
     model.record_attention(true);
@@ -237,7 +237,7 @@ TEST_CASE("PreLogits: seed 000's pre-training head of three Linear layers collap
     Rng rng(50);
     // seed 000 (is_pretrain): Linear(D, mlp) -> Linear(mlp, mlp) -> Linear(mlp, classes), nothing in between
     Linear l1(8, 16, rng), l2(16, 16, rng), l3(16, 5, rng);
-    for (Linear* l : {&l1, &l2, &l3}) randomize_parameters(*l, rng);
+    for (Linear* l : {&l1, &l2, &l3}) scramble_parameters(*l, rng);
     // The composition as a single Linear: W = W3 W2 W1, b = W3 (W2 b1 + b2) + b3
     Tensor W = matmul(l3.weight, matmul(l2.weight, l1.weight));
     Tensor b = reshape(l3(l2(reshape(l1.bias, {1, 16}))), {5});
@@ -248,7 +248,7 @@ TEST_CASE("PreLogits: seed 000's pre-training head of three Linear layers collap
     ViTConfig c = small_config();
     c.head = "mlp";
     VisionTransformer model(c, 51);
-    randomize_parameters(model, rng);
+    scramble_parameters(model, rng);
     auto head = [&](const Tensor& y) { return model.head->forward(model.pre_logits->forward(y)); };
     Tensor a = rand_tensor({1, 8}, rng, -2, 2, false), a2 = rand_tensor({1, 8}, rng, -2, 2, false);
     CHECK(max_abs_difference(head((a + a2) * 0.5), (head(a) + head(a2)) * 0.5) > 1e-3);

@@ -12,7 +12,7 @@ std::shared_ptr<ViTBlock> random_block(uint64_t seed, bool qkv_bias = true,
                                        GeluApproximation gelu = GeluApproximation::None) {
     Rng rng(seed);
     auto block = std::make_shared<ViTBlock>(8, 2, 16, rng, nullptr, qkv_bias, 0, 0, gelu);
-    randomize_parameters(*block, rng);
+    scramble_parameters(*block, rng);
     return block;
 }
 
@@ -101,7 +101,7 @@ TEST_CASE("ViTBlock: drop path drops whole residual branches per sample while tr
     Rng rng(21);
     auto dropout_rng = std::make_shared<Rng>(22);
     ViTBlock block(8, 2, 16, rng, dropout_rng, true, 0, 0, GeluApproximation::None, 1e-6, 0.5);
-    randomize_parameters(block, rng);
+    scramble_parameters(block, rng);
     Tensor z = Tensor::uniform({64, 5, 8}, -1, 1, rng);
     Tensor trained = block.forward(z);
     // A sample whose two branches were both dropped comes out unchanged; with p = 0.5 per

@@ -12,18 +12,6 @@
 
 namespace patchgrad::test {
 
-// Fresh values for every parameter: uniform in [-0.5, 0.5), plus 1 for LayerNorm weights
-// (named "...norm...weight"). Freshly initialised weights (std 0.02, zero biases, LN = 1/0)
-// make attention nearly uniform and hide mix-ups, so the tests use these instead.
-inline void randomize_parameters(Module& module, Rng& rng) {
-    for (auto& [name, p] : module.named_parameters()) {
-        const bool ln_weight = name.find("norm") != std::string::npos && name.size() >= 6 &&
-                               name.compare(name.size() - 6, 6, "weight") == 0;
-        real* v = p.data();
-        for (int64_t i = 0; i < p.numel(); ++i) v[i] = static_cast<real>(rng.uniform(-0.5, 0.5)) + (ln_weight ? 1 : 0);
-    }
-}
-
 // Images 3 x 8 x 12 (non-square), patch 4 (2 x 3 = 6 patches), dim 8, depth 2, heads 2,
 // MLP 16, 5 classes, no dropout: small enough to gradcheck every parameter.
 inline ViTConfig small_config() {

@@ -113,7 +113,7 @@ void the_mlp() {
     Rng rng(3);
     const int64_t D = 8;
     ViTBlock block(D, 2, mlp_hidden_dim(D, 0, 4), rng, nullptr);
-    tutorial::scramble(block, rng);
+    scramble_parameters(block, rng);
     FeedForward& mlp = *block.mlp;
     Tensor x = Tensor::uniform({1, 5, D}, -1, 1, rng);
     Tensor h = mlp.fc1->forward(x);
@@ -220,7 +220,7 @@ void dropout_and_drop_path() {
     for (int64_t b = 0; b < 8; ++b) std::cout << " " << fixed(dropped.at({b, 0, 0}), 1);
     std::cout << "\n";
 
-    tutorial::scramble(block, rng);
+    scramble_parameters(block, rng);
     Tensor z = Tensor::uniform({16, 5, D}, -1, 1, rng);
     Tensor trained = block.forward(z);
     int64_t unchanged = 0;
@@ -236,7 +236,7 @@ void seed_000() {
     Rng rng(6);
     const int64_t D = 8;
     ViTBlock block(D, 2, mlp_hidden_dim(D, 0, 4), rng, nullptr);
-    tutorial::scramble(block, rng);
+    scramble_parameters(block, rng);
     Tensor x = Tensor::uniform({1, 5, D}, -1, 1, rng);
     // [snippet:seed-000-block]
     // seed 000:  out = self.mhsa(self.layernorm1(x)) + x

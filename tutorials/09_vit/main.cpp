@@ -73,7 +73,7 @@ void assemble() {
     std::cout << "total " << model.num_parameters() << " parameters\n";
 
     Rng rng(10);
-    tutorial::scramble(model, rng);
+    scramble_parameters(model, rng);
     Tensor images = Tensor::uniform({2, 3, 16, 16}, -1, 1, rng);
     // [snippet:assemble-steps]
     const int64_t B = 2, D = c.dim;
@@ -100,8 +100,8 @@ void pooling() {
     c.pool = "mean";
     VisionTransformer mean_model(c, 9);  // the same seed: the same weights (pooling has none)
     Rng rng(10), rng2(10);
-    tutorial::scramble(cls_model, rng);
-    tutorial::scramble(mean_model, rng2);
+    scramble_parameters(cls_model, rng);
+    scramble_parameters(mean_model, rng2);
     Tensor images = Tensor::uniform({2, 3, 16, 16}, -1, 1, rng);
     std::cout << "same weights: max |difference| = "
               << max_abs_difference(cls_model.parameter("blocks.1.mlp.fc2.weight"),
@@ -144,7 +144,7 @@ void heads() {
     // Three Linear layers with nothing between them are one affine map (W3 W2 W1, W3 (W2 b1 + b2) + b3).
     Rng rng(30);
     Linear l1(8, 16, rng), l2(16, 16, rng), l3(16, 5, rng);
-    for (Linear* l : {&l1, &l2, &l3}) tutorial::scramble(*l, rng);
+    for (Linear* l : {&l1, &l2, &l3}) scramble_parameters(*l, rng);
     // [snippet:collapse]
     Tensor W = matmul(l3.weight, matmul(l2.weight, l1.weight));      // [5, 8]
     Tensor b = reshape(l3(l2(reshape(l1.bias, {1, 16}))), {5});      // [5]
@@ -241,7 +241,7 @@ void whole_model_gradcheck() {
     c.mlp_dim = 16;
     VisionTransformer model(c, 11);
     Rng rng(12);
-    tutorial::scramble(model, rng);
+    scramble_parameters(model, rng);
     // [snippet:whole-gradcheck]
     std::vector<Tensor> inputs{Tensor::uniform({2, 3, 8, 8}, -1, 1, rng, /*requires_grad=*/true)};
     for (const Tensor& p : model.parameters()) inputs.push_back(p);

@@ -40,14 +40,28 @@ OVERRIDES = [("--dim", "dim"), ("--depth", "depth"), ("--heads", "heads"), ("--m
              ("--patch", "patch_size")]
 
 
-def model_config(args):
+def cifar_model_config(name, overrides=None):
+    """make_golden.py's ViT config of patchgrad's named CIFAR config, with the overrides that are not None."""
     c = dict(image_height=32, image_width=32, channels=3, num_classes=10, layer_norm_eps=1e-6, pool="cls",
-             head="linear", qkv_bias=True, gelu="none", learnable_pos_embed=True, **CONFIGS[args.config])
-    for flag, key in OVERRIDES:
-        value = getattr(args, flag[2:])
-        if value is not None:
-            c[key] = value
+             head="linear", qkv_bias=True, gelu="none", learnable_pos_embed=True, **CONFIGS[name])
+    c.update({key: value for key, value in (overrides or {}).items() if value is not None})
     return c
+
+
+def model_config(args):
+    return cifar_model_config(args.config, {key: getattr(args, flag[2:]) for flag, key in OVERRIDES})
+
+
+def adamw(model, lr, weight_decay):
+    """AdamW with no weight decay on biases, LayerNorm parameters, class token and position embedding:
+    timm's param_groups_weight_decay, as patchgrad's split_weight_decay."""
+    import torch
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        exempt = p.ndim <= 1 or name.endswith(".bias") or name in ("cls_token", "pos_embed")
+        (no_decay if exempt else decay).append(p)
+    return torch.optim.AdamW([{"params": decay}, {"params": no_decay, "weight_decay": 0.0}], lr=lr,
+                             betas=(0.9, 0.999), eps=1e-8, weight_decay=weight_decay)
 
 
 def rss_mib():
@@ -71,13 +85,7 @@ def torch_worker(args):
     c = model_config(args)
     model = ViT(c)
     model.train()
-    # timm's param_groups_weight_decay, as patchgrad's split_weight_decay
-    decay, no_decay = [], []
-    for name, p in model.named_parameters():
-        exempt = p.ndim <= 1 or name.endswith(".bias") or name in ("cls_token", "pos_embed")
-        (no_decay if exempt else decay).append(p)
-    optimizer = torch.optim.AdamW([{"params": decay}, {"params": no_decay, "weight_decay": 0.0}], lr=1e-3,
-                                  betas=(0.9, 0.999), eps=1e-8, weight_decay=0.05)
+    optimizer = adamw(model, lr=1e-3, weight_decay=0.05)
     images = torch.randn(args.batch, c["channels"], c["image_height"], c["image_width"])
     labels = torch.randint(0, c["num_classes"], (args.batch,))
 

@@ -51,7 +51,7 @@ const Preset kPresets[] = {
     // name       config         epochs batch  optimizer lr    wd    warmup schedule  min_lr label_sm clip
     {"default", "cifar-tiny", 45, 128, "adamw", 1e-3, 0.05, 3, "cosine", 1e-5, 0.1, 0,
      // augment   rand_augment  erasing mixup cutmix drop_path dropout
-     "crop-flip", "none", 0, 0, 0, 0, 0},
+     "crop-flip", "none", 0.25, 0, 0, 0.1, 0},
     {"quick", "cifar-micro", 16, 128, "adamw", 2e-3, 0.05, 1, "cosine", 1e-5, 0.1, 0,  //
      "crop-flip", "none", 0, 0, 0, 0, 0},
 };
@@ -659,8 +659,8 @@ void Trainer::resume() {
 void Trainer::print_header() const {
     std::ostream& out = *output_.out;
     const TrainOptions& o = options_;
-    out << "patchgrad train: " << describe(o.config) << ", drop path " << num(o.config.drop_path) << ", dropout "
-        << num(o.config.dropout) << "; " << model_->num_parameters() << " parameters\n";
+    out << "patchgrad train: " << describe(o.config) << ", drop path " << exact_text(o.config.drop_path)
+        << ", dropout " << exact_text(o.config.dropout) << "; " << model_->num_parameters() << " parameters\n";
     out << "data: " << o.data_dir << " (" << o.data_source << "): " << data_.train.size() << " training, "
         << data_.validation.size() << " validation, " << data_.test.size() << " test images\n";
     out << "recipe:" << recipe_flags(o) << " (" << batcher_.num_batches() << " steps per epoch, " << o.threads

@@ -252,7 +252,9 @@ TEST_CASE("preset_options: the default and quick recipes", "[trainer]") {
     CHECK(d.rand_augment == "none");
     CHECK(d.mixup == 0);
     CHECK(d.cutmix == 0);
-    CHECK(d.config.drop_path == 0);
+    CHECK(d.erasing == 0.25);
+    CHECK(d.config.drop_path == static_cast<real>(0.1));
+    CHECK(d.config.dropout == 0);
     CHECK(d.out_dir == "runs/cifar-tiny");
     validate(d);
 
@@ -262,6 +264,8 @@ TEST_CASE("preset_options: the default and quick recipes", "[trainer]") {
     CHECK(q.lr == 2e-3);
     CHECK(q.warmup_epochs == 1);
     CHECK(q.rand_augment == "none");
+    CHECK(q.erasing == 0);
+    CHECK(q.config.drop_path == 0);
     validate(q);
 
     // Another model keeps the preset's recipe.

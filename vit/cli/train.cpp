@@ -72,6 +72,7 @@ void print_help() {
         std::ostringstream os;
         os << o.config.name << ", " << o.epochs << " epochs, " << o.optimizer << " lr " << o.lr << ", " << o.augment;
         if (o.rand_augment != "none") os << ", " << o.rand_augment;
+        if (o.erasing > 0) os << ", erasing " << o.erasing;
         if (o.config.drop_path > 0) os << ", drop path " << o.config.drop_path;
         return os.str();
     };

@@ -118,17 +118,27 @@ class Mlp(nn.Module):
         return self.fc2(self.act(self.fc1(x)))
 
 
+def drop_path(x, p, training):
+    """timm's drop_path (stochastic depth): in training, each sample's branch is zeroed with
+    probability p and the others are scaled by 1/(1-p); identity otherwise."""
+    if p == 0 or not training:
+        return x
+    keep = x.new_empty((x.shape[0],) + (1,) * (x.dim() - 1)).bernoulli_(1 - p)
+    return x * keep / (1 - p)
+
+
 class Block(nn.Module):
-    def __init__(self, c):
+    def __init__(self, c, drop_path_rate=0.0):
         super().__init__()
         self.norm1 = nn.LayerNorm(c["dim"], eps=c["layer_norm_eps"])
         self.attn = Attention(c["dim"], c["heads"], c["qkv_bias"])
         self.norm2 = nn.LayerNorm(c["dim"], eps=c["layer_norm_eps"])
         self.mlp = Mlp(c["dim"], c["mlp_dim"], c["gelu"])
+        self.drop_path_rate = drop_path_rate
 
     def forward(self, x, key_visible):
-        x = x + self.attn(self.norm1(x), key_visible)
-        return x + self.mlp(self.norm2(x))
+        x = x + drop_path(self.attn(self.norm1(x), key_visible), self.drop_path_rate, self.training)
+        return x + drop_path(self.mlp(self.norm2(x)), self.drop_path_rate, self.training)
 
 
 class PatchEmbed(nn.Module):
@@ -162,7 +172,11 @@ class ViT(nn.Module):
         else:
             self.register_buffer("pos_embed", sinusoidal_table(n + 1, c["dim"]), persistent=False)
         self.patch_embed = PatchEmbed(c)
-        self.blocks = nn.ModuleList([Block(c) for _ in range(c["depth"])])
+        # Stochastic depth grows linearly from 0 at the first block to drop_path at the last (timm's
+        # dpr), as in vit/vision_transformer.cpp.
+        p, depth = c.get("drop_path", 0.0), c["depth"]
+        rates = [p * l / (depth - 1) if depth > 1 else p for l in range(depth)]
+        self.blocks = nn.ModuleList([Block(c, rate) for rate in rates])
         self.norm = nn.LayerNorm(c["dim"], eps=c["layer_norm_eps"])
         self.pre_logits = PreLogits(c["dim"]) if c["head"] == "mlp" else None
         self.head = nn.Linear(c["dim"], c["num_classes"])

@@ -15,13 +15,16 @@ cannot drift apart. It trains the independent timm-style ViT of make_golden.py w
   - per-channel normalisation with CIFAR-10's mean and pixel std (datasets/normalize.h);
   - each epoch a fresh shuffle, batches of `batch`, the last one partial (no drop-last);
   - random 32x32 crop of the image zero-padded by 4, horizontal flip with probability 1/2;
+  - random erasing (datasets/augment.h: one rectangle of 2-33% of the image, aspect ratio
+    log-uniform in [0.3, 1/0.3], filled with random bytes) and stochastic depth growing
+    linearly to drop_path at the last block, when the preset asks for them;
   - truncated-normal(0.02) weights, class token and position embedding; zero biases;
   - AdamW (betas 0.9/0.999, eps 1e-8) with no weight decay on biases, LayerNorm parameters,
     class token and position embedding; per-step linear warmup then cosine to min_lr
     (autograd/lr_schedule.cpp); cross-entropy with label smoothing; optional gradient clipping.
 It prints one line per epoch, then the test accuracy and wall time, and writes metrics.csv and
-results.json to --out. Recipes using RandAugment, erasing, mixup, cutmix, drop path or dropout
-are refused (this script does not implement them).
+results.json to --out. Recipes using RandAugment, mixup, cutmix or dropout are refused (this
+script does not implement them).
 """
 
 import argparse
@@ -39,7 +42,7 @@ import torch.nn.functional as F
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from bench_torch import CONFIGS  # noqa: E402
+from bench_torch import CONFIGS, adamw, cifar_model_config  # noqa: E402
 from make_golden import ViT  # noqa: E402
 
 MEAN = (0.4914, 0.4822, 0.4465)  # datasets/normalize.h; load_checkpoint_torch.py uses these too
@@ -107,6 +110,27 @@ def crop_flip(images, generator):
     return out
 
 
+def random_erasing(images, prob, generator):
+    """datasets/augment.h's RandomErasing (timm's, 'pixel' fill) on uint8 images [N, 3, H, W]."""
+    out = images.clone()
+    H, W = images.shape[2:]
+    uniform = lambda: torch.rand(1, generator=generator).item()  # noqa: E731
+    for i in range(len(images)):
+        if uniform() >= prob:
+            continue
+        for _ in range(10):
+            area = (0.02 + (1 / 3 - 0.02) * uniform()) * H * W
+            aspect = math.exp(math.log(0.3) * (1 - 2 * uniform()))
+            h, w = math.floor(math.sqrt(area * aspect) + 0.5), math.floor(math.sqrt(area / aspect) + 0.5)
+            if h < H and w < W:
+                top = torch.randint(0, H - h + 1, (1,), generator=generator).item()
+                left = torch.randint(0, W - w + 1, (1,), generator=generator).item()
+                out[i, :, top:top + h, left:left + w] = torch.randint(0, 256, (3, h, w), generator=generator,
+                                                                      dtype=torch.uint8)
+                break
+    return out
+
+
 def lr_at(step, p, total, warmup):
     """autograd/lr_schedule.cpp's LRSchedule::lr_at for the cosine and constant kinds."""
     if step < warmup:
@@ -149,7 +173,7 @@ def main():
         if args.epochs < 1:
             parser.error("--epochs must be at least 1, got %d" % args.epochs)
         p["epochs"] = args.epochs
-    unsupported = [k for k in ("erasing", "mixup", "cutmix", "drop_path", "dropout") if p[k] != 0]
+    unsupported = [k for k in ("mixup", "cutmix", "dropout") if p[k] != 0]
     if p["rand_augment"] != "none":
         unsupported.append("rand_augment")
     if p["optimizer"] != "adamw" or p["schedule"] not in ("cosine", "constant") or unsupported:
@@ -168,19 +192,13 @@ def main():
     train_images, train_labels = images[train_idx], labels[train_idx]
     val_images, val_labels = images[val_idx], labels[val_idx]
 
-    c = dict(image_height=32, image_width=32, channels=3, num_classes=10, layer_norm_eps=1e-6, pool="cls",
-             head="linear", qkv_bias=True, gelu="none", learnable_pos_embed=True, **CONFIGS[p["config"]])
-    model = ViT(c)
-    decay, no_decay = [], []
+    model = ViT(cifar_model_config(p["config"], {"drop_path": p["drop_path"]}))
     for name, q in model.named_parameters():
-        exempt = q.ndim <= 1 or name.endswith(".bias") or name in ("cls_token", "pos_embed")
         if name.endswith(".bias"):
             torch.nn.init.zeros_(q)
         elif q.ndim >= 2 or name in ("cls_token", "pos_embed"):
             torch.nn.init.trunc_normal_(q, std=0.02, a=-2, b=2)
-        (no_decay if exempt else decay).append(q)
-    optimizer = torch.optim.AdamW([{"params": decay}, {"params": no_decay, "weight_decay": 0.0}], lr=p["lr"],
-                                  betas=(0.9, 0.999), eps=1e-8, weight_decay=p["weight_decay"])
+    optimizer = adamw(model, p["lr"], p["weight_decay"])
     batch = int(p["batch"])
     steps_per_epoch = math.ceil(len(train_images) / batch)
     total = int(p["epochs"]) * steps_per_epoch
@@ -199,6 +217,8 @@ def main():
         for i in range(0, len(order), batch):
             idx = order[i:i + batch]
             x = crop_flip(train_images[idx], generator) if p["augment"] == "crop-flip" else train_images[idx]
+            if p["erasing"] > 0:
+                x = random_erasing(x, p["erasing"], generator)
             y = train_labels[idx]
             for group in optimizer.param_groups:
                 group["lr"] = lr_at(step, p, total, warmup)

@@ -1,8 +1,8 @@
 #include "module.h"
 
-#include "autograd/rng.h"
-
 #include <stdexcept>
+
+#include "autograd/rng.h"
 
 namespace patchgrad {
 

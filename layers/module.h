@@ -16,6 +16,8 @@
 
 namespace patchgrad {
 
+class Rng;
+
 class Module {
 public:
     Module() = default;
@@ -60,8 +62,6 @@ private:
     std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
     bool training_ = true;
 };
-
-class Rng;
 
 // Overwrites every parameter with a uniform value in [-0.5, 0.5), plus 1 for LayerNorm
 // weights (names containing "norm" and ending in "weight"). Fresh weights (std 0.02, zero

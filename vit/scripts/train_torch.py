@@ -111,9 +111,9 @@ def crop_flip(images, generator):
 
 
 def random_erasing(images, prob, generator):
-    """datasets/augment.h's RandomErasing (timm's, 'pixel' fill) on uint8 images [N, 3, H, W]."""
+    """datasets/augment.h's RandomErasing (timm's, 'pixel' fill) on uint8 images [N, C, H, W]."""
     out = images.clone()
-    H, W = images.shape[2:]
+    C, H, W = images.shape[1:]
     uniform = lambda: torch.rand(1, generator=generator).item()  # noqa: E731
     for i in range(len(images)):
         if uniform() >= prob:
@@ -125,7 +125,7 @@ def random_erasing(images, prob, generator):
             if h < H and w < W:
                 top = torch.randint(0, H - h + 1, (1,), generator=generator).item()
                 left = torch.randint(0, W - w + 1, (1,), generator=generator).item()
-                out[i, :, top:top + h, left:left + w] = torch.randint(0, 256, (3, h, w), generator=generator,
+                out[i, :, top:top + h, left:left + w] = torch.randint(0, 256, (C, h, w), generator=generator,
                                                                       dtype=torch.uint8)
                 break
     return out

@@ -4,7 +4,7 @@ Run by hand from the repository root with Debian's PyTorch (python3-torch 1.13, 
 Python):
 
     /usr/bin/python3 vit/scripts/train_torch.py --data ../shared/cifar10 [--preset quick]
-        [--threads 1] [--epochs E] [--seed 0] [--out runs/torch-quick]
+        [--threads 1] [--epochs E] [--seed 0] [--out runs/torch-quick] [--resume]
 
 It reads the recipe from patchgrad's preset table (kPresets in vit/trainer.cpp) and the model
 shape from bench_torch.py's CONFIGS (which bench_torch.py checks against patchgrad), so the two
@@ -22,9 +22,12 @@ cannot drift apart. It trains the independent timm-style ViT of make_golden.py w
   - AdamW (betas 0.9/0.999, eps 1e-8) with no weight decay on biases, LayerNorm parameters,
     class token and position embedding; per-step linear warmup then cosine to min_lr
     (autograd/lr_schedule.cpp); cross-entropy with label smoothing; optional gradient clipping.
-It prints one line per epoch, then the test accuracy and wall time, and writes metrics.csv and
-results.json to --out. Recipes using RandAugment, mixup, cutmix or dropout are refused (this
-script does not implement them).
+It prints one line per epoch, then the test accuracy and wall time. After each epoch it rewrites
+metrics.csv and state.pt (model, optimiser, random-number generators, position) in --out, so an
+interrupted run continues with --resume and ends with the same weights as an uninterrupted one;
+its elapsed times then count only the time spent training. At the end it writes results.json.
+Recipes using RandAugment, mixup, cutmix or dropout are refused (this script does not implement
+them).
 """
 
 import argparse
@@ -153,6 +156,21 @@ def evaluate(model, images, labels, batch=500):
     return loss / len(images), correct / len(images)
 
 
+def write_atomically(path, write):
+    """write(path + '.tmp'), then rename: an interrupted write leaves the previous file whole."""
+    write(path + ".tmp")
+    os.replace(path + ".tmp", path)
+
+
+def write_metrics(path, rows):
+    def write(tmp):
+        with open(tmp, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    write_atomically(path, write)
+
+
 def main():
     presets = read_presets()
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -164,7 +182,9 @@ def main():
                         help="torch.set_num_threads (default 1: PyTorch's fastest on this machine, where OpenBLAS's "
                              "own pool still uses every core unless OPENBLAS_NUM_THREADS is set)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", help="folder for metrics.csv and results.json (default: runs/torch-PRESET)")
+    parser.add_argument("--out", help="folder for metrics.csv, state.pt and results.json (default: runs/torch-PRESET)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the run whose state.pt is in --out (same preset, epochs and seed)")
     args = parser.parse_args()
     if not args.data:
         parser.error("--data DIR (or PATCHGRAD_DATA) is required")
@@ -208,10 +228,27 @@ def main():
                                              sum(q.numel() for q in model.parameters()), p["epochs"], steps_per_epoch,
                                              len(train_images), len(val_images), len(test_images)), flush=True)
 
-    start = time.time()
-    step = 0
-    rows = []
-    for epoch in range(int(p["epochs"])):
+    state_path = os.path.join(out, "state.pt")
+    first_epoch, step, rows, elapsed, resumed_after = 0, 0, [], 0.0, []
+    if args.resume:
+        if not os.path.exists(state_path):
+            sys.exit("train_torch.py: --resume: %s does not exist" % state_path)
+        state = torch.load(state_path)
+        differ = ["%s %s (now %s)" % (k, v, p.get(k)) for k, v in state["preset"].items() if p.get(k) != v]
+        if state["seed"] != args.seed:
+            differ.append("seed %d (now %d)" % (state["seed"], args.seed))
+        if differ:
+            sys.exit("train_torch.py: --resume: %s is a run with %s" % (state_path, ", ".join(differ)))
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        generator.set_state(state["generator"])
+        torch.set_rng_state(state["torch_rng"])  # drop path's draws
+        first_epoch, step, rows, elapsed = state["epoch"], state["step"], state["rows"], state["elapsed_s"]
+        resumed_after = state["resumed_after"] + [first_epoch]
+        print("resumed %s after epoch %d (%.0f s of training so far)" % (state_path, first_epoch, elapsed), flush=True)
+
+    start = time.time() - elapsed
+    for epoch in range(first_epoch, int(p["epochs"])):
         order = torch.randperm(len(train_images), generator=generator)
         seen, correct, loss_sum = 0, 0, 0.0
         for i in range(0, len(order), batch):
@@ -240,21 +277,24 @@ def main():
         print("epoch %d/%d: train loss %.4f acc %.1f%% | validation loss %.4f acc %.2f%% | elapsed %.0f s"
               % (epoch + 1, p["epochs"], loss_sum / seen, 100 * correct / seen, val_loss, 100 * val_acc, elapsed),
               flush=True)
+        state = dict(preset=p, seed=args.seed, epoch=epoch + 1, step=step, rows=rows, elapsed_s=elapsed,
+                     resumed_after=resumed_after,
+                     model=model.state_dict(), optimizer=optimizer.state_dict(), generator=generator.get_state(),
+                     torch_rng=torch.get_rng_state())
+        write_atomically(state_path, lambda tmp: torch.save(state, tmp))
+        write_metrics(os.path.join(out, "metrics.csv"), rows)
     test_loss, test_acc = evaluate(model, test_images, test_labels)
     wall = time.time() - start
     print("test accuracy %.2f%% (loss %.4f) after %d epochs, %.0f s" % (100 * test_acc, test_loss, p["epochs"], wall))
 
-    with open(os.path.join(out, "metrics.csv.tmp"), "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    os.replace(os.path.join(out, "metrics.csv.tmp"), os.path.join(out, "metrics.csv"))
     results = dict(preset=args.preset, config=p["config"], epochs=p["epochs"], threads=args.threads,
                    torch=torch.__version__, parameters=sum(q.numel() for q in model.parameters()),
-                   test_accuracy=test_acc, test_loss=test_loss, wall_seconds=wall)
-    with open(os.path.join(out, "results.json.tmp"), "w") as f:
-        json.dump(results, f, indent=2)
-    os.replace(os.path.join(out, "results.json.tmp"), os.path.join(out, "results.json"))
+                   test_accuracy=test_acc, test_loss=test_loss, wall_seconds=wall, resumed_after_epochs=resumed_after)
+
+    def write(tmp):
+        with open(tmp, "w") as f:
+            json.dump(results, f, indent=2)
+    write_atomically(os.path.join(out, "results.json"), write)
     print("results: %s" % os.path.join(out, "results.json"))
 
 

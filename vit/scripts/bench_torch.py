@@ -1,7 +1,8 @@
 """Training throughput of patchgrad against PyTorch on this machine, measured in one run.
 
 Run by hand from the repository root with Debian's PyTorch (python3-torch 1.13 is installed
-for the system Python, not for a pyenv one on PATH), after building patchgrad:
+for the system Python, not for a pyenv one on PATH) and OpenBLAS (libopenblas0-pthread; see
+blas_library), after building patchgrad:
 
     /usr/bin/python3 vit/scripts/bench_torch.py [--config cifar-tiny] [--batch 128] [--steps 10]
         [--warmup 2] [--rounds 2] [--patchgrad build/patchgrad] [--dim D --depth L --heads H --mlp M --patch P]
@@ -64,6 +65,32 @@ def adamw(model, lr, weight_decay):
                              betas=(0.9, 0.999), eps=1e-8, weight_decay=weight_decay)
 
 
+def blas_library():
+    """The BLAS this process has loaded (call after importing torch), from /proc/self/maps.
+
+    Debian's PyTorch multiplies matrices through libblas.so.3, which is whichever BLAS the
+    alternatives system points at: `apt-get install --no-install-recommends python3-torch`
+    brings only the reference BLAS (libblas3), which trains cifar-tiny at less than half
+    OpenBLAS's speed (libopenblas0-pthread: an epoch of train_torch.py's default preset took
+    212 s with it, and had not finished after 450 s without), so every timing depends on it."""
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split()[-1] for line in f if "blas" in line and "/" in line}
+    except OSError:
+        return "unknown"
+    blas = sorted(p for p in paths if os.path.basename(p).startswith("libblas"))
+    return (blas or sorted(paths) or ["unknown"])[0]
+
+
+def check_blas():
+    """Returns blas_library(), warning on stderr when it is the slow reference BLAS."""
+    blas = blas_library()
+    if "openblas" not in blas and blas != "unknown":
+        print("warning: PyTorch's BLAS is %s, not OpenBLAS; it trains at less than half the speed it has "
+              "with OpenBLAS (apt-get install libopenblas0-pthread)" % blas, file=sys.stderr, flush=True)
+    return blas
+
+
 def rss_mib():
     """Resident memory now (VmRSS), in MiB."""
     with open("/proc/self/status") as f:
@@ -103,7 +130,7 @@ def torch_worker(args):
     print(json.dumps(dict(img_s=args.batch / (mean_ms * 1e-3), mean_ms=mean_ms, min_ms=min(ms),
                           peak_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, before_mib=before_mib,
                           params=sum(p.numel() for p in model.parameters()), loss=loss.item(),
-                          torch=torch.__version__)))
+                          torch=torch.__version__, blas=blas_library())))
 
 
 def run_torch(args, threads):
@@ -200,8 +227,12 @@ def main():
     torch_best = max(names[:2], key=lambda name: best[name]["img_s"])
     ours_best = max(names[2:], key=lambda name: best[name]["img_s"])
     print()
-    print("PyTorch %s, %d parameters; patchgrad %s, %d parameters" % (
-        best[names[0]]["torch"], best[names[0]]["params"], best[ours_best]["build"], best[ours_best]["params"]))
+    print("PyTorch %s (BLAS %s), %d parameters; patchgrad %s, %d parameters" % (
+        best[names[0]]["torch"], best[names[0]]["blas"], best[names[0]]["params"], best[ours_best]["build"],
+        best[ours_best]["params"]))
+    if "openblas" not in best[names[0]]["blas"]:
+        print("WARNING: PyTorch ran on a BLAS other than OpenBLAS, so its figures are not its best here "
+              "(apt-get install libopenblas0-pthread)")
     if best[names[0]]["params"] != best[ours_best]["params"]:
         print("WARNING: the two models differ in size, so the comparison is not like for like")
     print("best round of each:")

@@ -1,7 +1,7 @@
 """The same CIFAR-10 training recipe in PyTorch, for the README's results table.
 
 Run by hand from the repository root with Debian's PyTorch (python3-torch 1.13, for the system
-Python):
+Python) and OpenBLAS (libopenblas0-pthread; see bench_torch.blas_library):
 
     /usr/bin/python3 vit/scripts/train_torch.py --data ../shared/cifar10 [--preset quick]
         [--threads 1] [--epochs E] [--seed 0] [--out runs/torch-quick] [--resume]
@@ -45,7 +45,7 @@ import torch.nn.functional as F
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from bench_torch import CONFIGS, adamw, cifar_model_config  # noqa: E402
+from bench_torch import CONFIGS, adamw, check_blas, cifar_model_config  # noqa: E402
 from make_golden import ViT  # noqa: E402
 
 MEAN = (0.4914, 0.4822, 0.4465)  # datasets/normalize.h; load_checkpoint_torch.py uses these too
@@ -223,10 +223,11 @@ def main():
     steps_per_epoch = math.ceil(len(train_images) / batch)
     total = int(p["epochs"]) * steps_per_epoch
     warmup = min(round(p["warmup_epochs"] * steps_per_epoch), total)
-    print("PyTorch %s, %d thread(s): preset %s, %s %s, %d parameters, %d epochs of %d steps; %d training, "
-          "%d validation, %d test images" % (torch.__version__, args.threads, args.preset, p["config"], CONFIGS[p["config"]],
-                                             sum(q.numel() for q in model.parameters()), p["epochs"], steps_per_epoch,
-                                             len(train_images), len(val_images), len(test_images)), flush=True)
+    print("PyTorch %s (BLAS %s), %d thread(s): preset %s, %s %s, %d parameters, %d epochs of %d steps; "
+          "%d training, %d validation, %d test images"
+          % (torch.__version__, check_blas(), args.threads, args.preset, p["config"], CONFIGS[p["config"]],
+             sum(q.numel() for q in model.parameters()), p["epochs"], steps_per_epoch, len(train_images),
+             len(val_images), len(test_images)), flush=True)
 
     state_path = os.path.join(out, "state.pt")
     first_epoch, step, rows, elapsed, resumed_after = 0, 0, [], 0.0, []

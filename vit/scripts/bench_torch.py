@@ -82,12 +82,20 @@ def blas_library():
     return (blas or sorted(paths) or ["unknown"])[0]
 
 
+def blas_warning(blas):
+    """The warning for a BLAS named by blas_library() that is not OpenBLAS, or None."""
+    if "openblas" in blas or blas == "unknown":
+        return None
+    return ("PyTorch's BLAS is %s, not OpenBLAS; it trains at less than half the speed it has with OpenBLAS "
+            "(apt-get install libopenblas0-pthread)" % blas)
+
+
 def check_blas():
-    """Returns blas_library(), warning on stderr when it is the slow reference BLAS."""
+    """Returns blas_library(), printing blas_warning on stderr if there is one."""
     blas = blas_library()
-    if "openblas" not in blas and blas != "unknown":
-        print("warning: PyTorch's BLAS is %s, not OpenBLAS; it trains at less than half the speed it has "
-              "with OpenBLAS (apt-get install libopenblas0-pthread)" % blas, file=sys.stderr, flush=True)
+    warning = blas_warning(blas)
+    if warning:
+        print("warning: " + warning, file=sys.stderr, flush=True)
     return blas
 
 
@@ -230,9 +238,9 @@ def main():
     print("PyTorch %s (BLAS %s), %d parameters; patchgrad %s, %d parameters" % (
         best[names[0]]["torch"], best[names[0]]["blas"], best[names[0]]["params"], best[ours_best]["build"],
         best[ours_best]["params"]))
-    if "openblas" not in best[names[0]]["blas"]:
-        print("WARNING: PyTorch ran on a BLAS other than OpenBLAS, so its figures are not its best here "
-              "(apt-get install libopenblas0-pthread)")
+    warning = blas_warning(best[names[0]]["blas"])
+    if warning:
+        print("WARNING: " + warning)
     if best[names[0]]["params"] != best[ours_best]["params"]:
         print("WARNING: the two models differ in size, so the comparison is not like for like")
     print("best round of each:")

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "storage.h"
 
@@ -69,6 +70,36 @@ inline float fast_erf(float x) {
     series = series * z - 1.0f / 3;
     series = (series * z + 1.0f) * a * 1.12837916709551257f;
     return std::copysign(a < 0.75f ? series : tail, x);
+}
+
+// Reductions over j in [0, n) of term(j) that vectorise: kLanes running results, combined
+// pairwise in a fixed order at the end. One running sum cannot be vectorised (the compiler
+// must keep its order of additions); 16 independent ones are a few vector registers. The
+// result depends only on n, never on the threads, and a sum agrees with the one-sum order to
+// rounding. (LayerNorm and softmax rows.)
+constexpr int64_t kLanes = 16;
+template <class Term, class Combine>
+inline __attribute__((always_inline)) real lane_reduce(int64_t n, real init, Term&& term, Combine&& combine) {
+    real lanes[kLanes];
+    for (int64_t l = 0; l < kLanes; ++l) lanes[l] = init;
+    int64_t j = 0;
+    for (; j + kLanes <= n; j += kLanes)
+        for (int64_t l = 0; l < kLanes; ++l) lanes[l] = combine(lanes[l], term(j + l));
+    for (int64_t l = 0; j + l < n; ++l) lanes[l] = combine(lanes[l], term(j + l));
+    for (int64_t width = kLanes / 2; width > 0; width /= 2)  // 16 -> 8 -> 4 -> 2 -> 1
+        for (int64_t l = 0; l < width; ++l) lanes[l] = combine(lanes[l], lanes[l + width]);
+    return lanes[0];
+}
+
+template <class Term>
+inline __attribute__((always_inline)) real lane_sum(int64_t n, Term&& term) {
+    return lane_reduce(n, real(0), term, [](real a, real b) { return a + b; });
+}
+
+// The largest term (-inf for n == 0); NaN-free input assumed, as std::max does.
+template <class Term>
+inline __attribute__((always_inline)) real lane_max(int64_t n, Term&& term) {
+    return lane_reduce(n, -std::numeric_limits<real>::infinity(), term, [](real a, real b) { return a < b ? b : a; });
 }
 
 // What the ops call, for `real`: the fast forms in float, libm in double.

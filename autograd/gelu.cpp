@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "cpu_isa.h"
 #include "fast_math.h"
 #include "ops.h"
 #include "parallel.h"
@@ -15,6 +16,48 @@ constexpr real kInvSqrt2Pi = static_cast<real>(0.39894228040143267794);     // 1
 constexpr real kSqrt2OverPi = static_cast<real>(0.79788456080286535588);    // sqrt(2 / pi)
 constexpr real kCubic = static_cast<real>(0.044715);
 constexpr int64_t kGrain = 1 << 15;  // elements per thread at least
+
+// y[i] = GELU(x[i]) for i in [0, n), compiled for each instruction-set level (cpu_isa.h).
+PATCHGRAD_LOOP void gelu_forward_loop(const real* xd, real* y, int64_t n, bool exact) {
+    // [snippet:gelu-forward]
+    if (exact) {
+        for (int64_t i = 0; i < n; ++i) y[i] = real(0.5) * xd[i] * (1 + vector_erf(xd[i] * kSqrtHalf));
+    } else {
+        for (int64_t i = 0; i < n; ++i) {
+            const real v = xd[i];
+            y[i] = real(0.5) * v * (1 + std::tanh(kSqrt2OverPi * (v + kCubic * v * v * v)));
+        }
+    }
+    // [/snippet:gelu-forward]
+}
+PATCHGRAD_MULTIVERSION(gelu_forward, (const real* x, real* y, int64_t n, bool exact), (x, y, n, exact))
+
+// dx[i] += dy[i] * GELU'(x[i]) for i in [0, n), likewise.
+PATCHGRAD_LOOP void gelu_backward_loop(const real* xd, const real* dy, real* dx, int64_t n, bool exact) {
+    if (exact) {
+        // [exercise:gelu-backward]
+        // [snippet:gelu-backward-exact]
+        for (int64_t i = 0; i < n; ++i) {
+            const real v = xd[i];
+            const real cdf = real(0.5) * (1 + vector_erf(v * kSqrtHalf));
+            const real pdf = kInvSqrt2Pi * vector_exp(real(-0.5) * v * v);
+            dx[i] += dy[i] * (cdf + v * pdf);
+        }
+        // [/snippet:gelu-backward-exact]
+        // [/exercise:gelu-backward]
+    } else {
+        // [snippet:gelu-backward-tanh]
+        for (int64_t i = 0; i < n; ++i) {
+            const real v = xd[i];
+            const real t = std::tanh(kSqrt2OverPi * (v + kCubic * v * v * v));
+            const real du = kSqrt2OverPi * (1 + 3 * kCubic * v * v);
+            dx[i] += dy[i] * (real(0.5) * (1 + t) + real(0.5) * v * (1 - t * t) * du);
+        }
+        // [/snippet:gelu-backward-tanh]
+    }
+}
+PATCHGRAD_MULTIVERSION(gelu_backward, (const real* x, const real* dy, real* dx, int64_t n, bool exact),
+                       (x, dy, dx, n, exact))
 }  // namespace
 
 // x [...] -> y [...], elementwise. None, with Phi / phi the standard normal cdf / pdf:
@@ -33,45 +76,14 @@ Tensor gelu(const Tensor& x, GeluApproximation approximation) {
     Tensor out = Tensor::empty(x.shape());
     const real* xd = x.data();
     real* y = out.data();
-    parallel_for(n, kGrain, [=](int64_t begin, int64_t end) {
-        // [snippet:gelu-forward]
-        if (exact) {
-            for (int64_t i = begin; i < end; ++i) y[i] = real(0.5) * xd[i] * (1 + vector_erf(xd[i] * kSqrtHalf));
-        } else {
-            for (int64_t i = begin; i < end; ++i) {
-                const real v = xd[i];
-                y[i] = real(0.5) * v * (1 + std::tanh(kSqrt2OverPi * (v + kCubic * v * v * v)));
-            }
-        }
-        // [/snippet:gelu-forward]
-    });
+    parallel_for(n, kGrain, [=](int64_t begin, int64_t end) { gelu_forward(xd + begin, y + begin, end - begin, exact); });
 
     record(out, "gelu", {x}, [x, n, exact](Tensor& o) mutable {
         const real* dy = o.grad_data();
         const real* xd = x.data();
         real* dx = x.grad_data();
         parallel_for(n, kGrain, [=](int64_t begin, int64_t end) {
-            if (exact) {
-                // [exercise:gelu-backward]
-                // [snippet:gelu-backward-exact]
-                for (int64_t i = begin; i < end; ++i) {
-                    const real v = xd[i];
-                    const real cdf = real(0.5) * (1 + vector_erf(v * kSqrtHalf));
-                    const real pdf = kInvSqrt2Pi * vector_exp(real(-0.5) * v * v);
-                    dx[i] += dy[i] * (cdf + v * pdf);
-                }
-                // [/snippet:gelu-backward-exact]
-                // [/exercise:gelu-backward]
-            } else {
-                // [snippet:gelu-backward-tanh]
-                for (int64_t i = begin; i < end; ++i) {
-                    const real v = xd[i];
-                    const real t = std::tanh(kSqrt2OverPi * (v + kCubic * v * v * v));
-                    const real du = kSqrt2OverPi * (1 + 3 * kCubic * v * v);
-                    dx[i] += dy[i] * (real(0.5) * (1 + t) + real(0.5) * v * (1 - t * t) * du);
-                }
-                // [/snippet:gelu-backward-tanh]
-            }
+            gelu_backward(xd + begin, dy + begin, dx + begin, end - begin, exact);
         });
     });
     return out;

@@ -4,6 +4,7 @@
 #include <limits>
 #include <vector>
 
+#include "gemm_kernels.h"
 #include "parallel.h"
 
 #ifdef PATCHGRAD_USE_OPENBLAS
@@ -54,147 +55,65 @@ void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
 //
 // Packing costs about as much per element as a whole vector of multiply-adds, and a packed
 // A sliver is reused once per NR columns of C. For the narrow products of attention (N is
-// head_dim = 32: one or two slivers of B), packing A would cost more than the arithmetic,
-// so full MR-row slivers of A are then read in place (only edge slivers are packed).
+// the tokens or head_dim: a few slivers of B), packing A would cost more than the
+// arithmetic, so full MR-row slivers of A are then read in place (only edge slivers are
+// packed).
 //
+// The packing and the micro-kernel depend on the CPU's vector registers, so they come from
+// a table chosen at run time (gemm_kernels.h, gemm_tile.h); this driver is the same for all.
 // Threads split the rows of C (see parallel.h): each thread packs its own blocks of A and
 // all share the packed panel of B.
 //
-// The micro-kernel keeps an MR x NR tile of C in registers: per k it loads NR values of B
-// (NR / vector-width vector loads), and for each of the MR rows broadcasts one value of A
-// and does NR / vector-width multiply-adds. MR * NR / width accumulators plus the B
-// vectors must fit the register file, which is why the tile depends on the vector ISA the
-// compiler targets (SSE2: 16 registers of 16 bytes, AVX2: 16 x 32, AVX-512: 32 x 64).
-//
 // Summation order: each C element adds k in increasing order within a KC block, and the
-// blocks in increasing order, so the result depends only on the sizes and transposes.
+// blocks in increasing order, so the result depends only on the sizes, the transposes and
+// the instruction-set level, never on the threads.
 
 namespace {
 
-// The tile, MR x NR elements of C, per instruction set; the register counts below are for
-// float (a row of doubles takes twice the registers, so with AVX there are fewer rows). NR
-// is a whole number of vectors and more than 16 elements: GCC then vectorises the j loop of
-// the micro-kernel (a row of the tile) instead of unrolling it and vectorising across rows,
-// which needs shuffles and ran ~20x slower. The numbers were picked by measurement with
-// `patchgrad bench matmul M N K` (vit/cli/bench.cpp).
-// [snippet:gemm-tile]
-#if defined(__AVX512F__)
-// 32 registers of 16 floats: 12 x 2 accumulators + 2 for B + 1 broadcast of A.
-constexpr int64_t MR = sizeof(real) == 4 ? 12 : 6;
-constexpr int64_t NR = 32;
-#elif defined(__AVX2__)
-// 16 registers of 8 floats: 4 x 3 accumulators + 3 for B + 1 broadcast of A.
-constexpr int64_t MR = sizeof(real) == 4 ? 4 : 2;
-constexpr int64_t NR = 24;
-#else
-// The portable baseline (SSE2 on x86-64, NEON on ARM64): 16 or more registers of 4
-// floats, 2 x 6 accumulators.
-constexpr int64_t MR = 2;
-constexpr int64_t NR = 24;
-#endif
-// [/snippet:gemm-tile]
-
 // Block sizes for a typical core (32-48 KB L1, 0.5-2 MB L2): a KC x NR sliver of B (32 KB
-// in float) stays in L1 while the micro-kernel sweeps down an MC x KC block of A (147 KB)
-// held in L2; the KC x NC panel of B (1.5 MB) lives in L2 / L3.
-constexpr int64_t KC = 256;
+// in float with AVX-512's NR = 32) stays in L1 while the micro-kernel sweeps down an MC x KC
+// block of A (147 KB) held in L2; the KC x NC panel of B (1.5 MB) lives in L2 / L3. MC and NC
+// hold whole tiles of every table (MR 6, 8 or 12; NR 4 to 32).
+constexpr int64_t KC = kGemmKC;
 constexpr int64_t MC = 144;
 constexpr int64_t NC = 1536;
-static_assert(MC % MR == 0 && NC % NR == 0, "blocks must hold whole tiles");
-
-// Ap[s][p][i] = op(A)[ic + s*MR + i, pc + p] for the mc x kc block, zero-padded to
-// whole MR-row slivers.
-// [snippet:gemm-pack-a]
-void pack_a(bool trans_a, const real* A, int64_t lda, int64_t ic, int64_t pc, int64_t mc,
-            int64_t kc, real* Ap) {
-    for (int64_t s = 0; s < mc; s += MR) {
-        const int64_t rows = std::min(MR, mc - s);
-        for (int64_t p = 0; p < kc; ++p) {
-            real* dst = Ap + s * kc + p * MR;
-            for (int64_t i = 0; i < rows; ++i) {
-                const int64_t r = ic + s + i, k = pc + p;
-                dst[i] = trans_a ? A[k * lda + r] : A[r * lda + k];
-            }
-            for (int64_t i = rows; i < MR; ++i) dst[i] = 0;
-        }
-    }
-}
-// [/snippet:gemm-pack-a]
-
-// Bp[s][p][j] = op(B)[pc + p, jc + s*NR + j] for the kc x nc panel, zero-padded to whole
-// NR-column slivers.
-void pack_b(bool trans_b, const real* B, int64_t ldb, int64_t pc, int64_t jc, int64_t kc,
-            int64_t nc, real* Bp) {
-    for (int64_t s = 0; s < nc; s += NR) {
-        const int64_t cols = std::min(NR, nc - s);
-        for (int64_t p = 0; p < kc; ++p) {
-            real* dst = Bp + s * kc + p * NR;
-            const int64_t k = pc + p;
-            if (trans_b)
-                for (int64_t j = 0; j < cols; ++j) dst[j] = B[(jc + s + j) * ldb + k];
-            else
-                for (int64_t j = 0; j < cols; ++j) dst[j] = B[k * ldb + jc + s + j];
-            for (int64_t j = cols; j < NR; ++j) dst[j] = 0;
-        }
-    }
-}
-
-// What the fast kernel writes into C[i, j] for the product `ab` (alpha * op(A) @ op(B) there),
-// by the same formula as gemm_reference (kept separate there: it is the independent
-// definition the tests compare against). beta == 0 never reads c, which may hold garbage.
-inline real c_update(real ab, real beta, const real& c, const real* bias, int64_t j) {
-    return ab + (beta == 0 ? real(0) : beta * c) + (bias ? bias[j] : real(0));
-}
-
-// C[mr, nr] = alpha * (A sliver @ Bp sliver) + beta * C + bias, with mr <= MR, nr <= W.
-// Element (i, p) of the A sliver is a[p * a_k + i * a_i]: packed (a_k = MR, a_i = 1), or read
-// in place from op(A) when it has all MR rows (then packing would cost more than it saves).
-// The packed form is its own instantiation: with the strides known at compile time the
-// compiler keeps the whole tile in registers (runtime strides cost the kernel a third).
-// W is NR, or NR / 2 for an edge sliver at most half full: attention's 65th column would
-// otherwise cost as much as 32 columns.
-template <bool packed, int64_t W>
-void micro_kernel(int64_t kc, const real* A, int64_t a_k, int64_t a_i, const real* Bp, real alpha, real beta,
-                  const real* bias, real* C, int64_t ldc, int64_t mr, int64_t nr) {
-    if (packed) a_k = MR, a_i = 1;
-    // [snippet:gemm-micro-kernel]
-    real acc[MR][W] = {};
-    for (int64_t p = 0; p < kc; ++p) {
-        const real* a = A + p * a_k;
-        const real* b = Bp + p * NR;
-        // Unrolled rows let the tile live in registers: -O3 unrolls them by itself, -O2 not.
-#pragma GCC unroll 16
-        for (int64_t i = 0; i < MR; ++i)
-            for (int64_t j = 0; j < W; ++j) acc[i][j] += a[i * a_i] * b[j];
-    }
-    // [/snippet:gemm-micro-kernel]
-    const auto store = [&](int64_t rows, int64_t cols) {
-        for (int64_t i = 0; i < rows; ++i) {
-            real* c = C + i * ldc;
-            for (int64_t j = 0; j < cols; ++j)
-                c[j] = c_update(alpha * acc[i][j], beta, c[j], bias, j);
-        }
-    };
-    if (mr == MR && nr == W) store(MR, W);  // compile-time trip counts: vectorised
-    else store(mr, nr);
-}
 
 // C = beta * C + bias, the whole answer when K == 0.
 void scale_c(int64_t M, int64_t N, real beta, real* C, int64_t ldc, const real* bias) {
     for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < N; ++j) {
             real& c = C[i * ldc + j];
-            c = c_update(0, beta, c, bias, j);
+            c = (beta == 0 ? real(0) : beta * c) + (bias ? bias[j] : real(0));  // beta == 0 never reads c
         }
 }
 
 }  // namespace
+
+const GemmKernels& gemm_kernels(Isa isa) {
+    switch (isa) {
+#if defined(__x86_64__)
+    case Isa::avx512:
+        return gemm_kernels_avx512;
+    case Isa::avx2:
+        return gemm_kernels_avx2;
+#endif
+    default:
+        return gemm_kernels_baseline;
+    }
+}
+
+std::string gemm_kernel_description() {
+    const GemmKernels& k = gemm_kernels(active_isa());
+    return std::string(isa_name(k.isa)) + ", tile " + std::to_string(k.mr) + " x " + std::to_string(k.nr);
+}
 
 void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha,
                   const real* A, int64_t lda, const real* B, int64_t ldb, real beta, real* C,
                   int64_t ldc, const real* bias) {
     if (M <= 0 || N <= 0) return;
     if (K <= 0) return scale_c(M, N, beta, C, ldc, bias);
+    const GemmKernels& kernels = gemm_kernels(active_isa());
+    const int64_t MR = kernels.mr, NR = kernels.nr, V = kernels.vector;
 
     // Reused across calls (and per thread), so the many small multiplies of attention do not
     // each allocate.
@@ -211,40 +130,47 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
             // Later K blocks add onto what the first one wrote (the bias included).
             const real beta_block = pc == 0 ? beta : real(1);
             const real* bias_block = pc == 0 && bias ? bias + jc : nullptr;
-            pack_b(trans_b, B, ldb, pc, jc, kc, nc, Bp);
+            kernels.pack_b(trans_b, B, ldb, pc, jc, kc, nc, Bp);
             // Threads take disjoint row ranges of C: each C element is still summed by one
             // thread in the same order, so the thread count cannot change the result. A chunk
             // gets at least ~2^19 multiply-adds, or waking a thread costs more than it saves.
             const int64_t grain = (int64_t(1) << 19) / (MR * nc * kc) + 1;
             // Packing A pays when each sliver of it meets many slivers of B; a narrow C
             // (attention's N = tokens or head_dim) reads A in place instead.
-            const bool direct = nc <= 2 * NR;
+            const bool direct = nc <= 64;
+            // A row-major A is packed row by row (a copy of runs), a transposed one column by
+            // column (its columns are the runs).
+            const bool by_rows = !direct && !trans_a;
+            const int64_t sliver_stride = by_rows ? KC : kc;  // between rows of Ap's slivers
+            const MicroKernel* packed_kernels = by_rows ? kernels.row_packed : kernels.packed;
             parallel_for(slivers, grain, [&](int64_t s0, int64_t s1) {
                 thread_local std::vector<real> a_pack;
-                a_pack.resize(static_cast<size_t>(kc * MC));
+                a_pack.resize(static_cast<size_t>(KC * MC));
                 real* Ap = a_pack.data();
                 const int64_t row_end = std::min(M, s1 * MR);
                 for (int64_t ic = s0 * MR; ic < row_end; ic += MC) {
                     const int64_t mc = std::min(MC, row_end - ic);
-                    if (!direct) pack_a(trans_a, A, lda, ic, pc, mc, kc, Ap);
-                    for (int64_t jr = 0; jr < nc; jr += NR)
+                    if (by_rows) kernels.pack_a_rows(A, lda, ic, pc, mc, kc, Ap);
+                    else if (!direct) kernels.pack_a(trans_a, A, lda, ic, pc, mc, kc, Ap);
+                    for (int64_t jr = 0; jr < nc; jr += NR) {
+                        const int64_t nr = std::min(NR, nc - jr);
+                        const int64_t vectors = (nr + V - 1) / V;  // of the sliver's NR / V
+                        const real* bias_tile = bias_block ? bias_block + jr : nullptr;
                         for (int64_t ir = 0; ir < mc; ir += MR) {
                             const int64_t mr = std::min(MR, mc - ir), r = ic + ir;
                             real* c = C + r * ldc + jc + jr;
-                            const int64_t nr = std::min(NR, nc - jr);
-                            const real* bias_tile = bias_block ? bias_block + jr : nullptr;
-                            const bool half = 2 * nr <= NR;
                             if (direct && mr == MR) {
                                 const real* a = trans_a ? A + pc * lda + r : A + r * lda + pc;
-                                const int64_t a_k = trans_a ? lda : 1, a_i = trans_a ? 1 : lda;
-                                (half ? micro_kernel<false, NR / 2> : micro_kernel<false, NR>)(
-                                    kc, a, a_k, a_i, Bp + jr * kc, alpha, beta_block, bias_tile, c, ldc, mr, nr);
+                                kernels.strided[vectors - 1](kc, a, trans_a ? lda : 1, trans_a ? 1 : lda,
+                                                             Bp + jr * kc, alpha, beta_block, bias_tile, c, ldc,
+                                                             mr, nr);
                                 continue;
                             }
-                            if (direct) pack_a(trans_a, A, lda, r, pc, mr, kc, Ap + ir * kc);
-                            (half ? micro_kernel<true, NR / 2> : micro_kernel<true, NR>)(
-                                kc, Ap + ir * kc, MR, 1, Bp + jr * kc, alpha, beta_block, bias_tile, c, ldc, mr, nr);
+                            if (direct) kernels.pack_a(trans_a, A, lda, r, pc, mr, kc, Ap + ir * kc);
+                            packed_kernels[vectors - 1](kc, Ap + ir * sliver_stride, 0, 0, Bp + jr * kc, alpha,
+                                                        beta_block, bias_tile, c, ldc, mr, nr);
                         }
+                    }
                 }
             });
         }

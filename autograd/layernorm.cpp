@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "cpu_isa.h"
+#include "fast_math.h"
 #include "ops.h"
 #include "parallel.h"
 
@@ -17,6 +19,72 @@ void check_affine(const Tensor& param, const char* name, const Tensor& x) {
                                     " does not match the normalised dimension [" + std::to_string(x.size(-1)) +
                                     "] of input " + shape_str(x.shape()));
 }
+
+// Rows [r0, r1) of x [rows, D] -> y, with each row's mean and 1 / std. The three loops below
+// are compiled for each instruction-set level (cpu_isa.h); the sums run in lane_sum's 16
+// lanes (fast_math.h) so that they vectorise.
+PATCHGRAD_LOOP void forward_rows_loop(const real* xd, const real* w, const real* b, real eps, int64_t D, int64_t r0,
+                                      int64_t r1, real* yd, real* mean, real* rstd) {
+    for (int64_t r = r0; r < r1; ++r) {
+        // [snippet:layernorm-forward-row]
+        const real* xr = xd + r * D;
+        real* yr = yd + r * D;
+        const real mu = lane_sum(D, [&](int64_t j) { return xr[j]; }) / static_cast<real>(D);
+        const real squares = lane_sum(D, [&](int64_t j) { return (xr[j] - mu) * (xr[j] - mu); });
+        const real rs = 1 / std::sqrt(squares / static_cast<real>(D) + eps);
+        for (int64_t j = 0; j < D; ++j) yr[j] = (xr[j] - mu) * rs * (w ? w[j] : 1) + (b ? b[j] : 0);
+        mean[r] = mu;
+        rstd[r] = rs;
+        // [/snippet:layernorm-forward-row]
+    }
+}
+PATCHGRAD_MULTIVERSION(forward_rows,
+                       (const real* xd, const real* w, const real* b, real eps, int64_t D, int64_t r0, int64_t r1,
+                        real* yd, real* mean, real* rstd),
+                       (xd, w, b, eps, D, r0, r1, yd, mean, rstd))
+
+// dx of rows [r0, r1), added into dx.
+PATCHGRAD_LOOP void backward_rows_loop(const real* xd, const real* dy, const real* w, const real* mu, const real* rs,
+                                       int64_t D, int64_t r0, int64_t r1, real* dx) {
+    for (int64_t r = r0; r < r1; ++r) {
+        // [exercise:layernorm-backward]
+        // [snippet:layernorm-backward-row]
+        const real* xr = xd + r * D;
+        const real* dyr = dy + r * D;
+        const auto dxhat = [&](int64_t j) { return dyr[j] * (w ? w[j] : 1); };
+        const auto xhat = [&](int64_t j) { return (xr[j] - mu[r]) * rs[r]; };
+        const real mean_dxhat = lane_sum(D, dxhat) / static_cast<real>(D);
+        const real mean_dxhat_xhat = lane_sum(D, [&](int64_t j) { return dxhat(j) * xhat(j); }) / static_cast<real>(D);
+        real* dxr = dx + r * D;
+        for (int64_t j = 0; j < D; ++j) dxr[j] += rs[r] * (dxhat(j) - mean_dxhat - xhat(j) * mean_dxhat_xhat);
+        // [/snippet:layernorm-backward-row]
+        // [/exercise:layernorm-backward]
+    }
+}
+PATCHGRAD_MULTIVERSION(backward_rows,
+                       (const real* xd, const real* dy, const real* w, const real* mu, const real* rs, int64_t D,
+                        int64_t r0, int64_t r1, real* dx),
+                       (xd, dy, w, mu, rs, D, r0, r1, dx))
+
+// dweight and dbias of columns [j0, j1), summed over all rows in row order.
+PATCHGRAD_LOOP void backward_affine_loop(const real* xd, const real* dy, const real* mu, const real* rs, int64_t rows,
+                                         int64_t D, int64_t j0, int64_t j1, real* dw, real* db) {
+    // [snippet:layernorm-backward-affine]
+    for (int64_t r = 0; r < rows; ++r) {
+        const real* xr = xd + r * D;
+        const real* dyr = dy + r * D;
+        for (int64_t j = j0; j < j1; ++j) {
+            const real xhat = (xr[j] - mu[r]) * rs[r];
+            if (dw) dw[j] += dyr[j] * xhat;
+            if (db) db[j] += dyr[j];
+        }
+    }
+    // [/snippet:layernorm-backward-affine]
+}
+PATCHGRAD_MULTIVERSION(backward_affine,
+                       (const real* xd, const real* dy, const real* mu, const real* rs, int64_t rows, int64_t D,
+                        int64_t j0, int64_t j1, real* dw, real* db),
+                       (xd, dy, mu, rs, rows, D, j0, j1, dw, db))
 }  // namespace
 
 // x [..., D], weight [D] or undefined (= 1), bias [D] or undefined (= 0) -> y [..., D]
@@ -48,23 +116,8 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, rea
     real* mean_d = mean.data();
     real* rstd_d = rstd.data();
     const int64_t grain = (1 << 14) / (D + 1) + 1;
-    parallel_for(rows, grain, [=](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) {
-            // [snippet:layernorm-forward-row]
-            const real* xr = xd + r * D;
-            real* yr = yd + r * D;
-            real sum = 0;
-            for (int64_t j = 0; j < D; ++j) sum += xr[j];
-            const real mu = sum / static_cast<real>(D);
-            real squares = 0;
-            for (int64_t j = 0; j < D; ++j) squares += (xr[j] - mu) * (xr[j] - mu);
-            const real rs = 1 / std::sqrt(squares / static_cast<real>(D) + eps);
-            for (int64_t j = 0; j < D; ++j) yr[j] = (xr[j] - mu) * rs * (w ? w[j] : 1) + (b ? b[j] : 0);
-            mean_d[r] = mu;
-            rstd_d[r] = rs;
-            // [/snippet:layernorm-forward-row]
-        }
-    });
+    parallel_for(rows, grain,
+                 [=](int64_t r0, int64_t r1) { forward_rows(xd, w, b, eps, D, r0, r1, yd, mean_d, rstd_d); });
 
     // Rows go to threads for dx; columns for dweight and dbias, whose sums over the rows then
     // run in row order whatever the thread count.
@@ -76,48 +129,14 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, rea
                const real* mu = mean.data();
                const real* rs = rstd.data();
                if (x.requires_grad()) {
-                   // [exercise:layernorm-backward]
                    real* dx = x.grad_data();
-                   parallel_for(rows, grain, [=](int64_t r0, int64_t r1) {
-                       for (int64_t r = r0; r < r1; ++r) {
-                           // [snippet:layernorm-backward-row]
-                           const real* xr = xd + r * D;
-                           const real* dyr = dy + r * D;
-                           real sum_dxhat = 0, sum_dxhat_xhat = 0;
-                           for (int64_t j = 0; j < D; ++j) {
-                               const real xhat = (xr[j] - mu[r]) * rs[r];
-                               const real dxhat = dyr[j] * (w ? w[j] : 1);
-                               sum_dxhat += dxhat;
-                               sum_dxhat_xhat += dxhat * xhat;
-                           }
-                           const real mean_dxhat = sum_dxhat / static_cast<real>(D);
-                           const real mean_dxhat_xhat = sum_dxhat_xhat / static_cast<real>(D);
-                           real* dxr = dx + r * D;
-                           for (int64_t j = 0; j < D; ++j) {
-                               const real xhat = (xr[j] - mu[r]) * rs[r];
-                               dxr[j] += rs[r] * (dyr[j] * (w ? w[j] : 1) - mean_dxhat - xhat * mean_dxhat_xhat);
-                           }
-                           // [/snippet:layernorm-backward-row]
-                       }
-                   });
-                   // [/exercise:layernorm-backward]
+                   parallel_for(rows, grain,
+                                [=](int64_t r0, int64_t r1) { backward_rows(xd, dy, w, mu, rs, D, r0, r1, dx); });
                }
                real* dw = weight.defined() && weight.requires_grad() ? weight.grad_data() : nullptr;
                real* db = bias.defined() && bias.requires_grad() ? bias.grad_data() : nullptr;
                if (!dw && !db) return;
-               parallel_for(D, 16, [=](int64_t j0, int64_t j1) {
-                   // [snippet:layernorm-backward-affine]
-                   for (int64_t r = 0; r < rows; ++r) {
-                       const real* xr = xd + r * D;
-                       const real* dyr = dy + r * D;
-                       for (int64_t j = j0; j < j1; ++j) {
-                           const real xhat = (xr[j] - mu[r]) * rs[r];
-                           if (dw) dw[j] += dyr[j] * xhat;
-                           if (db) db[j] += dyr[j];
-                       }
-                   }
-                   // [/snippet:layernorm-backward-affine]
-               });
+               parallel_for(D, 16, [=](int64_t j0, int64_t j1) { backward_affine(xd, dy, mu, rs, rows, D, j0, j1, dw, db); });
            });
     return out;
 }

@@ -3,6 +3,7 @@
 
 #include "gemm.h"
 #include "ops.h"
+#include "parallel.h"
 
 namespace patchgrad {
 
@@ -43,9 +44,12 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
             gemm(true, false, out, in, rows, 1, dy, out, x.data(), in, dw.beta, dw.data, in);
         }
         if (bias.defined() && bias.requires_grad()) {
+            // Threads take columns, each summed over the rows in row order as on one thread.
             real* db = bias.grad_data();
-            for (int64_t r = 0; r < rows; ++r)
-                for (int64_t j = 0; j < out; ++j) db[j] += dy[r * out + j];
+            parallel_for(out, 16, [=](int64_t j0, int64_t j1) {
+                for (int64_t r = 0; r < rows; ++r)
+                    for (int64_t j = j0; j < j1; ++j) db[j] += dy[r * out + j];
+            });
         }
     });
     return y;

@@ -114,8 +114,9 @@ ThreadSettings& settings() {
 }  // namespace
 
 void set_num_threads(int threads) {
-    if (threads < 1)
-        throw std::invalid_argument("set_num_threads: need at least 1 thread, got " + std::to_string(threads));
+    if (threads < 1 || threads > kMaxThreads)
+        throw std::invalid_argument("set_num_threads: need at least 1 and at most " + std::to_string(kMaxThreads) +
+                                    " threads, got " + std::to_string(threads));
     std::lock_guard<std::mutex> lock(settings().mutex);
     settings().threads = threads;
 }

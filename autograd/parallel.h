@@ -16,7 +16,12 @@
 
 namespace patchgrad {
 
-// The number of threads parallel_for uses (default 1). Like torch.set_num_threads.
+// The most threads set_num_threads accepts: more than any CPU this runs on has cores, and
+// far fewer than would exhaust the system (each is a real thread with its own stack).
+constexpr int kMaxThreads = 1024;
+
+// The number of threads parallel_for uses (default 1), 1 to kMaxThreads. Like
+// torch.set_num_threads.
 void set_num_threads(int threads);
 int num_threads();
 

@@ -38,6 +38,11 @@ struct NamedTensors {
 // Writes `path + ".tmp"` and renames it over `path` only once it is complete, so an
 // interrupted or failed save never leaves a half-written file under `path`.
 void save_safetensors(const std::string& path, const NamedTensors& named);
+// Reads a regular file (a FIFO, a directory or a device is refused before it is opened).
+// Every problem throws std::invalid_argument "load_safetensors: <path>: <problem>".
 NamedTensors load_safetensors(const std::string& path);
+// The same reader on the bytes of a file already in memory; `name` stands for the file in
+// messages ("parse_safetensors: <name>: <problem>"). The fuzz tests drive this one.
+NamedTensors parse_safetensors(const std::string& bytes, const std::string& name);
 
 }  // namespace patchgrad

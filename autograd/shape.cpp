@@ -87,9 +87,11 @@ Tensor permute_as(const Tensor& a, const std::vector<int64_t>& dims, const char*
 
     record(out, op, {a}, [a, visit_shape, visit_strides, run](Tensor& o) mutable {
         const real* dy = o.grad_data();
-        real* dx = a.grad_data();
+        // Every element of dA is reached exactly once: a first gradient is written, not added
+        // to a zero-filled buffer (beta == 0 never reads the uninitialised memory).
+        const Tensor::GradTarget dx = a.grad_target();
         for_each_permuted(visit_shape, visit_strides, [dx, dy, run](int64_t oi, int64_t i) {
-            for (int64_t k = 0; k < run; ++k) dx[i + k] += dy[oi * run + k];
+            for (int64_t k = 0; k < run; ++k) dx.data[i + k] = (dx.beta == 0 ? 0 : dx.data[i + k]) + dy[oi * run + k];
         });
     });
     return out;
@@ -111,6 +113,9 @@ Tensor reshape(const Tensor& a, Shape shape) {
             throw std::invalid_argument("reshape: invalid dimension " + std::to_string(shape[k]) +
                                         " in shape " + shape_str(shape));
         } else {
+            if (!product_fits(known, shape[k]))
+                throw std::invalid_argument("reshape: shape " + shape_str(shape) +
+                                            " has more elements than a 64-bit integer holds");
             known *= shape[k];
         }
     }
@@ -130,12 +135,7 @@ Tensor reshape(const Tensor& a, Shape shape) {
 
     // [snippet:reshape-view]
     Tensor out = Tensor::view(a, shape, 0);
-    record(out, "reshape", {a}, [a](Tensor& o) mutable {
-        const real* dy = o.grad_data();
-        real* dx = a.grad_data();
-        const int64_t n = a.numel();
-        for (int64_t i = 0; i < n; ++i) dx[i] += dy[i];
-    });
+    record(out, "reshape", {a}, [a](Tensor& o) mutable { a.add_to_grad(o.grad_data()); });
     // [/snippet:reshape-view]
     return out;
 }

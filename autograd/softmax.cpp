@@ -9,6 +9,7 @@
 #include <limits>
 #include <vector>
 
+#include "cpu_isa.h"
 #include "fast_math.h"
 #include "ops.h"
 #include "parallel.h"
@@ -20,17 +21,16 @@ namespace {
 // y = softmax(x) or log_softmax(x) over each contiguous row of n elements. log_softmax is
 // (x - max) - log(sum): x - max is exact for nearby logits, whereas x - (max + log(sum))
 // would round the log-sum to the precision of the logits (6e-5 in float32 at 1000).
-void forward_rows(const real* x, real* y, int64_t rows, int64_t n, bool log_output) {
+// Compiled for each instruction-set level (cpu_isa.h); the max and the sum run in lanes
+// (fast_math.h) so that they vectorise.
+PATCHGRAD_LOOP void forward_rows_loop(const real* x, real* y, int64_t rows, int64_t n, bool log_output) {
     for (int64_t r = 0; r < rows; ++r) {
         const real* xr = x + r * n;
         real* yr = y + r * n;
         // [snippet:softmax-forward-row]
-        real max = -std::numeric_limits<real>::infinity();
-        for (int64_t i = 0; i < n; ++i) max = std::max(max, xr[i]);
-        // Two loops, so the exp loop vectorises (the sum, in order, would stop it).
+        const real max = lane_max(n, [&](int64_t i) { return xr[i]; });
         for (int64_t i = 0; i < n; ++i) yr[i] = vector_exp(xr[i] - max);
-        real sum = 0;
-        for (int64_t i = 0; i < n; ++i) sum += yr[i];
+        const real sum = lane_sum(n, [&](int64_t i) { return yr[i]; });
         if (log_output) {
             const real log_sum = std::log(sum);
             for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] - max) - log_sum;
@@ -41,6 +41,8 @@ void forward_rows(const real* x, real* y, int64_t rows, int64_t n, bool log_outp
         // [/snippet:softmax-forward-row]
     }
 }
+PATCHGRAD_MULTIVERSION(forward_rows, (const real* x, real* y, int64_t rows, int64_t n, bool log_output),
+                       (x, y, rows, n, log_output))
 
 // The same over the middle axis of [outer, n, inner]; `max` and `sum` hold one value per
 // inner position.
@@ -71,27 +73,30 @@ void forward_strided(const real* x, real* y, int64_t outer, int64_t n, int64_t i
 }
 
 // Adds the gradient of forward_rows into dx (the formulas are above softmax_along).
-void backward_rows(const real* y, const real* dy, real* dx, int64_t rows, int64_t n, bool log_output) {
+PATCHGRAD_LOOP void backward_rows_loop(const real* y, const real* dy, real* dx, int64_t rows, int64_t n,
+                                       bool log_output) {
     for (int64_t r = 0; r < rows; ++r) {
         const real* yr = y + r * n;
         const real* dyr = dy + r * n;
         real* dxr = dx + r * n;
-        real dot = 0;
         if (log_output) {
             // [snippet:log-softmax-backward-row]
-            for (int64_t i = 0; i < n; ++i) dot += dyr[i];
+            const real dot = lane_sum(n, [&](int64_t i) { return dyr[i]; });
             for (int64_t i = 0; i < n; ++i) dxr[i] += dyr[i] - vector_exp(yr[i]) * dot;
             // [/snippet:log-softmax-backward-row]
         } else {
             // [exercise:softmax-backward]
             // [snippet:softmax-backward-row]
-            for (int64_t i = 0; i < n; ++i) dot += dyr[i] * yr[i];
+            const real dot = lane_sum(n, [&](int64_t i) { return dyr[i] * yr[i]; });
             for (int64_t i = 0; i < n; ++i) dxr[i] += yr[i] * (dyr[i] - dot);
             // [/snippet:softmax-backward-row]
             // [/exercise:softmax-backward]
         }
     }
 }
+PATCHGRAD_MULTIVERSION(backward_rows, (const real* y, const real* dy, real* dx, int64_t rows, int64_t n,
+                                       bool log_output),
+                       (y, dy, dx, rows, n, log_output))
 
 // The same over the middle axis of [outer, n, inner]; `dot` holds one sum per inner position.
 void backward_strided(const real* y, const real* dy, real* dx, int64_t outer, int64_t n, int64_t inner,

@@ -1,6 +1,10 @@
 #include "storage.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <limits>
 #include <mutex>
 #include <new>
 #include <unordered_map>
@@ -42,7 +46,13 @@ public:
                 if (stats_.in_use + stats_.cached > 2 * high_water_) release_locked();
             }
         }
-        return ::operator new(bytes, kAlignment);
+        try {
+            return ::operator new(bytes, kAlignment);
+        } catch (const std::bad_alloc&) {
+            std::lock_guard<std::mutex> lock(mutex_);
+            stats_.in_use -= static_cast<int64_t>(bytes);
+            throw;
+        }
     }
 
     void deallocate(void* p, size_t bytes) {
@@ -92,7 +102,13 @@ Cache& cache() {
 }  // namespace
 
 Storage::Storage(int64_t size) : size_(size) {
-    if (size > 0) data_ = static_cast<real*>(cache().allocate(block_bytes(size)));
+    if (size <= 0) return;
+    check_fits_in_memory(size);
+    try {
+        data_ = static_cast<real*>(cache().allocate(block_bytes(size)));
+    } catch (const std::bad_alloc&) {
+        throw OutOfMemory(size);
+    }
 }
 
 Storage::Storage(int64_t size, real fill) : Storage(size) {
@@ -127,6 +143,35 @@ void Storage::reset() {
     if (data_) cache().deallocate(data_, block_bytes(size_));
     data_ = nullptr;
     size_ = 0;
+}
+
+OutOfMemory::OutOfMemory(int64_t reals)
+    : message_("out of memory: cannot allocate " + format_bytes(double(reals) * sizeof(real)) + " for " +
+               std::to_string(reals) + " reals") {}
+
+int64_t physical_memory_bytes() {
+    const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page_size <= 0) return 0;
+    return static_cast<int64_t>(pages) * page_size;
+}
+
+void check_fits_in_memory(int64_t reals) {
+    // Read once: the machine's memory does not change while a program runs.
+    static const int64_t machine = physical_memory_bytes();
+    const int64_t limit = machine > 0 ? machine : std::numeric_limits<int64_t>::max();
+    if (reals > limit / static_cast<int64_t>(sizeof(real))) throw OutOfMemory(reals);
+}
+
+std::string format_bytes(double bytes) {
+    const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    int unit = 0;
+    while (bytes >= 1024 && unit < 6) {
+        bytes /= 1024;
+        ++unit;
+    }
+    char text[48];
+    std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", bytes, units[unit]);
+    return text;
 }
 
 MemoryStats memory_stats() { return cache().stats(); }

@@ -21,6 +21,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <new>
+#include <string>
 
 namespace patchgrad {
 
@@ -71,5 +73,28 @@ struct MemoryStats {
 MemoryStats memory_stats();
 void reset_peak_memory();
 void release_cached_memory();  // give every cached block back to the system
+
+// What Storage throws when the system cannot provide the memory: a std::bad_alloc, so code
+// that handles running out of memory still catches it, but one whose what() says how much
+// was asked for ("out of memory: cannot allocate 12.0 GiB for 3221225472 reals") where a
+// bare std::bad_alloc says nothing.
+class OutOfMemory : public std::bad_alloc {
+public:
+    explicit OutOfMemory(int64_t reals);
+    const char* what() const noexcept override { return message_.c_str(); }
+
+private:
+    std::string message_;
+};
+
+// The machine's physical memory in bytes (0 if the system does not say): what sizes are
+// checked against before anything big is allocated, so a request that can never fit is
+// refused in one line at once instead of swapping or dying later.
+int64_t physical_memory_bytes();
+// Throws OutOfMemory when `reals` numbers need more bytes than the machine has (or than
+// size_t counts). Storage checks every allocation with it, and Tensor every new shape.
+void check_fits_in_memory(int64_t reals);
+// 1536 -> "1.5 KiB", 12884901888 -> "12.0 GiB": for messages about memory.
+std::string format_bytes(double bytes);
 
 }  // namespace patchgrad

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <unordered_set>
 
+#include "parallel.h"
 #include "rng.h"
 
 namespace patchgrad {
@@ -22,9 +23,31 @@ std::string shape_str(const Shape& shape) {
     return s + "]";
 }
 
+bool product_fits(int64_t a, int64_t b) { return b == 0 || a <= std::numeric_limits<int64_t>::max() / b; }
+
+int64_t checked_mul(int64_t a, int64_t b, const std::string& what) {
+    if (!product_fits(a, b))
+        throw std::invalid_argument(what + ": " + std::to_string(a) + " x " + std::to_string(b) +
+                                    " is more than a 64-bit integer holds");
+    return a * b;
+}
+
+int64_t checked_add(int64_t a, int64_t b, const std::string& what) {
+    if (a > std::numeric_limits<int64_t>::max() - b)
+        throw std::invalid_argument(what + ": " + std::to_string(a) + " + " + std::to_string(b) +
+                                    " is more than a 64-bit integer holds");
+    return a + b;
+}
+
 int64_t shape_numel(const Shape& shape) {
     int64_t n = 1;
-    for (int64_t d : shape) n *= d;
+    for (int64_t d : shape) {
+        // Negative dimensions are the caller's to refuse (with its own message); they
+        // cannot overflow towards zero the way huge ones do.
+        if (d > 0 && !product_fits(n, d))
+            throw std::invalid_argument("shape " + shape_str(shape) + " has more elements than a 64-bit integer holds");
+        n *= d;
+    }
     return n;
 }
 
@@ -44,7 +67,9 @@ namespace {
 int64_t checked_numel(const Shape& shape) {
     for (int64_t d : shape)
         if (d < 0) throw std::invalid_argument("Tensor: negative dimension in shape " + shape_str(shape));
-    return shape_numel(shape);
+    const int64_t n = shape_numel(shape);
+    check_fits_in_memory(n);  // before any std::vector of that size is attempted
+    return n;
 }
 
 Tensor make(const Shape& shape, Storage data, bool requires_grad) {
@@ -232,6 +257,15 @@ Tensor::GradTarget Tensor::grad_target() const {
     if (!g.empty()) return {g.data(), real(1)};
     g = uninitialised(impl_->numel);
     return {g.data(), real(0)};
+}
+
+void Tensor::add_to_grad(const real* g) const {
+    const GradTarget target = grad_target();
+    real* dx = target.data;
+    parallel_for(numel(), 1 << 16, [=](int64_t begin, int64_t end) {
+        // beta == 0 never reads dx, which is then uninitialised.
+        for (int64_t i = begin; i < end; ++i) dx[i] = (target.beta == 0 ? 0 : dx[i]) + g[i];
+    });
 }
 
 void Tensor::zero_grad() {

@@ -41,7 +41,19 @@ class Tensor;
 
 // "[2, 3, 4]" — used in every error message.
 std::string shape_str(const Shape& shape);
+// The element count of a shape. Throws std::invalid_argument naming the shape when it has
+// more elements than int64_t counts, instead of wrapping around to a small number.
 int64_t shape_numel(const Shape& shape);
+
+// Sizes are multiplied with these, never with a bare `*`: a product that wraps around turns
+// "too big" into a small or zero size, which then passes every later check.
+// Whether a * b (a, b >= 0) fits in int64_t.
+bool product_fits(int64_t a, int64_t b);
+// a * b (a, b >= 0), or std::invalid_argument "<what>: <a> x <b> is more than a 64-bit
+// integer holds".
+int64_t checked_mul(int64_t a, int64_t b, const std::string& what);
+// a + b (a, b >= 0), or std::invalid_argument "<what>: <a> + <b> is more than ...".
+int64_t checked_add(int64_t a, int64_t b, const std::string& what);
 // Normalises a possibly negative axis (-1 = last) for a tensor of `ndim` dimensions,
 // throwing "op: axis A is out of range for a tensor of shape [..]" otherwise.
 int64_t normalize_axis(int64_t axis, const Shape& shape, const char* op);
@@ -134,6 +146,9 @@ public:
         real beta;
     };
     GradTarget grad_target() const;
+    // .grad += g[0 .. numel), for a backward whose input gradient is dOut itself (reshape's):
+    // a plain copy when no gradient has arrived yet, so .grad is never zero-filled first.
+    void add_to_grad(const real* g) const;
     void zero_grad();                // drops .grad (like set_to_none=True in PyTorch)
 
     // A new leaf holding a copy of the values, cut off from the graph.

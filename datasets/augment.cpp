@@ -127,14 +127,16 @@ RandAugment RandAugment::parse(const std::string& spec) {
         if (!known || text.empty() || used != text.size())
             throw std::invalid_argument("RandAugment: cannot read '" + part + "' in '" + spec +
                                         "'; expected m<magnitude>, n<ops>, mstd<std>, inc<0|1> or p<prob>");
+        // Checked before the conversion to an integer, which a huge n would overflow.
+        if (key == "n" && !(value == std::floor(value) && value <= double(RandAugment::kMaxOps)))
+            throw std::invalid_argument("RandAugment: '" + part + "' in '" + spec +
+                                        "': the number of ops must be an integer from 0 to " +
+                                        std::to_string(RandAugment::kMaxOps));
         if (key == "m") ra.magnitude = value;
         if (key == "n") ra.num_ops = static_cast<int64_t>(value);
         if (key == "mstd") ra.magnitude_std = value > 100 ? INFINITY : value;  // timm: > 100 means uniform
         if (key == "inc") ra.increasing = value != 0;
         if (key == "p") ra.prob = value;
-        if (key == "n" && value != std::floor(value))
-            throw std::invalid_argument("RandAugment: '" + part + "' in '" + spec +
-                                        "': the number of ops must be an integer");
     }
     ra.validate();
     return ra;
@@ -148,8 +150,10 @@ std::string RandAugment::str() const {
 }
 
 void RandAugment::validate() const {
-    if (num_ops < 0 || !(magnitude >= 0 && magnitude <= 10) || !(magnitude_std >= 0) || !(prob >= 0 && prob <= 1))
-        throw std::invalid_argument("RandAugment: " + str() + " needs n >= 0, m in [0, 10], mstd >= 0 and p in [0, 1]");
+    if (num_ops < 0 || num_ops > kMaxOps || !(magnitude >= 0 && magnitude <= 10) || !(magnitude_std >= 0) ||
+        !(prob >= 0 && prob <= 1))
+        throw std::invalid_argument("RandAugment: " + str() + " needs n in [0, " + std::to_string(kMaxOps) +
+                                    "], m in [0, 10], mstd >= 0 and p in [0, 1]");
 }
 
 void RandAugment::apply(ImageView img, Rng& rng) const {

@@ -60,6 +60,10 @@ double rand_augment_level(RandAugmentOp op, double magnitude, bool increasing);
 void apply_rand_augment_op(ImageView img, RandAugmentOp op, double magnitude, bool increasing, uint8_t fill, Rng& rng);
 
 struct RandAugment {
+    // At most this many operations per image: as many as there are kinds. timm's recipes
+    // use 1 to 4; far more only turn every image into noise, and each one costs time per
+    // image (n = 10^9 would never finish an epoch).
+    static constexpr int64_t kMaxOps = static_cast<int64_t>(kRandAugmentOps.size());
     int64_t num_ops = 2;       // n: operations per image
     double magnitude = 9;      // m: strength out of 10
     double magnitude_std = 0;  // mstd: per operation, m ~ N(m, mstd) clipped to [0, 10]; inf: U(0, m)
@@ -71,7 +75,7 @@ struct RandAugment {
     // m, n, mstd, inc, p. Anything else is an error naming the part.
     static RandAugment parse(const std::string& spec);
     std::string str() const;  // the same form, e.g. "rand-m9-n2-mstd0-inc0-p0.5"
-    // Throws std::invalid_argument unless n >= 0, m in [0, 10], mstd >= 0 and p in [0, 1].
+    // Throws std::invalid_argument unless n in [0, kMaxOps], m in [0, 10], mstd >= 0 and p in [0, 1].
     void validate() const;
     void apply(ImageView img, Rng& rng) const;
 };

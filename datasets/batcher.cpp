@@ -46,7 +46,8 @@ Batcher::Batcher(int64_t set_size, int64_t batch_size, uint64_t seed, bool drop_
 }
 
 int64_t Batcher::num_batches() const {
-    return drop_last_ ? set_size_ / batch_size_ : (set_size_ + batch_size_ - 1) / batch_size_;
+    // Rounded up without forming set_size + batch_size - 1, which a huge batch would overflow.
+    return set_size_ / batch_size_ + (!drop_last_ && set_size_ % batch_size_ != 0 ? 1 : 0);
 }
 
 std::vector<int64_t> Batcher::epoch_order(int64_t epoch) const {

@@ -7,8 +7,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 
+#include "autograd/files.h"
 #include "autograd/rng.h"
 #include "batcher.h"
 
@@ -33,26 +35,18 @@ std::string foreign_hint(uintmax_t bytes, const std::string& head) {
     return "";
 }
 
-std::string read_head(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
+// The first two bytes of the file (for foreign_hint), read only on the way to an error.
+std::string read_head(std::istream& in) {
+    in.clear();
+    in.seekg(0);
     char head[2] = {0, 0};
     in.read(head, 2);
     return std::string(head, static_cast<size_t>(in.gcount()));
 }
 
-// Appends the records of one file to `set` (already holding the CIFAR-10 class names).
-void append_cifar10_file(const std::string& path, ImageSet& set) {
-    std::error_code ec;
-    if (!fs::exists(path, ec)) {
-        const fs::path parent = fs::path(path).parent_path();
-        const std::string where =
-            parent.empty() || fs::is_directory(parent, ec) ? "" : " (directory " + parent.string() + " does not exist)";
-        throw std::runtime_error("cifar10: missing " + path + where + "; " + kMissingHint);
-    }
-    if (!fs::is_regular_file(path, ec))
-        throw std::runtime_error("cifar10: " + path + " is not a regular file; expected a CIFAR-10 .bin file");
-    const uintmax_t bytes = fs::file_size(path, ec);
-    if (ec) throw std::runtime_error("cifar10: cannot read the size of " + path + ": " + ec.message());
+// Appends the records in `in`, `bytes` long, to `set` (already holding the CIFAR-10 class
+// names); `path` names the file in messages.
+void append_cifar10_records(std::istream& in, uintmax_t bytes, const std::string& path, ImageSet& set) {
     if (bytes == 0)
         throw std::invalid_argument("cifar10: " + path +
                                     " is empty; expected 3073-byte records (10,000 in an official file)");
@@ -60,7 +54,7 @@ void append_cifar10_file(const std::string& path, ImageSet& set) {
         throw std::invalid_argument("cifar10: " + path + " has " + std::to_string(bytes) +
                                     " bytes, not a multiple of the 3073-byte record (truncated, or not a CIFAR-10 "
                                     "binary file)" +
-                                    foreign_hint(bytes, read_head(path)));
+                                    foreign_hint(bytes, read_head(in)));
 
     // Straight into the set's storage through a small reused buffer: fresh memory is paid for
     // by page faults, which on some machines cost more than reading the file, so the 150 MiB
@@ -71,7 +65,6 @@ void append_cifar10_file(const std::string& path, ImageSet& set) {
     set.pixels.resize((first + records) * kCifar10ImageBytes);
     constexpr int64_t kChunkRecords = 256;
     std::vector<uint8_t> chunk(std::min(records, kChunkRecords) * kCifar10RecordBytes);
-    std::ifstream in(path, std::ios::binary);
     for (int64_t begin = 0; begin < records; begin += kChunkRecords) {
         const int64_t n = std::min(kChunkRecords, records - begin);
         in.read(reinterpret_cast<char*>(chunk.data()), n * kCifar10RecordBytes);
@@ -84,11 +77,43 @@ void append_cifar10_file(const std::string& path, ImageSet& set) {
                 throw std::invalid_argument(
                     "cifar10: " + path + ": label " + std::to_string(record[0]) + " at record " + std::to_string(r) +
                     " (byte " + std::to_string(r * kCifar10RecordBytes) + ") is not a CIFAR-10 class; expected 0-9" +
-                    foreign_hint(bytes, read_head(path)));
+                    foreign_hint(bytes, read_head(in)));
             set.labels[first + r] = record[0];
             std::memcpy(set.pixels.data() + (first + r) * kCifar10ImageBytes, record + 1, kCifar10ImageBytes);
         }
     }
+}
+
+bool is_official_file_name(const std::string& name) {
+    return name == kCifar10TestFile ||
+           std::find(kCifar10TrainFiles.begin(), kCifar10TrainFiles.end(), name) != kCifar10TrainFiles.end();
+}
+
+// Appends the records of one file to `set` (already holding the CIFAR-10 class names).
+void append_cifar10_file(const std::string& path, ImageSet& set, std::ostream* warnings) {
+    std::error_code ec;
+    if (!fs::exists(path, ec)) {
+        const fs::path parent = fs::path(path).parent_path();
+        const std::string where =
+            parent.empty() || fs::is_directory(parent, ec) ? "" : " (directory " + parent.string() + " does not exist)";
+        throw std::runtime_error("cifar10: missing " + path + where + "; " + kMissingHint);
+    }
+    const std::string not_regular = not_a_regular_file(path);
+    if (!not_regular.empty())
+        throw std::runtime_error("cifar10: " + path + ": " + not_regular + "; expected a CIFAR-10 .bin file");
+    const uintmax_t bytes = fs::file_size(path, ec);
+    if (ec) throw std::runtime_error("cifar10: cannot read the size of " + path + ": " + ec.message());
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("cifar10: cannot open " + path + " for reading");
+    const int64_t before = set.size();
+    append_cifar10_records(in, bytes, path, set);
+    // A file cut at a record boundary is still a valid file; say so rather than train on
+    // 44,999 images without a word. Files under other names (test fixtures, subsets) may
+    // hold any number of records.
+    const int64_t records = set.size() - before;
+    if (warnings && records != kCifar10RecordsPerFile && is_official_file_name(fs::path(path).filename().string()))
+        *warnings << "warning: " << path << " holds " << records << " records; the official CIFAR-10 file has "
+                  << kCifar10RecordsPerFile << "\n";
 }
 
 ImageSet empty_cifar10() {
@@ -111,23 +136,30 @@ fs::path files_dir(const std::string& dir) {
 
 }  // namespace
 
-ImageSet load_cifar10_file(const std::string& path) {
+ImageSet load_cifar10_file(const std::string& path, std::ostream* warnings) {
     ImageSet set = empty_cifar10();
-    append_cifar10_file(path, set);
+    append_cifar10_file(path, set, warnings);
     return set;
 }
 
-ImageSet load_cifar10_train(const std::string& dir) {
+ImageSet parse_cifar10(const std::string& bytes, const std::string& name) {
+    ImageSet set = empty_cifar10();
+    std::istringstream in(bytes);
+    append_cifar10_records(in, bytes.size(), name, set);
+    return set;
+}
+
+ImageSet load_cifar10_train(const std::string& dir, std::ostream* warnings) {
     const fs::path d = files_dir(dir);
     ImageSet set = empty_cifar10();
     set.labels.reserve(50000);
     set.pixels.reserve(50000 * kCifar10ImageBytes);
-    for (const char* name : kCifar10TrainFiles) append_cifar10_file((d / name).string(), set);
+    for (const char* name : kCifar10TrainFiles) append_cifar10_file((d / name).string(), set, warnings);
     return set;
 }
 
-ImageSet load_cifar10_test(const std::string& dir) {
-    return load_cifar10_file((files_dir(dir) / kCifar10TestFile).string());
+ImageSet load_cifar10_test(const std::string& dir, std::ostream* warnings) {
+    return load_cifar10_file((files_dir(dir) / kCifar10TestFile).string(), warnings);
 }
 
 void save_cifar10_file(const std::string& path, const ImageSet& set) {

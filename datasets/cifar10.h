@@ -19,6 +19,7 @@
 
 #include <array>
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 
 #include "image_set.h"
@@ -27,6 +28,7 @@ namespace patchgrad {
 
 constexpr int64_t kCifar10ImageBytes = 3 * 32 * 32;
 constexpr int64_t kCifar10RecordBytes = 1 + kCifar10ImageBytes;
+constexpr int64_t kCifar10RecordsPerFile = 10000;  // in each of the six official files
 constexpr std::array<const char*, 10> kCifar10ClassNames = {"airplane", "automobile", "bird",  "cat",  "deer",
                                                             "dog",      "frog",       "horse", "ship", "truck"};
 constexpr std::array<const char*, 5> kCifar10TrainFiles = {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin",
@@ -34,13 +36,20 @@ constexpr std::array<const char*, 5> kCifar10TrainFiles = {"data_batch_1.bin", "
 constexpr const char* kCifar10TestFile = "test_batch.bin";
 
 // One file of records -> ImageSet [N, 3, 32, 32] with the CIFAR-10 class names. A missing
-// or unreadable file throws std::runtime_error, a file that is not CIFAR-10 (wrong size,
-// label out of range) std::invalid_argument; both name the path and what was expected.
-ImageSet load_cifar10_file(const std::string& path);
+// or unreadable file, or anything but a regular file (a FIFO would block), throws
+// std::runtime_error, a file that is not CIFAR-10 (wrong size, label out of range)
+// std::invalid_argument; both name the path and what was expected. A file named like an
+// official one (data_batch_3.bin) that holds other than 10,000 records is read, with one
+// line "warning: <path> holds 9999 records; ..." to `warnings` if given: a file cut at a
+// record boundary is otherwise indistinguishable from a small one.
+ImageSet load_cifar10_file(const std::string& path, std::ostream* warnings = nullptr);
+// The same reader on a file's bytes already in memory; `name` stands for the file in the
+// messages (std::invalid_argument). The fuzz tests drive this one.
+ImageSet parse_cifar10(const std::string& bytes, const std::string& name);
 // The five training files in order (50,000 images), or test_batch.bin, from `dir`. `dir` may
 // also be the folder that holds cifar-10-batches-bin/ (the download script's DEST_DIR).
-ImageSet load_cifar10_train(const std::string& dir);
-ImageSet load_cifar10_test(const std::string& dir);
+ImageSet load_cifar10_train(const std::string& dir, std::ostream* warnings = nullptr);
+ImageSet load_cifar10_test(const std::string& dir, std::ostream* warnings = nullptr);
 
 // Writes `set` (images [3, 32, 32], labels 0-9) as CIFAR-10 records to `path + ".tmp"` and
 // renames it over `path` once complete, so a failed write never leaves a partial file.

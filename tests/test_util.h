@@ -8,7 +8,9 @@
 #include <fstream>
 #include <random>
 #include <functional>
+#include <iterator>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
 #include "autograd/rng.h"
@@ -152,6 +154,83 @@ void require_error(F&& f, const std::vector<std::string>& fragments) {
         return;
     }
     FAIL("expected an exception mentioning " << (fragments.empty() ? std::string() : fragments[0]));
+}
+
+// ---- fuzzing the file readers ([fuzz]) ---------------------------------------------------
+
+// One random change to a file's bytes, of the kinds that break readers: flipped bits, a cut,
+// an 8-byte little-endian field overwritten with an extreme value (at offset 0 half the
+// time: safetensors' header length), a run of digits (a shape, an offset) replaced by a
+// huge or negative number, a copied span inserted, a byte set to a JSON delimiter.
+inline std::string mutate(std::string s, Rng& rng) {
+    auto below = [&rng](size_t n) { return n == 0 ? size_t(0) : static_cast<size_t>(rng.below(n)); };
+    switch (rng.below(6)) {
+        case 0:
+            for (uint64_t k = 0, n = 1 + rng.below(4); k < n && !s.empty(); ++k)
+                s[below(s.size())] ^= static_cast<char>(1 << rng.below(8));
+            break;
+        case 1:
+            s.resize(below(s.size() + 1));
+            break;
+        case 2: {
+            const uint64_t extremes[] = {0, 1, 7, 8, 4096, uint64_t(1) << 32, uint64_t(1) << 62, ~uint64_t(0) >> 1,
+                                         ~uint64_t(0)};
+            const uint64_t v = rng.below(2) ? extremes[rng.below(std::size(extremes))] : rng.next_u64();
+            const size_t at = rng.below(2) ? 0 : below(s.size());
+            for (size_t i = 0; i < 8 && at + i < s.size(); ++i) s[at + i] = static_cast<char>(v >> (8 * i));
+            break;
+        }
+        case 3: {
+            const char* numbers[] = {"0", "-1", "4294967296", "9223372036854775807", "18446744073709551616",
+                                     "99999999999999999999999"};
+            size_t begin = s.find_first_of("0123456789", below(s.size()));
+            if (begin == std::string::npos) break;
+            const size_t end = std::min(s.find_first_not_of("0123456789", begin), s.size());
+            s.replace(begin, end - begin, numbers[rng.below(std::size(numbers))]);
+            break;
+        }
+        case 4: {
+            const size_t from = below(s.size()), length = below(std::min<size_t>(s.size() - from, 64) + 1);
+            s.insert(below(s.size() + 1), s.substr(from, length));
+            break;
+        }
+        case 5: {
+            const char bytes[] = {'\0', '\xff', '"', '{', '}', '[', ']', ',', ':', '\\', '-', '9'};
+            if (!s.empty()) s[below(s.size())] = bytes[rng.below(std::size(bytes))];
+            break;
+        }
+    }
+    return s;
+}
+
+// Feeds `runs` inputs, each one to three mutate() steps away from one of `seeds`, to
+// parse(bytes, name), a reader's in-memory entry point. Each must load, or throw
+// `Documented` with a message naming the input; any other exception (std::bad_alloc
+// included) fails the test, naming the input and how to rebuild it. A crash or a hang fails
+// the run itself. Returns how many loaded; the rest were refused.
+template <class Documented, class Parse>
+int64_t fuzz(const std::vector<std::string>& seeds, int64_t runs, uint64_t seed, Parse parse) {
+    Rng rng(seed);
+    int64_t loaded = 0;
+    for (int64_t i = 0; i < runs; ++i) {
+        std::string bytes = seeds[rng.below(seeds.size())];
+        for (uint64_t k = 0, n = 1 + rng.below(3); k < n; ++k) bytes = mutate(bytes, rng);
+        const std::string name = "fuzz input " + std::to_string(i);
+        INFO(name << " of Rng(" << seed << "), " << bytes.size() << " bytes");
+        try {
+            parse(bytes, name);
+            ++loaded;
+        } catch (const Documented& e) {
+            const std::string message = e.what();
+            INFO(message);
+            CHECK(message.find(name) != std::string::npos);
+        } catch (const std::exception& e) {
+            FAIL("threw " << typeid(e).name() << ": " << e.what());
+        } catch (...) {
+            FAIL("threw something that is not a std::exception");
+        }
+    }
+    return loaded;
 }
 
 }  // namespace patchgrad::test

@@ -3,10 +3,13 @@
 #include "vit/checkpoint.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "layers/state_dict.h"
@@ -99,6 +102,50 @@ Tensor reshaped(const Tensor& t, const Shape& shape) {
     NoGradGuard no_grad;
     return reshape(t, shape);
 }
+
+// Compares a file's tensors with the parameters a model has, or would have, one parameter at
+// a time (so a config asking for millions of blocks is refused at the first tensor the file
+// lacks, long before a model of that size would be allocated).
+class WeightChecker {
+public:
+    WeightChecker(const NamedTensors& weights, const ViTConfig& config, std::string where)
+        : weights_(weights), config_(config), where_(std::move(where)) {
+        for (size_t i = 0; i < weights.tensors.size(); ++i) index_[weights.tensors[i].first] = i;
+    }
+
+    // The file's tensor for the parameter `name` of shape `model_shape` (the model's layout);
+    // throws naming it when the file has none or one of another shape.
+    const Tensor& expect(const std::string& name, const Shape& model_shape) {
+        const Shape expected = file_shape(name, model_shape, config_);
+        const auto it = index_.find(name);
+        if (it == index_.end())
+            throw std::invalid_argument(where_ + ": " + name + " is missing (the model expects shape " +
+                                        shape_str(expected) + ")");
+        const Tensor& t = weights_.tensors[it->second].second;
+        if (t.shape() != expected)
+            throw std::invalid_argument(where_ + ": " + name + " has shape " + shape_str(t.shape()) +
+                                        " but the model expects " + shape_str(expected));
+        const std::string non_finite = non_finite_element(name, t);
+        if (!non_finite.empty()) throw std::invalid_argument(where_ + ": " + non_finite + ": the weights are not finite");
+        seen_.insert(name);
+        return t;
+    }
+
+    // Throws naming the first tensor of the file that no expect() asked for.
+    void finish() const {
+        for (const auto& [name, t] : weights_.tensors)
+            if (!seen_.count(name))
+                throw std::invalid_argument(where_ + ": unexpected tensor " + name +
+                                            ": the model has no such parameter");
+    }
+
+private:
+    const NamedTensors& weights_;
+    const ViTConfig& config_;
+    const std::string where_;
+    std::unordered_map<std::string, size_t> index_;  // tensor name -> position in the file
+    std::unordered_set<std::string> seen_;
+};
 
 void check_format(const Metadata& metadata, const std::string& where) {
     const auto format = metadata.find("format");
@@ -232,28 +279,34 @@ Checkpoint load_checkpoint(const std::string& path) {
     checkpoint.config = config_from_metadata(with_prefix_removed(file.metadata, "config."), where);
     checkpoint.options = with_prefix_removed(file.metadata, "train.");
     checkpoint.state = state_from_metadata(with_prefix_removed(file.metadata, "state."), where);
+    try {
+        validate(checkpoint.config);
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(where + ": " + e.what());
+    }
+    // The tensors must be the ones the config describes before anyone builds its model: the
+    // metadata alone could ask for a model of any size.
+    WeightChecker check(file, checkpoint.config, where);
+    for_each_parameter(checkpoint.config, [&](const std::string& name, const Shape& shape) { check.expect(name, shape); });
+    check.finish();
     checkpoint.weights = std::move(file);
     return checkpoint;
 }
 
 void load_weights(VisionTransformer& model, const Checkpoint& checkpoint) {
-    const std::string where = "checkpoint " + checkpoint.path;
+    WeightChecker check(checkpoint.weights, model.config, "checkpoint " + checkpoint.path);
     NamedTensors ours;
-    for (const auto& [name, p] : model.named_parameters()) {
-        const Shape expected = file_shape(name, p.shape(), model.config);
-        if (!checkpoint.weights.contains(name))
-            throw std::invalid_argument(where + ": " + name + " is missing (the model expects shape " +
-                                        shape_str(expected) + ")");
-        const Tensor t = checkpoint.weights.get(name);
-        if (t.shape() != expected)
-            throw std::invalid_argument(where + ": " + name + " has shape " + shape_str(t.shape()) +
-                                        " but the model expects " + shape_str(expected));
-        ours.tensors.emplace_back(name, reshaped(t, p.shape()));
-    }
-    for (const auto& [name, t] : checkpoint.weights.tensors)
-        if (!ours.contains(name))
-            throw std::invalid_argument(where + ": unexpected tensor " + name + ": the model has no such parameter");
+    for (const auto& [name, p] : model.named_parameters())
+        ours.tensors.emplace_back(name, reshaped(check.expect(name, p.shape()), p.shape()));
+    check.finish();
     load_state_dict(model, ours);
+}
+
+std::string non_finite_element(const std::string& name, const Tensor& t) {
+    const real* x = t.data();
+    for (int64_t i = 0; i < t.numel(); ++i)
+        if (!std::isfinite(x[i])) return name + " holds " + exact_text(double(x[i])) + " at element " + std::to_string(i);
+    return "";
 }
 
 void load_optimizer_state(Optimizer& optimizer, const std::string& weights_path, int64_t global_step) {

@@ -77,7 +77,10 @@ struct Checkpoint {
 
 // Reads `path` (weights and metadata). Throws std::invalid_argument naming the file for a
 // file that is not a safetensors file (load_safetensors' message), a file without our
-// format tag, or a metadata entry that is missing or not a number where one is needed.
+// format tag, a metadata entry that is missing or not a number where one is needed, a
+// config that validate() refuses, or tensors that are not exactly the config's parameters
+// (named as in load_weights, non-finite values included). So the model its config describes
+// is known to match the file before anything builds it.
 Checkpoint load_checkpoint(const std::string& path);
 
 // Throws "checkpoint <path>: config <field> <value> in the checkpoint, <value> requested"
@@ -86,9 +89,14 @@ void check_config(const Checkpoint& checkpoint, const ViTConfig& requested);
 
 // Copies the checkpoint's weights into `model`. Checks every tensor first (so a failed load
 // leaves the model as it was): "checkpoint <path>: blocks.0.attn.qkv.weight has shape
-// [48, 16] but the model expects [96, 32]" (shapes as in the file), or a missing or
-// unexpected tensor, named.
+// [48, 16] but the model expects [96, 32]" (shapes as in the file), a missing or
+// unexpected tensor, or one holding NaN or infinity, named.
 void load_weights(VisionTransformer& model, const Checkpoint& checkpoint);
+
+// "" when every element of `t` is finite, else "<name> holds nan at element 7". Weights
+// that are NaN or infinite evaluate to chance accuracy and a loss of nan, which must not
+// pass for a result.
+std::string non_finite_element(const std::string& name, const Tensor& t);
 
 // Restores the optimizer from optimizer_state_path(weights_path). Throws
 // std::invalid_argument naming the file when it is missing, unreadable, or carries a global

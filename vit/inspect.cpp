@@ -635,10 +635,7 @@ Image embedding_filters_picture(const PrincipalComponents& pcs, int64_t channels
 
 // ---- an inspection -------------------------------------------------------------------
 
-Inspection write_inspection(VisionTransformer& model, const ImageSet& set, const ChannelStats& stats,
-                            const std::string& out_dir, const InspectOptions& options) {
-    namespace fs = std::filesystem;
-    const ViTConfig& config = model.config;
+void check_inspection(const ViTConfig& config, const ImageSet& set, const InspectOptions& options) {
     if (options.image < 0 || options.image >= set.size())
         throw std::invalid_argument("write_inspection: image " + str(options.image) + " is out of range: " +
                                     (set.size() == 0 ? std::string("the set has no images")
@@ -653,6 +650,13 @@ Inspection write_inspection(VisionTransformer& model, const ImageSet& set, const
         throw std::invalid_argument("write_inspection: distance_images " + str(options.distance_images) + ", components " +
                                     str(options.components) + " and batch " + str(options.batch) +
                                     " must all be positive");
+}
+
+Inspection write_inspection(VisionTransformer& model, const ImageSet& set, const ChannelStats& stats,
+                            const std::string& out_dir, const InspectOptions& options) {
+    namespace fs = std::filesystem;
+    const ViTConfig& config = model.config;
+    check_inspection(config, set, options);
     std::error_code ec;
     fs::create_directories(out_dir, ec);
     if (ec || !fs::is_directory(out_dir))

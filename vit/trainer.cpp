@@ -13,9 +13,12 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "autograd/cpu_isa.h"
+#include "autograd/gemm.h"
 #include "autograd/lr_schedule.h"
 #include "autograd/optimizer.h"
 #include "autograd/parallel.h"
+#include "autograd/thread_choice.h"
 #include "datasets/augment.h"
 #include "datasets/batcher.h"
 #include "datasets/cifar10.h"
@@ -112,15 +115,17 @@ void require(bool ok, const std::string& problem) {
 std::string num(double v) { return exact_text(v); }
 
 void validate_model(const ViTConfig& c) {
-    try {
-        validate(c);
-    } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(std::string("train options: ") + e.what());
-    }
     require(c.image_height == 32 && c.image_width == 32 && c.channels == 3 && c.num_classes == 10,
             "the model takes " + std::to_string(c.channels) + "x" + std::to_string(c.image_height) + "x" +
                 std::to_string(c.image_width) + " images in " + std::to_string(c.num_classes) +
                 " classes; CIFAR-10 has 3x32x32 in 10 (use a cifar-* --config)");
+    try {
+        // Validates the config, then: the weights, their gradients and the optimizer's two
+        // moments (AdamW and Adam; SGD keeps fewer) must fit in memory, before any is allocated.
+        check_memory(c, 4);
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string("train options: ") + e.what());
+    }
 }
 
 }  // namespace
@@ -134,6 +139,7 @@ void validate(const TrainOptions& o) {
     require(o.lr > 0 && std::isfinite(o.lr), "--lr must be positive, got " + num(o.lr));
     require(o.weight_decay >= 0, "--weight-decay must be >= 0, got " + num(o.weight_decay));
     require(o.momentum >= 0 && o.momentum < 1, "--momentum must be in [0, 1), got " + num(o.momentum));
+    require(!o.nesterov || o.optimizer == "sgd", "--nesterov is for --optimizer sgd, not " + o.optimizer);
     // More warmup than epochs is allowed (a short trial of a recipe): the schedule caps it.
     require(o.warmup_epochs >= 0 && std::isfinite(o.warmup_epochs), "--warmup must be >= 0, got " + num(o.warmup_epochs));
     const auto kinds = lr_schedule_kinds();
@@ -157,7 +163,9 @@ void validate(const TrainOptions& o) {
     require(o.cutmix >= 0, "--cutmix must be >= 0 (0 = off), got " + num(o.cutmix));
     require(o.validation >= 0 && o.validation % 10 == 0,
             "--validation must be 0 or a multiple of the 10 classes, got " + std::to_string(o.validation));
-    require(o.threads >= 1, "--threads must be at least 1, got " + std::to_string(o.threads));
+    require(o.threads >= 0 && o.threads <= kMaxThreads, "--threads must be auto (0) or in [1, " +
+                                                            std::to_string(kMaxThreads) + "], got " +
+                                                            std::to_string(o.threads));
     require(o.max_steps >= 0, "--max-steps must be >= 0 (0 = no limit), got " + std::to_string(o.max_steps));
     require(o.log_every >= 0, "--log-every must be >= 0, got " + std::to_string(o.log_every));
     require(!o.out_dir.empty(), "--out must not be empty");
@@ -307,6 +315,15 @@ Evaluation evaluate(VisionTransformer& model, const ImageSet& set, const Channel
     if (e.images > 0) {
         e.loss /= double(e.images);
         e.accuracy = double(correct) / double(e.images);
+    }
+    if (!std::isfinite(e.loss)) {
+        for (const auto& [name, p] : model.named_parameters()) {
+            const std::string non_finite = non_finite_element(name, p);
+            if (!non_finite.empty())
+                throw std::runtime_error("evaluate: the mean loss is " + num(e.loss) + ": " + non_finite);
+        }
+        throw std::runtime_error("evaluate: the mean loss is " + num(e.loss) +
+                                 " though every parameter is finite: the logits overflow");
     }
     return e;
 }
@@ -489,13 +506,13 @@ struct Data {
     std::string eval_name() const { return validation.size() > 0 ? "validation" : "test"; }
 };
 
-Data load_data(const TrainOptions& o) {
+Data load_data(const TrainOptions& o, std::ostream& log) {
     Data data;
     try {
-        TrainValidationSplit split = split_validation(load_cifar10_train(o.data_dir), o.validation, o.seed);
+        TrainValidationSplit split = split_validation(load_cifar10_train(o.data_dir, &log), o.validation, o.seed);
         data.train = std::move(split.train);
         data.validation = std::move(split.validation);
-        data.test = load_cifar10_test(o.data_dir);
+        data.test = load_cifar10_test(o.data_dir, &log);
     } catch (const std::exception& e) {
         throw std::runtime_error("CIFAR-10 from " + o.data_dir + " (" + o.data_source + "): " + e.what());
     }
@@ -518,8 +535,11 @@ LRSchedule make_schedule(const TrainOptions& o, int64_t steps_per_epoch) {
     LRSchedule s;
     s.kind = o.schedule;
     s.base_lr = o.lr;
-    s.total = o.epochs * steps_per_epoch;
-    s.warmup = std::min<int64_t>(std::llround(o.warmup_epochs * double(steps_per_epoch)), s.total);
+    s.total = checked_mul(o.epochs, steps_per_epoch, "train options: --epochs x steps per epoch");
+    // Warmup beyond the run is capped at the run, in epochs first: 1e19 epochs of steps
+    // would overflow the step count.
+    s.warmup = std::min<int64_t>(std::llround(std::min(o.warmup_epochs, double(o.epochs)) * double(steps_per_epoch)),
+                                 s.total);
     s.min_lr = o.min_lr;
     s.step_size = std::max<int64_t>(1, (s.total - s.warmup) / 3);  // "step": x0.1 after each third
     s.gamma = 0.1;
@@ -663,8 +683,9 @@ void Trainer::print_header() const {
         << ", dropout " << exact_text(o.config.dropout) << "; " << model_->num_parameters() << " parameters\n";
     out << "data: " << o.data_dir << " (" << o.data_source << "): " << data_.train.size() << " training, "
         << data_.validation.size() << " validation, " << data_.test.size() << " test images\n";
-    out << "recipe:" << recipe_flags(o) << " (" << batcher_.num_batches() << " steps per epoch, " << o.threads
-        << (o.threads == 1 ? " thread)\n" : " threads)\n");
+    out << "recipe:" << recipe_flags(o) << " (" << batcher_.num_batches() << " steps per epoch)\n";
+    out << "compute: " << cpu_model() << "; gemm kernels " << gemm_kernel_description() << "; " << num_threads()
+        << (num_threads() == 1 ? " thread" : " threads") << (o.threads == 0 ? " (auto)\n" : "\n");
     out << "output: " << o.out_dir << "/ (metrics.csv, metrics.png, last.safetensors, best.safetensors)\n";
     if (o.resume)
         out << "resuming from " << path("last.safetensors") << " at epoch " << state_.epoch + 1 << ", step "
@@ -858,9 +879,20 @@ TrainResult train(const TrainOptions& options, const TrainOutput& output) {
                                     " to continue from (leave out --resume to start a new run)");
     // Missing data and an unusable --out both fail here, in seconds, before any training;
     // the data first, so that a bad data directory leaves no empty run directory behind.
-    Data data = load_data(options);
+    Data data = load_data(options, *output.log);
+    // With the data, the steps per epoch and so the schedule are known: checked here too, so
+    // that no option fails after the output directory exists.
+    make_schedule(options, Batcher(data.train.size(), options.batch, options.seed).num_batches());
     prepare_out_dir(options.out_dir);
-    set_num_threads(static_cast<int>(options.threads));
+    if (options.threads > 0) {
+        set_num_threads(static_cast<int>(options.threads));
+    } else {
+        const ThreadChoice choice = choose_thread_count(kMaxThreads);
+        set_num_threads(choice.threads);
+        *output.log << "threads: auto: the fastest of 1.." << choice.candidates << " ran "
+                    << exact_text(std::round(choice.best_speedup * 100) / 100) << "x one thread's speed on a sample of "
+                    << "the step; using " << choice.threads << "\n";
+    }
     return Trainer(options, output, std::move(data)).run();
 }
 

@@ -69,7 +69,7 @@ struct TrainOptions {
     std::string data_dir = "data/cifar-10-batches-bin";
     std::string data_source = "default";  // where data_dir came from, for messages (resolve_data_dir)
     std::string out_dir = "runs/cifar-tiny";
-    int64_t threads = 2;  // two measured 1.3x faster than one on a 2-core machine (README, Speed)
+    int64_t threads = 0;  // 0 = auto: the count choose_thread_count measures to pay here (thread_choice.h)
     bool resume = false;     // continue from out_dir/last.safetensors
     int64_t max_steps = 0;   // stop (and save) after this many optimizer steps of the run; 0 = no limit
     int64_t log_every = 0;   // steps between progress lines when not on a terminal; 0 = ~10 per epoch
@@ -114,7 +114,9 @@ struct Evaluation {
 
 // The model in eval mode (no dropout, no drop path) under NoGradGuard, batch after batch;
 // its train/eval mode is restored afterwards. Throws std::invalid_argument when the images
-// or the class count do not fit the model.
+// or the class count do not fit the model, and std::runtime_error naming the first
+// parameter that holds NaN or infinity when the mean loss is not finite (a broken model
+// must not report "accuracy 10%, loss nan" as a result).
 Evaluation evaluate(VisionTransformer& model, const ImageSet& set, const ChannelStats& stats, int64_t batch_size);
 
 // The accuracy line, a table of per-class accuracy with class names, and the confusion

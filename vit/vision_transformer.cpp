@@ -1,5 +1,6 @@
 #include "vit/vision_transformer.h"
 
+#include <algorithm>
 #include <sstream>
 #include <stdexcept>
 
@@ -29,6 +30,65 @@ ViTConfig cifar_config(const std::string& name, int64_t dim, int64_t depth, int6
     c.image_height = c.image_width = 32;
     c.num_classes = 10;
     return c;
+}
+
+using NamedShapes = std::vector<std::pair<std::string, Shape>>;
+
+// The parameters of a VisionTransformer in three short lists, whatever the depth: those
+// before the blocks, those of one block (named inside "blocks.<l>."), and those after.
+// Mirrors the constructor below; tests/vit/test_vision_transformer.cpp compares the two.
+struct ParameterLayout {
+    NamedShapes before, block, after;
+};
+
+ParameterLayout parameter_layout(const ViTConfig& c) {
+    const int64_t D = c.dim, H = c.mlp_hidden(), K = c.num_classes;
+    const int64_t tokens = checked_mul(c.patches_high(), c.patches_wide(), "patches (rows x columns)") + 1;
+    const int64_t patch_dim =
+        checked_mul(checked_mul(c.channels, c.patch_size, "patch size (channels x P x P)"), c.patch_size,
+                    "patch size (channels x P x P)");
+    const int64_t qkv = checked_mul(3, D, "qkv size (3 x dim)");
+    ParameterLayout p;
+    p.before = {{"cls_token", {1, 1, D}}};
+    if (c.learnable_pos_embed) p.before.push_back({"pos_embed", {1, tokens, D}});
+    p.before.insert(p.before.end(), {{"patch_embed.proj.weight", {D, patch_dim}}, {"patch_embed.proj.bias", {D}}});
+    p.block = {{"norm1.weight", {D}}, {"norm1.bias", {D}}, {"attn.qkv.weight", {qkv, D}}};
+    if (c.qkv_bias) p.block.push_back({"attn.qkv.bias", {qkv}});
+    p.block.insert(p.block.end(), {{"attn.proj.weight", {D, D}}, {"attn.proj.bias", {D}}, {"norm2.weight", {D}},
+                                   {"norm2.bias", {D}}, {"mlp.fc1.weight", {H, D}}, {"mlp.fc1.bias", {H}},
+                                   {"mlp.fc2.weight", {D, H}}, {"mlp.fc2.bias", {D}}});
+    p.after = {{"norm.weight", {D}}, {"norm.bias", {D}}};
+    if (c.head == "mlp") p.after.insert(p.after.end(), {{"pre_logits.fc.weight", {D, D}}, {"pre_logits.fc.bias", {D}}});
+    p.after.insert(p.after.end(), {{"head.weight", {K, D}}, {"head.bias", {K}}});
+    return p;
+}
+
+// The numbers the listed parameters hold.
+int64_t numbers_in(const NamedShapes& shapes) {
+    int64_t total = 0;
+    for (const auto& [name, shape] : shapes) total = checked_add(total, shape_numel(shape), "parameters up to " + name);
+    return total;
+}
+
+int64_t count_parameters(const ViTConfig& c) {
+    const ParameterLayout p = parameter_layout(c);
+    const int64_t blocks = checked_mul(c.depth, numbers_in(p.block), "parameters of the blocks (depth x per block)");
+    return checked_add(checked_add(numbers_in(p.before), blocks, "parameters"), numbers_in(p.after), "parameters");
+}
+
+// Throws std::invalid_argument for the first count of the model (as it would be built and
+// run on one image) that overflows int64_t.
+void check_sizes(const ViTConfig& c) {
+    const int64_t patches = checked_mul(c.patches_high(), c.patches_wide(), "patches (rows x columns)");
+    // Bounds `patches` far below 2^63 before the token count (patches + 1) is formed.
+    checked_mul(checked_mul(patches, patches, "attention weights (heads x tokens x tokens)"), c.heads,
+                "attention weights (heads x tokens x tokens)");
+    const int64_t tokens = patches + 1;
+    checked_mul(checked_mul(c.heads, tokens, "attention weights (heads x tokens x tokens)"), tokens,
+                "attention weights (heads x tokens x tokens)");
+    checked_mul(tokens, std::max(c.mlp_hidden(), checked_mul(3, c.dim, "qkv size (3 x dim)")),
+                "the largest activation (tokens x max(3 dim, MLP size))");
+    count_parameters(c);
 }
 
 }  // namespace
@@ -66,6 +126,46 @@ void validate(const ViTConfig& c) {
         throw std::invalid_argument(who + "pool must be \"cls\" or \"mean\", got \"" + c.pool + "\"");
     if (c.head != "linear" && c.head != "mlp")
         throw std::invalid_argument(who + "head must be \"linear\" or \"mlp\", got \"" + c.head + "\"");
+    // mlp_hidden() converts dim * mlp_ratio to an integer, which must not overflow.
+    if (c.mlp_dim == 0 && !(double(c.dim) * double(c.mlp_ratio) < 0x1p62))
+        throw std::invalid_argument(who + "the MLP size dim " + std::to_string(c.dim) + " x mlp_ratio " +
+                                    std::to_string(c.mlp_ratio) + " is more than a 64-bit integer holds");
+    // Every count the model multiplies out must fit int64_t: wrapped around, a size of 2^64
+    // patches reads as 0 and the model as tiny (seed 000's sizes never get near this, but a
+    // flag or a checkpoint's metadata can ask for anything).
+    try {
+        check_sizes(c);
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(who + e.what());
+    }
+}
+
+void for_each_parameter(const ViTConfig& config, const std::function<void(const std::string&, const Shape&)>& f) {
+    validate(config);
+    const ParameterLayout p = parameter_layout(config);
+    for (const auto& [name, shape] : p.before) f(name, shape);
+    for (int64_t l = 0; l < config.depth; ++l)
+        for (const auto& [name, shape] : p.block) f("blocks." + std::to_string(l) + "." + name, shape);
+    for (const auto& [name, shape] : p.after) f(name, shape);
+}
+
+int64_t parameter_count(const ViTConfig& config) {
+    validate(config);
+    return count_parameters(config);
+}
+
+void check_memory(const ViTConfig& config, int64_t copies) {
+    const int64_t parameters = parameter_count(config);  // validates the config, whatever the machine
+    const int64_t machine = physical_memory_bytes();
+    if (machine == 0) return;  // the system does not say: nothing to compare with
+    const double needed = double(parameters) * double(copies) * sizeof(real);
+    if (needed > double(machine))
+        throw std::invalid_argument("ViTConfig '" + config.name + "' (dim " + std::to_string(config.dim) + ", depth " +
+                                    std::to_string(config.depth) + ", MLP " + std::to_string(config.mlp_hidden()) +
+                                    "): " + std::to_string(parameters) + " parameters" +
+                                    (copies > 1 ? " x " + std::to_string(copies) + " copies" : "") + " need " +
+                                    format_bytes(needed) + ", more than this machine's " +
+                                    format_bytes(double(machine)) + " of memory");
 }
 
 std::vector<std::string> vit_config_names() {
@@ -116,7 +216,7 @@ Tensor PreLogits::forward(const Tensor& x) { return act->forward(fc->forward(x))
 
 namespace {
 const ViTConfig& validated(const ViTConfig& config) {
-    validate(config);
+    check_memory(config, 1);  // validates it first
     return config;
 }
 }  // namespace

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -74,8 +75,24 @@ struct ViTConfig {
 
 // Throws std::invalid_argument ("ViTConfig '<name>': ...") naming the offending sizes if a
 // size is not positive, the image is not divisible into patches, dim is not divisible by
-// heads, a dropout is outside [0, 1), or pool/head is not one of the names above.
+// heads, a dropout is outside [0, 1), pool/head is not one of the names above, or a count
+// the model multiplies out (patches, one image's attention weights, a parameter's elements,
+// the total) is more than a 64-bit integer holds.
 void validate(const ViTConfig& config);
+
+// Calls f(name, shape) for every parameter VisionTransformer(config) registers, in the order
+// of its named_parameters(), from the sizes alone: no weight is allocated. One at a time, so
+// a caller comparing them with a file stops at the first difference even when the config
+// asks for millions of blocks. Validates the config first.
+void for_each_parameter(const ViTConfig& config, const std::function<void(const std::string&, const Shape&)>& f);
+// How many numbers those parameters hold, without visiting the blocks one by one (instant
+// for any depth). Validates the config first.
+int64_t parameter_count(const ViTConfig& config);
+// Throws std::invalid_argument naming the config and both sizes when `copies` copies of its
+// parameters need more memory than the machine has (1: the weights alone; 4 to train with
+// AdamW: weights, gradients and two moments). The constructor checks 1 copy, so an
+// impossible model is refused at once instead of allocating until the system gives up.
+void check_memory(const ViTConfig& config, int64_t copies);
 // One line for headers of printed output: "cifar-tiny: 32x32 images, 3 channels, patch 4
 // (64 patches), dim 128, depth 6, heads 4, MLP 256, 10 classes, pool cls, head linear".
 std::string describe(const ViTConfig& config);
@@ -121,7 +138,8 @@ public:
 
 class VisionTransformer : public Layer {
 public:
-    // Validates `config` and initialises every weight from `seed` (timm's scheme: Linear and
+    // Validates `config`, refuses a model whose weights alone exceed the machine's memory
+    // (check_memory), and initialises every weight from `seed` (timm's scheme: Linear and
     // cls_token/pos_embed trunc_normal std 0.02, biases 0, LayerNorm 1 and 0). Dropout masks
     // come from a generator of the model's own, also seeded from `seed`.
     VisionTransformer(const ViTConfig& config, uint64_t seed);

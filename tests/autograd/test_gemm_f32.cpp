@@ -5,6 +5,7 @@
 
 #include "autograd/gemm.h"
 #include "catch.h"
+#include "determinism_util.h"
 #include "test_util.h"
 
 namespace patchgrad {
@@ -63,26 +64,28 @@ const Shape3 kVitLinear[] = {{130, 384, 128}, {130, 128, 128}, {130, 512, 128}, 
 
 }  // namespace
 
-TEST_CASE("gemm: float32 gemm agrees with gemm_reference on ViT shapes", "[op:gemm][forward]") {
+TEST_CASE("gemm: float32 gemm agrees with gemm_reference on ViT shapes, at every instruction-set level", "[op:gemm][forward]") {
+    for_each_isa([&](Isa) {
 #ifdef PATCHGRAD_USE_OPENBLAS
-    INFO("gemm is cblas_sgemm");
+        INFO("gemm is cblas_sgemm");
 #else
-    INFO("gemm is gemm_blocked");
+        INFO("gemm is gemm_blocked");
 #endif
-    uint64_t seed = 0;
-    for (GemmFn kernel : {gemm, gemm_blocked}) {
-        for (const Shape3& s : kVitLinear) {
-            check_f32(kernel, false, true, s.M, s.N, s.K, ++seed);   // y = x @ W^T
-            check_f32(kernel, false, false, s.M, s.K, s.N, ++seed);  // dx = dy @ W
-            check_f32(kernel, true, false, s.N, s.K, s.M, ++seed);   // dW = dy^T @ x
+        uint64_t seed = 0;
+        for (GemmFn kernel : {gemm, gemm_blocked}) {
+            for (const Shape3& s : kVitLinear) {
+                check_f32(kernel, false, true, s.M, s.N, s.K, ++seed);   // y = x @ W^T
+                check_f32(kernel, false, false, s.M, s.K, s.N, ++seed);  // dx = dy @ W
+                check_f32(kernel, true, false, s.N, s.K, s.M, ++seed);   // dW = dy^T @ x
+            }
+            // Attention per head: scores q @ k^T [65, 32] x [65, 32] and scores @ v [65, 65] x [65, 32].
+            check_f32(kernel, false, true, 65, 65, 32, ++seed);
+            check_f32(kernel, false, false, 65, 32, 65, ++seed);
+            check_f32(kernel, true, false, 65, 32, 65, ++seed);
+            // 8 images' tokens (520 rows) with K past one cache block of 256.
+            check_f32(kernel, false, true, 520, 384, 300, ++seed);
         }
-        // Attention per head: scores q @ k^T [65, 32] x [65, 32] and scores @ v [65, 65] x [65, 32].
-        check_f32(kernel, false, true, 65, 65, 32, ++seed);
-        check_f32(kernel, false, false, 65, 32, 65, ++seed);
-        check_f32(kernel, true, false, 65, 32, 65, ++seed);
-        // 8 images' tokens (520 rows) with K past one cache block of 256.
-        check_f32(kernel, false, true, 520, 384, 300, ++seed);
-    }
+    });
 }
 
 }  // namespace patchgrad

@@ -3,6 +3,8 @@
 // reader is checked against the format, not against our own writer.
 #include "autograd/safetensors.h"
 
+#include <sys/stat.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -12,6 +14,7 @@
 #include <random>
 #include <sstream>
 
+#include "autograd/files.h"
 #include "catch.h"
 #include "test_util.h"
 
@@ -293,6 +296,96 @@ TEST_CASE("safetensors: corrupt files give errors naming the file and the proble
                               i64_bytes({1, (int64_t(1) << std::numeric_limits<real>::digits) + 1})),
                    {"tensor 'n'", "element 1", "not exactly representable"});
     }
+}
+
+// `count` tensors "t0", "t1", ... of shape [0] (no data, so any number fits an empty data
+// section), then the keys in `repeats` once more; and where each key starts in the header.
+struct ManyKeys {
+    std::string header;
+    std::vector<size_t> key_offsets;
+};
+ManyKeys many_keys(int count, const std::vector<std::string>& repeats = {}) {
+    std::vector<std::string> keys;
+    for (int i = 0; i < count; ++i) keys.push_back("t" + std::to_string(i));
+    keys.insert(keys.end(), repeats.begin(), repeats.end());
+    ManyKeys m{"{", {}};
+    for (const std::string& key : keys) {
+        if (m.header.size() > 1) m.header += ",";
+        m.key_offsets.push_back(m.header.size());
+        m.header += "\"" + key + R"(":{"dtype":"F32","shape":[0],"data_offsets":[0,0]})";
+    }
+    m.header += "}";
+    return m;
+}
+
+// The duplicate-key search compared every key with all before it: 160,000 keys took 18 s.
+// Now sorted; these check that it still finds what the linear search found.
+TEST_CASE("safetensors: among 100,000 keys every one is kept and the first repeated one is named",
+          "[safetensors][errors]") {
+    const NamedTensors all = parse_safetensors(file_bytes(many_keys(100000).header, ""), "many");
+    REQUIRE(all.tensors.size() == 100000);
+    CHECK(all.tensors.front().first == "t0");
+    CHECK(all.get("t99999").shape() == Shape{0});
+
+    // "t3" repeats a key from further back, but "t99998" is the first key in the header that
+    // repeats an earlier one: that is the one reported, where it stands.
+    const ManyKeys dup = many_keys(100000, {"t99998", "t3", "t99998"});
+    require_error([&] { parse_safetensors(file_bytes(dup.header, ""), "dup"); },
+                  {"parse_safetensors: dup", "duplicate key \"t99998\"",
+                   "byte " + std::to_string(dup.key_offsets[100000]) + " "});
+    const ManyKeys first_and_last = many_keys(2, {"t0"});
+    require_error([&] { parse_safetensors(file_bytes(first_and_last.header, ""), "dup"); },
+                  {"duplicate key \"t0\"", "byte " + std::to_string(first_and_last.key_offsets[2]) + " "});
+    // Keys of other objects are their own: "dtype" in every entry is no repeat.
+    CHECK(parse_safetensors(valid_file(), "v").tensors.size() == 2);
+}
+
+TEST_CASE("safetensors: bytes in memory read exactly like the file, errors naming them", "[safetensors]") {
+    TempDir dir;
+    const std::string path = dir.file("ref.safetensors");
+    write_file(path, valid_file());
+    const NamedTensors from_file = load_safetensors(path), from_bytes = parse_safetensors(valid_file(), "download");
+    REQUIRE(from_bytes.tensors.size() == from_file.tensors.size());
+    for (size_t i = 0; i < from_file.tensors.size(); ++i) {
+        CHECK(from_bytes.tensors[i].first == from_file.tensors[i].first);
+        CHECK(from_bytes.tensors[i].second.to_vector() == from_file.tensors[i].second.to_vector());
+    }
+    CHECK(from_bytes.metadata == from_file.metadata);
+    require_error([] { parse_safetensors("{}", "download"); }, {"parse_safetensors: download", "truncated"});
+}
+
+// `patchgrad eval --checkpoint FIFO` blocked forever in the open; the data loader already
+// refused FIFOs, and now both do it through not_a_regular_file.
+TEST_CASE("safetensors: a FIFO or a device is refused without opening it", "[safetensors][errors]") {
+    TempDir dir;
+    const std::string fifo = dir.file("c.safetensors");
+    REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+    require_error([&] { load_safetensors(fifo); }, {"load_safetensors", fifo, "FIFO", "not a regular file"});
+    require_error([] { load_safetensors("/dev/zero"); }, {"load_safetensors: /dev/zero", "device"});
+    CHECK(not_a_regular_file(dir.path.string()) == "is a directory, not a regular file");
+    CHECK(not_a_regular_file(dir.file("nope")) == "no such file");
+    write_file(dir.file("real"), valid_file());
+    CHECK(not_a_regular_file(dir.file("real")).empty());
+}
+
+// A few thousand inputs a few mutations away from valid files: each loads or is refused
+// with std::invalid_argument naming it (tests/fuzz/fuzz_safetensors.cpp runs the same reader
+// under libFuzzer, for as long as one likes).
+TEST_CASE("safetensors: fuzzed files load or are refused naming the file, nothing else", "[safetensors][fuzz]") {
+    TempDir dir;
+    NamedTensors named;
+    Rng rng(5);
+    named.tensors.emplace_back("blocks.0.attn.qkv.weight", Tensor::normal({6, 2}, 0, 1, rng));
+    named.tensors.emplace_back("scalar", Tensor::scalar(1));
+    named.tensors.emplace_back("empty", Tensor::zeros({0, 3}));
+    named.metadata = {{"format", "patchgrad-checkpoint-1"}, {"config.dim", "16"}};
+    save_safetensors(dir.file("ours.safetensors"), named);
+    const std::vector<std::string> seeds = {valid_file(), read_file(dir.file("ours.safetensors"))};
+    const int64_t loaded = fuzz<std::invalid_argument>(
+        seeds, 4000, 20, [](const std::string& bytes, const std::string& name) { parse_safetensors(bytes, name); });
+    // Mutated data bytes still load (they are other numbers); most mutated headers do not.
+    CHECK(loaded > 0);
+    CHECK(loaded < 4000);
 }
 
 // Every truncation and every single-byte corruption of a valid file must either load or

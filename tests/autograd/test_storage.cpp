@@ -1,5 +1,8 @@
 // The caching allocator under tensor storage (autograd/storage.h), and the tensors that
 // share memory with their input (reshape, and select/slice of a contiguous run).
+#include <limits>
+#include <string>
+
 #include "autograd/ops.h"
 #include "autograd/storage.h"
 #include "test_util.h"
@@ -27,6 +30,25 @@ TEST_CASE("storage: big blocks are reused for the same size, counted in and out 
     b.reset();
     release_cached_memory();
     REQUIRE(memory_stats().cached == 0);
+}
+
+TEST_CASE("storage: a block larger than the machine's memory is refused at once, saying how large",
+          "[storage][errors]") {
+    CHECK(physical_memory_bytes() > 0);  // Linux and macOS both say
+    const MemoryStats start = memory_stats();
+    const int64_t reals = std::numeric_limits<int64_t>::max() / 2;
+    try {
+        Storage s(reals);
+        FAIL("expected OutOfMemory");
+    } catch (const OutOfMemory& e) {
+        CHECK(std::string(e.what()) == "out of memory: cannot allocate " + format_bytes(double(reals) * sizeof(real)) +
+                                           " for " + std::to_string(reals) + " reals");
+    }
+    CHECK(memory_stats().in_use == start.in_use);
+    CHECK(format_bytes(512) == "512 bytes");
+    CHECK(format_bytes(1536) == "1.5 KiB");
+    CHECK(format_bytes(12884901888.0) == "12.0 GiB");
+    CHECK(format_bytes(double(reals) * 4) == "16.0 EiB");
 }
 
 TEST_CASE("storage: fill, clone and move", "[storage]") {

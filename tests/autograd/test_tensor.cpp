@@ -1,8 +1,10 @@
 // Tensor storage, creation, element access, printing and the explicit RNG.
 #include <cmath>
+#include <limits>
 #include <set>
 #include <sstream>
 
+#include "autograd/ops.h"
 #include "autograd/rng.h"
 #include "autograd/tensor.h"
 #include "catch.h"
@@ -53,6 +55,38 @@ TEST_CASE("tensor: bad shapes and indices are clear errors", "[tensor][errors]")
     require_error([&] { t.size(2); }, {"axis 2", "[2, 3]"});
     require_error([] { Tensor::arange(0, 5, -1); }, {"arange"});
     require_error([] { Tensor u; u.shape(); }, {"undefined"});
+}
+
+// 2^32 x 2^32 elements wrapped around to 0 (bench matmul 4294967296 ... segfaulted).
+TEST_CASE("tensor: sizes that do not fit 64 bits or the machine are refused, never wrapped", "[tensor][errors]") {
+    const int64_t big = int64_t(1) << 32;
+    CHECK(product_fits(big, big / 2 - 1));
+    CHECK_FALSE(product_fits(big, big));
+    CHECK(product_fits(std::numeric_limits<int64_t>::max(), 1));
+    CHECK(product_fits(std::numeric_limits<int64_t>::max(), 0));
+    CHECK(checked_mul(3, 4, "test") == 12);
+    require_error([&] { checked_mul(big, big, "matmul: A [M, K]"); },
+                  {"matmul: A [M, K]", "4294967296 x 4294967296", "64-bit"});
+    CHECK(checked_add(2, 3, "test") == 5);
+    require_error([] { checked_add(std::numeric_limits<int64_t>::max(), 1, "parameters"); }, {"parameters", "+ 1"});
+
+    CHECK(shape_numel({big, 2}) == 2 * big);
+    CHECK(shape_numel({big, 0, big, big}) == 0);  // an empty tensor, however long its other sides
+    require_error([&] { shape_numel({big, big}); }, {"shape [4294967296, 4294967296]", "64-bit"});
+    require_error([&] { Tensor::zeros({big, big, big}); }, {"[4294967296, 4294967296, 4294967296]"});
+    require_error([&] { reshape(Tensor::zeros({0}), {big, big, 0, -1}); }, {"reshape"});
+
+    // Representable, but more than any machine's memory: refused before any allocation,
+    // saying how much it was (a std::bad_alloc, so out-of-memory handlers still catch it).
+    try {
+        Tensor::empty({big, big / 2 - 1});
+        FAIL("expected OutOfMemory");
+    } catch (const OutOfMemory& e) {
+        CHECK(std::string(e.what()).find("out of memory: cannot allocate") != std::string::npos);
+        CHECK(std::string(e.what()).find(std::to_string(big * (big / 2 - 1)) + " reals") != std::string::npos);
+    }
+    Rng rng(1);
+    CHECK_THROWS_AS(Tensor::normal({big, big / 2 - 1}, 0, 1, rng), std::bad_alloc);
 }
 
 TEST_CASE("tensor: printing shows shape and values, cutting long dimensions", "[tensor]") {

@@ -161,6 +161,13 @@ TEST_CASE("datasets: RandAugment config strings", "[datasets][augment]") {
     require_error([] { RandAugment::parse("rand-m"); }, {"'m'"});
     require_error([] { RandAugment::parse("rand-m9x"); }, {"'m9x'"});
     require_error([] { RandAugment::parse("rand-n2.5"); }, {"'n2.5'", "integer"});
+    // n = 10^9 operations per image never finished a batch; 10^30 overflowed the conversion.
+    CHECK(RandAugment::parse("rand-m9-n15").num_ops == 15);
+    require_error([] { RandAugment::parse("rand-m9-n1000000000"); }, {"'n1000000000'", "integer from 0 to 15"});
+    require_error([] { RandAugment::parse("rand-m9-n1e30"); }, {"'n1e30'", "from 0 to 15"});
+    RandAugment too_many;
+    too_many.num_ops = 16;
+    require_error([&] { too_many.validate(); }, {"RandAugment", "n in [0, 15]"});
     require_error([] { RandAugment::parse("rand-m11"); }, {"RandAugment", "m in [0, 10]"});
     require_error([] { RandAugment::parse("rand-p2"); }, {"RandAugment", "p in [0, 1]"});
 }

@@ -2,6 +2,7 @@
 #include "datasets/batcher.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <set>
 
@@ -33,6 +34,8 @@ TEST_CASE("datasets: Batcher covers every image once per epoch, last batch small
     }
     REQUIRE(Batcher(12, 4, 1).num_batches() == 3);
     REQUIRE(Batcher(1, 4, 1).num_batches() == 1);
+    // Rounding up must not form set_size + batch - 1: a huge batch is still one batch.
+    REQUIRE(Batcher(10, std::numeric_limits<int64_t>::max(), 1).num_batches() == 1);
 }
 
 TEST_CASE("datasets: Batcher drop_last drops only the incomplete batch", "[datasets][batcher]") {

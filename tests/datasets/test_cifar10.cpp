@@ -2,8 +2,11 @@
 // reader is checked against records assembled byte by byte here, not only against our writer.
 #include "datasets/cifar10.h"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <string>
 
 #include "catch.h"
@@ -102,6 +105,54 @@ TEST_CASE("datasets: cifar10 missing files name the path and the way out", "[dat
     require_error([&] { load_cifar10_train(nowhere); },
                   {"missing", "data_batch_1.bin", "directory " + nowhere + " does not exist"});
     require_error([&] { load_cifar10_file(dir.path.string()); }, {dir.path.string(), "not a regular file"});
+    REQUIRE(mkfifo(dir.file("test_batch.bin").c_str(), 0600) == 0);
+    require_error([&] { load_cifar10_test(dir.path.string()); },
+                  {"cifar10: " + dir.file("test_batch.bin"), "is a FIFO (named pipe), not a regular file"});
+}
+
+// A file cut at a record boundary is a valid file of fewer records: training went on with
+// 44,999 images without a word. Now a file named like an official one says so.
+TEST_CASE("datasets: cifar10 warns when an official file does not hold 10,000 records", "[datasets][cifar10]") {
+    TempDir dir;
+    save_synthetic_cifar10(dir.path.string(), 3, 4);
+    std::ostringstream warnings;
+    CHECK(load_cifar10_train(dir.path.string(), &warnings).size() == 15);
+    std::string expected;
+    for (const char* name : kCifar10TrainFiles)
+        expected += "warning: " + dir.file(name) + " holds 3 records; the official CIFAR-10 file has 10000\n";
+    CHECK(warnings.str() == expected);
+
+    // Other names may hold any number (fixtures, subsets); no stream, no warning.
+    std::ostringstream quiet;
+    save_cifar10_file(dir.file("subset.bin"), synthetic_cifar10(3, 1));
+    CHECK(load_cifar10_file(dir.file("subset.bin"), &quiet).size() == 3);
+    CHECK(load_cifar10_test(dir.path.string()).size() == 3);
+    CHECK(quiet.str().empty());
+}
+
+TEST_CASE("datasets: cifar10 bytes in memory read exactly like the file, errors naming them", "[datasets][cifar10]") {
+    TempDir dir;
+    write_bytes(dir.file("hand.bin"), hand_records({3, 0, 9}));
+    const ImageSet from_file = load_cifar10_file(dir.file("hand.bin"));
+    const ImageSet from_bytes = parse_cifar10(hand_records({3, 0, 9}), "download");
+    CHECK(from_bytes.labels == from_file.labels);
+    CHECK(from_bytes.pixels == from_file.pixels);
+    CHECK(from_bytes.class_names == from_file.class_names);
+    require_error([] { parse_cifar10(hand_records({1, 2}).substr(0, 6145), "download"); },
+                  {"cifar10: download", "6145 bytes"});
+    require_error([] { parse_cifar10(std::string("\x80\x02") + std::string(3071, 'x'), "download"); },
+                  {"cifar10: download", "label 128", "pickle"});
+}
+
+// A few thousand inputs a few mutations away from valid files (tests/fuzz/fuzz_cifar10.cpp
+// runs the same reader under libFuzzer).
+TEST_CASE("datasets: cifar10 fuzzed files load or are refused naming the file, nothing else",
+          "[datasets][cifar10][fuzz]") {
+    const std::vector<std::string> seeds = {hand_records({3, 0, 9}), hand_records({7})};
+    const int64_t loaded = fuzz<std::invalid_argument>(
+        seeds, 3000, 30, [](const std::string& bytes, const std::string& name) { parse_cifar10(bytes, name); });
+    CHECK(loaded > 0);
+    CHECK(loaded < 3000);
 }
 
 TEST_CASE("datasets: cifar10 truncated, empty and foreign files", "[datasets][cifar10][errors]") {

@@ -253,6 +253,57 @@ TEST_CASE("checkpoint: broken, foreign and mismatched files are reported naming 
     require_error([&] { load_optimizer_state(optimizer, path, 5); }, {optimizer_state_path(path), "missing"});
 }
 
+// A 1.25 MB checkpoint whose metadata said dim 16384, MLP 65536, depth 64 made `eval` build
+// a 12 GB model before any tensor was compared; now the file's tensors are checked against
+// its config first, one parameter at a time, and the first difference is named.
+TEST_CASE("checkpoint: metadata that does not describe the file's tensors is refused before any model is built",
+          "[checkpoint][errors]") {
+    TempDir dir;
+    const std::string path = dir.file("last.safetensors");
+    save_checkpoint(path, VisionTransformer(tiny_vit_config(), 1), TrainingState{}, {});
+    const NamedTensors good = load_safetensors(path);
+    auto with_metadata = [&](const Metadata& changes) {
+        NamedTensors changed = good;
+        for (const auto& [key, value] : changes) changed.metadata[key] = value;
+        save_safetensors(path, changed);
+        return path;
+    };
+    require_error([&] {
+        load_checkpoint(with_metadata({{"config.dim", "16384"}, {"config.mlp_dim", "65536"}, {"config.depth", "64"}}));
+    }, {"checkpoint " + path, "cls_token has shape [1, 1, 16] but the model expects [1, 1, 16384]"});
+    // The first block matches; a trillion more are not listed, only the first one missing.
+    require_error([&] { load_checkpoint(with_metadata({{"config.depth", "999999999999"}})); },
+                  {"checkpoint " + path, "blocks.1.norm1.weight is missing"});
+    require_error([&] { load_checkpoint(with_metadata({{"config.heads", "3"}})); },
+                  {"checkpoint " + path, "dim 16 is not divisible by heads 3"});
+    require_error([&] { load_checkpoint(with_metadata({{"config.image_height", "60129542144"}})); },
+                  {"checkpoint " + path, "64-bit"});
+
+    NamedTensors extra = good;
+    extra.tensors.emplace_back("blocks.7.attn.qkv.weight", Tensor::zeros({1}));
+    save_safetensors(path, extra);
+    require_error([&] { load_checkpoint(path); }, {"checkpoint " + path, "unexpected tensor blocks.7.attn.qkv.weight"});
+}
+
+// NaN weights evaluated to "accuracy 10.00%, mean loss nan" with exit status 0.
+TEST_CASE("checkpoint: weights holding NaN or infinity are refused naming the tensor and element",
+          "[checkpoint][errors]") {
+    TempDir dir;
+    const std::string path = dir.file("last.safetensors");
+    VisionTransformer model(tiny_vit_config(), 1);
+    model.head->weight.data()[5] = std::numeric_limits<real>::quiet_NaN();
+    save_checkpoint(path, model, TrainingState{}, {});
+    require_error([&] { load_checkpoint(path); }, {"checkpoint " + path, "head.weight holds nan at element 5", "not finite"});
+
+    model.head->weight.data()[5] = 0;
+    save_checkpoint(path, model, TrainingState{}, {});
+    Checkpoint c = load_checkpoint(path);
+    for (auto& [name, t] : c.weights.tensors)
+        if (name == "norm.bias") t.data()[0] = -std::numeric_limits<real>::infinity();
+    require_error([&] { load_weights(model, c); }, {"norm.bias holds -inf at element 0"});
+    CHECK(non_finite_element("x", Tensor::ones({3})).empty());
+}
+
 TEST_CASE("checkpoint: a failed save leaves no temporary or partial file", "[checkpoint][errors]") {
     TempDir dir;
     VisionTransformer model(tiny_vit_config(), 1);

@@ -150,6 +150,20 @@ TEST_CASE("summary: image size and classes change the totals as the shapes say",
     require_error([&] { summarize(c); }, {"ViTConfig 'cifar-tiny'", "32x30", "patch size 4"});
 }
 
+// summary --config vit-h14 --image-size 60129542144 printed "0 patches" with exit status 0:
+// (60129542144 / 14)^2 = 2^64 patches had wrapped around.
+TEST_CASE("summary: sizes whose counts overflow 64 bits are refused, not wrapped around",
+          "[vit][summary][errors]") {
+    ViTConfig c = vit_config("vit-h14");
+    c.image_height = c.image_width = 60129542144;
+    require_error([&] { summarize(c); }, {"ViTConfig 'vit-h14'", "patches", "4294967296 x 4294967296", "64-bit"});
+    c.image_height = c.image_width = 14 * 100000;  // 10^10 patches: one image's attention weights overflow
+    require_error([&] { summarize(c); }, {"ViTConfig 'vit-h14'", "attention weights"});
+    c.image_height = c.image_width = 14 * 1000;  // 10^6 patches fit: the total is the closed form's
+    CHECK(summarize(c).total_parameters() == parameter_count(c));
+    CHECK(summarize(c).rows[0].output_shape == Shape{1, 1000000, 588});
+}
+
 TEST_CASE("summary: the table lists every layer with its type, shape and count",
           "[vit][summary][ex:summary-block-rows]") {
     const std::string table = summarize(vit_config("vit-b16")).table();

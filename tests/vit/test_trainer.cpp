@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "autograd/parallel.h"
 #include "datasets/normalize.h"
@@ -79,16 +80,23 @@ TEST_CASE("train: a run stopped mid-epoch and resumed ends bit-identical to an u
 TEST_CASE("train: the thread count does not change a single bit", "[trainer][threads]") {
     TinyRun run;
     QuietTrain quiet;
-    TrainOptions one = run.options, two = run.options;
-    one.epochs = two.epochs = 1;
+    TrainOptions one = run.options, two = run.options, automatic = run.options;
+    one.epochs = two.epochs = automatic.epochs = 1;
     one.out_dir = run.out("one");
     two.out_dir = run.out("two");
+    automatic.out_dir = run.out("auto");
+    one.threads = 1;
     two.threads = 2;
+    automatic.threads = 0;  // whatever choose_thread_count measures on this machine
     const TrainResult a = quiet(one);
     const TrainResult b = quiet(two);
+    const TrainResult c = quiet(automatic);
     set_num_threads(1);
     require_identical_weights(last_of(one), last_of(two));
+    require_identical_weights(last_of(one), last_of(automatic));
     require_same_learning(a.history, b.history);
+    require_same_learning(a.history, c.history);
+    CHECK(quiet.log.str().find("threads: auto: the fastest of 1..") != std::string::npos);
 }
 
 TEST_CASE("train: the loss falls over a few epochs on an easy synthetic set", "[trainer]") {
@@ -180,7 +188,42 @@ TEST_CASE("train: bad options are refused naming the flag", "[trainer][errors]")
     refused([](TrainOptions& o) { o.config = vit_config("vit-b16"); }, {"224x224", "CIFAR-10"});
     refused([](TrainOptions& o) { o.config.heads = 3; }, {"dim 16 is not divisible by heads 3"});
     require_error([] { preset_options("slow"); }, {"unknown preset 'slow'", "default", "quick"});
+    // Accepted before, and then SGD's Nesterov switch was silently ignored by AdamW.
+    refused([](TrainOptions& o) { o.nesterov = true; }, {"--nesterov is for --optimizer sgd, not adamw"});
+    // 2147483648 became -2147483648 on its way to set_num_threads, after the output existed.
+    refused([](TrainOptions& o) { o.threads = 2147483648; }, {"--threads", "2147483648"});
+    // rand-m9-n1000000000 never finished its first batch.
+    refused([](TrainOptions& o) { o.rand_augment = "rand-m9-n1000000000"; }, {"--rand-augment", "from 0 to 15"});
+    refused([](TrainOptions& o) { o.config.depth = 999999999999; }, {"train options", "more than this machine's"});
+    // Overflows only once the steps per epoch are known, from the data: still before --out.
+    refused([](TrainOptions& o) { o.epochs = int64_t(1) << 62; }, {"--epochs x steps per epoch", "64-bit"});
     CHECK_FALSE(std::filesystem::exists(run.options.out_dir));  // nothing was started
+}
+
+// --warmup 1e19 failed after the output directory was made, with "warmup must be in
+// [0, total = 128] steps, got -9223372036854775808": more warmup than the run is capped at
+// the run, before it is converted to steps.
+TEST_CASE("train: a warmup longer than the run warms up over the whole run", "[trainer]") {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions o = run.options;
+    o.epochs = 1;
+    o.warmup_epochs = 1e19;
+    const TrainResult r = quiet(o);
+    REQUIRE(r.stop == StopReason::Finished);
+    CHECK(r.history[0].lr == Approx(o.lr));  // the last step of a 5-step warmup: 5/5 of the peak
+}
+
+TEST_CASE("train: data files named like the official ones but of another size are named in the log", "[trainer]") {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions o = run.options;
+    o.max_steps = 1;
+    quiet(o);
+    CHECK(quiet.log.str().find("warning: " + run.data_dir() + "/data_batch_3.bin holds 10 records") !=
+          std::string::npos);
+    CHECK(quiet.log.str().find("test_batch.bin holds 10 records; the official CIFAR-10 file has 10000") !=
+          std::string::npos);
 }
 
 TEST_CASE("train: missing data, an unwritable output and a bad --resume fail before training", "[trainer][errors]") {
@@ -348,6 +391,11 @@ TEST_CASE("evaluate: accuracy, confusion matrix and per-class accuracy agree wit
     }
 
     require_error([&] { evaluate(model, synthetic_cifar10(4, 1), ChannelStats::cifar10(), 0); }, {"Batcher"});
+    // NaN weights evaluated to "accuracy 10.00%, mean loss nan" as if that were a result.
+    VisionTransformer broken(tiny_vit_config(), 5);
+    broken.blocks->layers[0]->mlp->fc2->bias.data()[3] = std::numeric_limits<real>::quiet_NaN();
+    require_error([&] { evaluate(broken, set, ChannelStats::cifar10(), 8); },
+                  {"evaluate", "mean loss is nan", "blocks.0.mlp.fc2.bias holds nan at element 3"});
     VisionTransformer other(vit_config("cifar-tiny"), 0);
     ImageSet wrong = set;
     wrong.class_names.resize(5);

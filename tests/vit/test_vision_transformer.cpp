@@ -332,6 +332,60 @@ TEST_CASE("VisionTransformer: configuration errors name the sizes", "[vit][layer
     CHECK(VisionTransformer(ratio, 0).blocks->layers[0]->mlp->fc1->out_features == 24);
 }
 
+TEST_CASE("for_each_parameter and parameter_count describe the model the constructor builds",
+          "[vit][layer:VisionTransformer]") {
+    ViTConfig unusual = small_config();
+    unusual.head = "mlp";
+    unusual.qkv_bias = false;
+    unusual.learnable_pos_embed = false;
+    unusual.mlp_dim = 0;
+    unusual.mlp_ratio = 2.5f;
+    for (const ViTConfig& c : {small_config(), unusual, vit_config("cifar-tiny")}) {
+        INFO(describe(c));
+        std::vector<std::pair<std::string, Shape>> listed;
+        for_each_parameter(c, [&](const std::string& name, const Shape& shape) { listed.emplace_back(name, shape); });
+        const VisionTransformer model(c, 0);
+        const auto params = model.named_parameters();
+        REQUIRE(listed.size() == params.size());
+        for (size_t i = 0; i < params.size(); ++i) {
+            CHECK(listed[i].first == params[i].first);
+            CHECK(listed[i].second == params[i].second.shape());
+        }
+        CHECK(parameter_count(c) == model.num_parameters());
+    }
+    CHECK(parameter_count(vit_config("vit-h14")) == 632045800);  // without building 2.5 GB of it
+}
+
+// summary --config vit-h14 --image-size 60129542144 reported 0 patches: 2^32 x 2^32 wrapped.
+TEST_CASE("VisionTransformer: a config whose counts overflow 64 bits is refused naming the count",
+          "[vit][layer:VisionTransformer][errors]") {
+    ViTConfig huge_image = vit_config("vit-h14");
+    huge_image.image_height = huge_image.image_width = 60129542144;
+    require_error([&] { validate(huge_image); }, {"ViTConfig 'vit-h14'", "patches", "4294967296 x 4294967296"});
+    huge_image.image_width = 14;  // 4294967296 x 1 patches: the attention weights are what overflow
+    require_error([&] { validate(huge_image); }, {"ViTConfig 'vit-h14'", "attention weights"});
+    ViTConfig deep = vit_config("cifar-tiny");
+    deep.depth = int64_t(1) << 62;
+    require_error([&] { parameter_count(deep); }, {"ViTConfig 'cifar-tiny'", "depth x per block"});
+    ViTConfig ratio = vit_config("cifar-tiny");
+    ratio.mlp_dim = 0;
+    ratio.mlp_ratio = 1e30f;
+    require_error([&] { validate(ratio); }, {"ViTConfig 'cifar-tiny'", "MLP size", "mlp_ratio"});
+}
+
+// bench --depth 999999999999 allocated until the system gave up; eval of a checkpoint whose
+// metadata said dim 16384, depth 64 ran out of 12 GB. Both are now refused before allocating.
+TEST_CASE("VisionTransformer: a model larger than the machine's memory is refused before it is built",
+          "[vit][layer:VisionTransformer][errors]") {
+    ViTConfig deep = vit_config("cifar-tiny");
+    deep.depth = 999999999999;
+    const std::string count = std::to_string(parameter_count(deep));
+    require_error([&] { VisionTransformer model(deep, 0); },
+                  {"ViTConfig 'cifar-tiny'", count + " parameters need", "more than this machine's"});
+    require_error([&] { check_memory(deep, 4); }, {count + " parameters x 4 copies need"});
+    CHECK_NOTHROW(check_memory(vit_config("cifar-tiny"), 4));
+}
+
 TEST_CASE("VisionTransformer: input errors name the sizes", "[vit][layer:VisionTransformer][errors]") {
     VisionTransformer model(small_config(), 60);
     require_error([&] { model.forward(Tensor::zeros({2, 1, 8, 12})); },

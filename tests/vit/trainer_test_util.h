@@ -61,6 +61,7 @@ struct TinyRun {
         options.seed = 7;
         options.data_dir = data_dir();
         options.out_dir = out("run");
+        options.threads = 1;  // not auto: the tests that compare thread counts set their own
     }
     std::string data_dir() const { return dir.file("data"); }
     std::string out(const std::string& name) const { return dir.file(name); }

@@ -3,7 +3,7 @@
 //
 //   patchgrad bench [--config NAME] [--dim D] [--depth L] [--heads H] [--mlp M] [--patch P]
 //                   [--batch B] [--steps S] [--warmup W] [--threads T]
-//   patchgrad bench matmul M N K [--repeats R]
+//   patchgrad bench matmul [M N K] [--repeats R]
 //
 // The first times full training steps on one random batch: forward, cross-entropy,
 // backward, AdamW step, zero_grad, exactly what a training loop does minus the data loading.
@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -21,12 +22,14 @@
 #include <string>
 #include <vector>
 
+#include "autograd/cpu_isa.h"
 #include "autograd/gemm.h"
 #include "autograd/ops.h"
 #include "autograd/optimizer.h"
 #include "autograd/parallel.h"
 #include "autograd/rng.h"
 #include "autograd/storage.h"
+#include "autograd/thread_choice.h"
 #include "vit/cli/cli.h"
 #include "vit/vision_transformer.h"
 
@@ -43,7 +46,7 @@ using Clock = std::chrono::steady_clock;
 void print_help() {
     std::cout << "usage: patchgrad bench [--config NAME] [--dim D] [--depth L] [--heads H] [--mlp M] [--patch P]\n"
                  "                       [--batch B] [--steps S] [--warmup W] [--threads T]\n"
-                 "       patchgrad bench matmul M N K [--repeats R]\n"
+                 "       patchgrad bench matmul [M N K] [--repeats R]\n"
                  "\n"
                  "Times full training steps of a Vision Transformer on one random batch (forward,\n"
                  "cross-entropy, backward, AdamW step, zero_grad) and prints images per second, ms per\n"
@@ -57,12 +60,16 @@ void print_help() {
                  "  --batch B       images per step (default: 128)\n"
                  "  --steps S       measured steps (default: 10)\n"
                  "  --warmup W      steps run first and not measured (default: 2)\n"
-                 "  --threads T     threads for patchgrad's ops (default: 1); results are identical for any T\n"
+                 "  --threads T     threads for patchgrad's ops, or auto (the default): the fewest that run a\n"
+                 "                  sample of the step's work fastest here, measured first; results are\n"
+                 "                  identical for any T\n"
                  "                  (a build with OpenBLAS also runs OpenBLAS's own threads, set by the\n"
                  "                  environment variable OPENBLAS_NUM_THREADS)\n"
                  "  -h, --help      show this help\n"
                  "\n"
                  "'matmul M N K' times C[M, N] = A[M, K] @ B[K, N], and the transposed forms linear uses,\n"
+                 "(without sizes: 1024^3 and cifar-tiny's linear layers at batch 128, 8320 x {384, 128, 256} x\n"
+                 "{128, 256}),\n"
                  "with patchgrad's gemm_blocked, gemm_reference (when M*N*K <= 2^26) and cblas_sgemm (when\n"
                  "built with PATCHGRAD_USE_OPENBLAS); best of R runs after one warm-up (default R: 5).\n";
 }
@@ -144,7 +151,31 @@ double forward_macs_per_image(const ViTConfig& c) {
     return N * patch_dim * D + double(c.depth) * block + head;
 }
 
-// ---- flags -----------------------------------------------------------------------------------
+// ---- timing ----------------------------------------------------------------------------------
+
+// The fastest of `repeats` runs, after one warm-up run.
+double best_seconds(int64_t repeats, const std::function<void()>& run) {
+    run();
+    double best = 1e30;
+    for (int64_t r = 0; r < repeats; ++r) {
+        const auto t0 = Clock::now();
+        run();
+        best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+    }
+    return best;
+}
+
+// GFLOP/s of gemm on C[1024, 1024] = A @ B, best of 3.
+double sgemm_rate() {
+    const int64_t n = 1024;
+    Rng rng(0);
+    std::vector<real> A(n * n), B(n * n), C(n * n);
+    for (real& v : A) v = static_cast<real>(rng.uniform(-1, 1));
+    for (real& v : B) v = static_cast<real>(rng.uniform(-1, 1));
+    const double seconds =
+        best_seconds(3, [&] { gemm(false, false, n, n, n, 1, A.data(), n, B.data(), n, 0, C.data(), n); });
+    return 2.0 * double(n) * double(n) * double(n) * 1e-9 / seconds;
+}
 
 // ---- the training benchmark ------------------------------------------------------------------
 
@@ -161,14 +192,14 @@ int run_training(const Flags& flags) {
                                       {"--patch", &config.patch_size}})
         if (flags.values.count(flag)) *field = parse_positive_int(flag, flags.values.at(flag));
     try {
-        validate(config);
+        check_memory(config, 4);  // validates it; weights, gradients and AdamW's two moments
     } catch (const std::invalid_argument& e) {
         throw UsageError(e.what());
     }
     const int64_t batch = parse_positive_int("--batch", value("--batch", "128"));
     const int64_t steps = parse_positive_int("--steps", value("--steps", "10"));
     const int64_t warmup = parse_count("--warmup", value("--warmup", "2"));
-    const int64_t threads = parse_positive_int("--threads", value("--threads", "1"));
+    const int threads = parse_threads(value("--threads", "auto"));
 
     VisionTransformer model(config, 0);
     AdamW optimizer(split_weight_decay(model.named_parameters()), 1e-3, {0.9, 0.999}, 1e-8, 0.05);
@@ -184,10 +215,19 @@ int run_training(const Flags& flags) {
     std::printf("batch %lld, %lld warm-up + %lld measured steps of forward, cross-entropy, backward, AdamW, "
                 "zero_grad\n",
                 static_cast<long long>(batch), static_cast<long long>(warmup), static_cast<long long>(steps));
-    std::printf("build: %s, compiled for %s, matmul by %s\n", sizeof(real) == 4 ? "float32" : "float64",
-                compiled_isa(), matmul_backend());
-    set_num_threads(static_cast<int>(threads));
-    std::printf("threads: %d\n", num_threads());
+    std::printf("cpu: %s\n", cpu_model().c_str());
+    std::printf("build: %s, kernels %s, other code compiled for %s, matmul by %s\n",
+                sizeof(real) == 4 ? "float32" : "float64", gemm_kernel_description().c_str(), compiled_isa(),
+                matmul_backend());
+    if (threads == 0) {
+        const ThreadChoice choice = choose_thread_count(kMaxThreads);
+        set_num_threads(choice.threads);
+        std::printf("threads: %d (auto: the fastest of 1..%d ran %.2fx one thread's speed; --threads N sets it)\n",
+                    choice.threads, choice.candidates, choice.best_speedup);
+    } else {
+        set_num_threads(threads);
+        std::printf("threads: %d\n", num_threads());
+    }
 #ifdef PATCHGRAD_USE_OPENBLAS
     const char* blas_threads = std::getenv("OPENBLAS_NUM_THREADS");
     std::printf("         (OpenBLAS runs its own threads: OPENBLAS_NUM_THREADS=%s)\n",
@@ -242,21 +282,16 @@ int run_training(const Flags& flags) {
     if (mem.rss_mib > 0)
         std::printf("RSS per step     %.1f MiB after the first measured step, %.1f after the last: %+.1f MiB\n",
                     rss.front(), rss.back(), rss.back() - rss.front());
+    // The yardstick for the step: how fast this machine multiplies big matrices, with the same
+    // kernel and threads (measured last, so its buffers are not in the memory figures).
+    const double sgemm = sgemm_rate();
+    std::printf("sgemm rate       %.1f GFLOP/s (gemm, 1024 x 1024 x 1024, same threads): the mean step runs at "
+                "%.0f%% of it\n",
+                sgemm, 100 * train_gflop_per_image * double(batch) / (mean_ms * 1e-3) / sgemm);
     return 0;
 }
 
-// ---- the matmul benchmark --------------------------------------------------------------------
-
-double best_seconds(int64_t repeats, const std::function<void()>& run) {
-    run();
-    double best = 1e30;
-    for (int64_t r = 0; r < repeats; ++r) {
-        const auto t0 = Clock::now();
-        run();
-        best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
-    }
-    return best;
-}
+int run_one_matmul(int64_t M, int64_t N, int64_t K, int64_t repeats);
 
 int run_matmul(const std::vector<std::string>& args) {
     // The sizes are the words before the first flag.
@@ -267,23 +302,46 @@ int run_matmul(const std::vector<std::string>& args) {
         print_help();
         return 0;
     }
-    if (sizes.size() != 3) throw UsageError("matmul needs three sizes M N K, e.g. 'bench matmul 1024 1024 1024'");
-    const int64_t M = parse_positive_int("M", sizes[0]), N = parse_positive_int("N", sizes[1]),
-                  K = parse_positive_int("K", sizes[2]);
+    if (!sizes.empty() && sizes.size() != 3)
+        throw UsageError("matmul takes three sizes M N K (e.g. 'bench matmul 1024 1024 1024'), or none for the "
+                         "standard set");
     const int64_t repeats =
         flags.values.count("--repeats") ? parse_positive_int("--repeats", flags.values.at("--repeats")) : 5;
+    std::printf("cpu: %s; gemm kernels %s; float%d; best of %lld runs, GFLOP/s\n", cpu_model().c_str(),
+                gemm_kernel_description().c_str(), int(8 * sizeof(real)), static_cast<long long>(repeats));
+    if (!sizes.empty())
+        return run_one_matmul(parse_positive_int("M", sizes[0]), parse_positive_int("N", sizes[1]),
+                              parse_positive_int("K", sizes[2]), repeats);
+    // The standard set: the big square product BLAS libraries are judged by, then cifar-tiny's
+    // linear layers at batch 128 (8320 token rows): qkv, proj, fc1, fc2.
+    for (const auto& [M, N, K] : {std::array<int64_t, 3>{1024, 1024, 1024}, {8320, 384, 128}, {8320, 128, 128},
+                                  {8320, 256, 128}, {8320, 128, 256}})
+        run_one_matmul(M, N, K, repeats);
+    return 0;
+}
 
+// One size: every form linear uses, with each kernel this build has.
+int run_one_matmul(int64_t M, int64_t N, int64_t K, int64_t repeats) {
     // A is read as [M, K] or [K, M], B as [K, N] or [N, K]: the same numbers serve every form.
+    // Their sizes are checked before anything is allocated: 2^32 x 2^32 wraps around to 0.
+    int64_t size_a = 0, size_b = 0, size_c = 0;
+    try {
+        size_a = checked_mul(M, K, "matmul: A [M, K]");
+        size_b = checked_mul(K, N, "matmul: B [K, N]");
+        size_c = checked_mul(M, N, "matmul: C [M, N]");
+        check_fits_in_memory(checked_add(checked_add(size_a, size_b, "matmul: A + B"), size_c, "matmul: A + B + C"));
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
+    }
     Rng rng(0);
-    std::vector<real> A(M * K), B(K * N), C(M * N);
+    std::vector<real> A(size_a), B(size_b), C(size_c);
     for (real& v : A) v = static_cast<real>(rng.uniform(-1, 1));
     for (real& v : B) v = static_cast<real>(rng.uniform(-1, 1));
     const double gflop = 2.0 * double(M) * double(N) * double(K) * 1e-9;
     const bool small = double(M) * double(N) * double(K) <= double(1 << 26);
 
-    std::printf("patchgrad bench matmul: M=%lld N=%lld K=%lld, %s, compiled for %s, best of %lld runs, GFLOP/s\n",
-                static_cast<long long>(M), static_cast<long long>(N), static_cast<long long>(K),
-                sizeof(real) == 4 ? "float32" : "float64", compiled_isa(), static_cast<long long>(repeats));
+    std::printf("\nM=%lld N=%lld K=%lld\n", static_cast<long long>(M), static_cast<long long>(N),
+                static_cast<long long>(K));
     std::printf("%-22s %12s %12s", "", "gemm_blocked", small ? "reference" : "");
 #ifdef PATCHGRAD_USE_OPENBLAS
     std::printf(" %12s", "cblas_sgemm");

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <limits>
 
+#include "autograd/parallel.h"
+#include "autograd/thread_choice.h"
+
 namespace patchgrad::cli {
 
 Flags parse_flags(const std::vector<std::string>& args, const std::vector<std::string>& value_flags) {
@@ -19,23 +22,35 @@ Flags parse_flags(const std::vector<std::string>& args, const std::vector<std::s
             throw UsageError("unexpected argument '" + arg + "'");
         if (std::find(value_flags.begin(), value_flags.end(), name) == value_flags.end())
             throw UsageError("unknown option '" + name + "'");
+        std::string value;
         if (eq != std::string::npos) {
-            flags.values[name] = arg.substr(eq + 1);
+            value = arg.substr(eq + 1);
         } else {
             if (i + 1 >= args.size()) throw UsageError(name + " needs a value");
-            flags.values[name] = args[++i];
+            value = args[++i];
         }
+        // Silently keeping the last of two values would hide a typo or a pasted command line.
+        const auto [it, inserted] = flags.values.emplace(name, value);
+        if (!inserted) throw UsageError(name + " is given twice ('" + it->second + "' and '" + value + "')");
     }
     return flags;
 }
 
-int64_t parse_positive_int(const std::string& flag, const std::string& text) {
+int64_t parse_positive_int(const std::string& flag, const std::string& text, int64_t max) {
     const bool digits = !text.empty() && text.size() <= 12 &&
                         std::all_of(text.begin(), text.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
     const int64_t value = digits ? std::stoll(text) : 0;
     if (value <= 0) throw UsageError(flag + " needs a positive integer, got '" + text + "'");
+    if (value > max) throw UsageError(flag + " must be at most " + std::to_string(max) + ", got '" + text + "'");
     return value;
 }
+
+int parse_threads(const std::string& text) {
+    if (text == "auto") return 0;
+    return static_cast<int>(parse_positive_int("--threads", text, kMaxThreads));
+}
+
+void use_threads(int threads) { set_num_threads(threads > 0 ? threads : choose_thread_count(kMaxThreads).threads); }
 
 ViTConfig config_from_flag(const std::string& name) {
     try {

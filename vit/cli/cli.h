@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -24,14 +25,21 @@ struct Flags {
 };
 
 // Accepts "--name value" and "--name=value" for the flags in `value_flags`, and --help/-h.
-// Anything else (an unknown flag, a stray word, a flag without its value) is a UsageError.
+// Anything else (an unknown flag, a stray word, a flag without its value, a flag given
+// twice) is a UsageError.
 Flags parse_flags(const std::vector<std::string>& args, const std::vector<std::string>& value_flags);
 
 // The named configuration (vit_config); an unknown name is a UsageError listing the known ones.
 ViTConfig config_from_flag(const std::string& name);
 
-// "42" -> 42; anything but a positive decimal integer is a UsageError naming `flag`.
-int64_t parse_positive_int(const std::string& flag, const std::string& text);
+// "42" -> 42; anything but a positive decimal integer of at most 12 digits, or a value above
+// `max`, is a UsageError naming `flag`.
+int64_t parse_positive_int(const std::string& flag, const std::string& text,
+                           int64_t max = std::numeric_limits<int64_t>::max());
+// --threads: 1 to kMaxThreads (autograd/parallel.h), or "auto" -> 0.
+int parse_threads(const std::string& text);
+// set_num_threads(threads), or for 0 (auto) the count choose_thread_count measures to pay here.
+void use_threads(int threads);
 // The same with 0 allowed ("--warmup 0").
 int64_t parse_count(const std::string& flag, const std::string& text);
 

@@ -30,7 +30,8 @@ void print_help() {
               << ")\n"
                  "  --file FILE.bin     evaluate on any file of CIFAR-10 binary records instead\n"
                  "  --batch N           images per forward pass (default: 256)\n"
-                 "  --threads T         threads (default: 1); the results are identical for any T\n"
+                 "  --threads T         threads, or auto (measured, as in train; default: 1); the results are identical\n"
+                 "                      for any T\n"
                  "  -h, --help          show this help\n";
 }
 
@@ -53,25 +54,26 @@ int eval_command(const std::vector<std::string>& args) {
     if (!given("--checkpoint")) throw UsageError("--checkpoint PATH is required");
     if (given("--data") && given("--file")) throw UsageError("give --data DIR or --file FILE.bin, not both");
     const int64_t batch = given("--batch") ? parse_positive_int("--batch", flags.values.at("--batch")) : 256;
-    const int64_t threads = given("--threads") ? parse_positive_int("--threads", flags.values.at("--threads")) : 1;
-    set_num_threads(static_cast<int>(threads));
+    use_threads(given("--threads") ? parse_threads(flags.values.at("--threads")) : 1);
 
+    // load_checkpoint checks the file's tensors against its config, so the model built below
+    // is no bigger than the file, whatever its metadata says.
     const Checkpoint checkpoint = load_checkpoint(flags.values.at("--checkpoint"));
-    VisionTransformer model(checkpoint.config, 0);
-    load_weights(model, checkpoint);
     std::cout << "checkpoint " << checkpoint.path << ": " << describe(checkpoint.config) << "; "
               << training_so_far(checkpoint.state) << "\n";
 
     ImageSet set;
     if (given("--file")) {
-        set = load_cifar10_file(flags.values.at("--file"));
+        set = load_cifar10_file(flags.values.at("--file"), &std::cerr);
         std::cout << "data: " << flags.values.at("--file");
     } else {
         const DataDir dir = resolve_data_dir(given("--data") ? flags.values.at("--data") : "");
-        set = load_cifar10_test(dir.path);
+        set = load_cifar10_test(dir.path, &std::cerr);
         std::cout << "data: " << kCifar10TestFile << " in " << dir.path << " (" << dir.source << ")";
     }
     std::cout << ", " << set.size() << " images\n\n" << std::flush;
+    VisionTransformer model(checkpoint.config, 0);
+    load_weights(model, checkpoint);
     std::cout << format_evaluation(evaluate(model, set, ChannelStats::cifar10(), batch));
     return 0;
 }

@@ -7,7 +7,7 @@
 //                     [--data DIR | --file FILE.bin] --out DIR [--distance-images M] [--threads T]
 #include <filesystem>
 #include <iostream>
-#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,7 +47,7 @@ void print_help() {
                  "  --file FILE.bin       images from any file of CIFAR-10 binary records instead\n"
                  "  --out DIR             where the pictures go (created if needed)\n"
                  "  --distance-images M   average the attention distance over the first M images (default: 128)\n"
-                 "  --threads T           threads (default: 1)\n"
+                 "  --threads T           threads, or auto (measured, as in train; default: 1)\n"
                  "  -h, --help            show this help\n";
 }
 
@@ -80,39 +80,44 @@ int inspect_command(const std::vector<std::string>& args) {
     if (given("--image")) options.image = static_cast<int64_t>(parse_index("--image", value("--image")));
     if (given("--distance-images"))
         options.distance_images = parse_positive_int("--distance-images", value("--distance-images"));
-    const int64_t threads = given("--threads") ? parse_positive_int("--threads", value("--threads")) : 1;
-    set_num_threads(static_cast<int>(threads));
+    use_threads(given("--threads") ? parse_threads(value("--threads")) : 1);
 
-    std::unique_ptr<VisionTransformer> model;
+    // The model is built last, once the cheap checks passed: the checkpoint's tensors against
+    // its config (load_checkpoint), then the images against the model's input size.
+    std::optional<Checkpoint> checkpoint;
+    ViTConfig config;
+    uint64_t seed = 0;
     if (given("--checkpoint")) {
-        const Checkpoint checkpoint = load_checkpoint(value("--checkpoint"));
-        model = std::make_unique<VisionTransformer>(checkpoint.config, 0);
-        load_weights(*model, checkpoint);
-        const TrainingState& state = checkpoint.state;
-        options.model_name = checkpoint.config.name + ", trained " + std::to_string(state.epoch) + " epochs" +
+        checkpoint = load_checkpoint(value("--checkpoint"));
+        config = checkpoint->config;
+        const TrainingState& state = checkpoint->state;
+        options.model_name = config.name + ", trained " + std::to_string(state.epoch) + " epochs" +
                              (state.step_in_epoch > 0 ? " and " + std::to_string(state.step_in_epoch) + " steps" : "") +
-                             " (" + std::filesystem::path(checkpoint.path).filename().string() + ")";
+                             " (" + std::filesystem::path(checkpoint->path).filename().string() + ")";
     } else {
-        const uint64_t seed = given("--seed") ? parse_index("--seed", value("--seed")) : 0;
-        model = std::make_unique<VisionTransformer>(config_from_flag(value("--config")), seed);
-        options.model_name = model->config.name + ", untrained (seed " + std::to_string(seed) + ")";
+        seed = given("--seed") ? parse_index("--seed", value("--seed")) : 0;
+        config = config_from_flag(value("--config"));
+        options.model_name = config.name + ", untrained (seed " + std::to_string(seed) + ")";
     }
-    std::cout << "model: " << options.model_name << ": " << describe(model->config) << "\n";
+    std::cout << "model: " << options.model_name << ": " << describe(config) << "\n";
 
     ImageSet set;
     if (given("--file")) {
-        set = load_cifar10_file(value("--file"));
+        set = load_cifar10_file(value("--file"), &std::cerr);
         std::cout << "data: " << value("--file");
     } else {
         const DataDir dir = resolve_data_dir(given("--data") ? value("--data") : "");
-        set = load_cifar10_test(dir.path);
+        set = load_cifar10_test(dir.path, &std::cerr);
         std::cout << "data: " << kCifar10TestFile << " in " << dir.path << " (" << dir.source << ")";
     }
     std::cout << ", " << set.size() << " images\n" << std::flush;
+    check_inspection(config, set, options);
+    VisionTransformer model(config, seed);
+    if (checkpoint) load_weights(model, *checkpoint);
 
-    const Inspection inspection = write_inspection(*model, set, ChannelStats::cifar10(), value("--out"), options);
+    const Inspection inspection = write_inspection(model, set, ChannelStats::cifar10(), value("--out"), options);
     const Matrix& d = inspection.attention_distance;
-    std::cout << "mean attention distance (pixels; uniform attention: " << mean_patch_distance(PatchGrid::of(model->config))
+    std::cout << "mean attention distance (pixels; uniform attention: " << mean_patch_distance(PatchGrid::of(model.config))
               << "), per layer, heads in order:\n";
     for (int64_t l = 0; l < d.rows; ++l) {
         std::cout << "  layer " << l + 1 << ":";

@@ -2,9 +2,11 @@
 // in its own file in vit/cli/ and is listed in `commands` below.
 #include <iomanip>
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
+#include "autograd/storage.h"
 #include "vit/cli/cli.h"
 
 namespace {
@@ -53,6 +55,13 @@ int main(int argc, char** argv) {
         } catch (const patchgrad::cli::UsageError& e) {
             std::cerr << "patchgrad " << c.name << ": " << e.what() << " (see 'patchgrad " << c.name << " --help')\n";
             return 2;
+        } catch (const patchgrad::OutOfMemory& e) {
+            std::cerr << "patchgrad " << c.name << ": " << e.what() << "\n";  // says how much was asked for
+            return 1;
+        } catch (const std::bad_alloc&) {
+            // Its what() is only "std::bad_alloc"; sizes are checked up front, so this is rare.
+            std::cerr << "patchgrad " << c.name << ": out of memory: the system could not give the memory asked for\n";
+            return 1;
         } catch (const std::exception& e) {
             std::cerr << "patchgrad " << c.name << ": " << e.what() << "\n";
             return 1;

@@ -118,7 +118,8 @@ void print_help() {
            "                         to get them: bash datasets/download_cifar10.sh)\n"
            "  --out DIR              output directory (default: runs/<config>)\n"
            "  --resume               continue from OUT/last.safetensors\n"
-           "  --threads T            threads (default: 2); the results are identical for any T\n"
+           "  --threads T            threads, or auto (the default: the fewest that run a sample of the\n"
+           "                         step fastest here, measured at start); the results are identical for any T\n"
            "  --max-steps N          stop after N optimizer steps of the run, saving a checkpoint\n"
            "  --log-every N          steps between progress lines when stderr is not a terminal\n"
            "  -h, --help             show this help\n";
@@ -178,9 +179,9 @@ void apply_flags(TrainOptions& o, const Flags& flags) {
                                       {"--mlp", &o.config.mlp_dim},
                                       {"--patch", &o.config.patch_size},
                                       {"--epochs", &o.epochs},
-                                      {"--batch", &o.batch},
-                                      {"--threads", &o.threads}})
+                                      {"--batch", &o.batch}})
         if (given(flag)) *field = parse_positive_int(flag, value(flag));
+    if (given("--threads")) o.threads = parse_threads(value("--threads"));
     for (const auto& [flag, field] : {std::pair<const char*, int64_t*>{"--validation", &o.validation},
                                       {"--max-steps", &o.max_steps},
                                       {"--log-every", &o.log_every}})

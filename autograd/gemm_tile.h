@@ -1,0 +1,178 @@
+// gemm_tile.h — gemm's micro-kernel and packing, written for one explicit vector width.
+//
+// Included only by gemm_baseline.cpp, gemm_avx2.cpp and gemm_avx512.cpp, each compiled with
+// its own instruction-set flags, each instantiating Tile<Vector, MR, NV> for its registers:
+//
+//   file               flags (CMakeLists.txt)   Vector          tile MR x NR (float)  registers used
+//   gemm_avx512.cpp    -march=x86-64-v4         64 bytes (16f)  12 x 32 (NV = 2)      24 acc + 2 B + 1 A of 32
+//   gemm_avx2.cpp      -march=x86-64-v3         32 bytes (8f)   6 x 16  (NV = 2)      12 acc + 2 B + 1 A of 16
+//   gemm_baseline.cpp  (the default: SSE2)      16 bytes (4f)   6 x 8   (NV = 2)      12 acc + 2 B + 1 A of 16
+//                      (ARM64: NEON)            16 bytes (4f)   8 x 12  (NV = 3)      24 acc + 3 B + 1 A of 32
+//
+// Why the width is written down. The first version of this kernel was plain loops over a
+// real acc[MR][NR] tile, left for the compiler to vectorise, with MR and NR picked per
+// -march. On an Intel Xeon whose -march=native tuning prefers 256-bit vectors
+// (-mprefer-vector-width=256), GCC split the 12 x 32 tile meant for 24 AVX-512 registers into
+// 48 AVX2-sized ones, spilled half of them to memory, and ran at half speed. A tile only fits
+// the register file if the code says how wide a register is, so the tile here is an array of
+// GCC/clang vector-extension values (`real __attribute__((vector_size(64)))` is 16 floats in
+// one zmm register): `acc[i][v] += a * b[v]` is then one fused multiply-add instruction on a
+// whole register, whatever the compiler's tuning prefers. The extensions are portable across
+// GCC and clang on every architecture (no intrinsics): on ARM64 the same code is NEON.
+//
+// Everything here is in an anonymous namespace on purpose. The three files instantiate the
+// same templates with different instructions; with ordinary (external) linkage the linker
+// would keep one copy of each, possibly the AVX-512 one, and a CPU without AVX-512 would
+// crash on it. Internal linkage gives every file its own copy. For the same reason nothing
+// here calls a standard-library template (std::min etc.), only memcpy.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "gemm_kernels.h"
+
+namespace patchgrad {
+namespace {
+
+template <class Vector>
+inline Vector load(const real* p) {
+    Vector v;
+    std::memcpy(&v, p, sizeof v);  // one unaligned vector load
+    return v;
+}
+
+template <class Vector>
+inline void store(real* p, Vector v) {
+    std::memcpy(p, &v, sizeof v);
+}
+
+// (A scalar minus a zero vector is that scalar in every lane: one broadcast instruction. Plus
+// a zero vector would cost an add, since -0 + 0 is +0.)
+
+inline int64_t smaller(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// What C[i, j] becomes for the product `ab` (alpha * op(A) @ op(B) there), by the same formula
+// as gemm_reference. beta == 0 never reads c, which may hold garbage.
+inline real c_update(real ab, real beta, const real& c, const real* bias, int64_t j) {
+    return ab + (beta == 0 ? real(0) : beta * c) + (bias ? bias[j] : real(0));
+}
+
+// The register widths. (Written out: GCC silently drops a vector_size that depends on a
+// template parameter, leaving a scalar.)
+typedef real Vector128 __attribute__((vector_size(16)));
+typedef real Vector256 __attribute__((vector_size(32)));
+typedef real Vector512 __attribute__((vector_size(64)));
+
+template <class Vector, int64_t MR, int64_t NV>
+struct Tile {
+    static_assert(sizeof(Vector) >= 16, "Vector must be a vector-extension type of 16 bytes or more");
+    static constexpr int64_t L = sizeof(Vector) / sizeof(real);  // reals per vector
+    static constexpr int64_t NR = NV * L;
+
+    // [snippet:gemm-pack-a]
+    static void pack_a(bool trans_a, const real* A, int64_t lda, int64_t r0, int64_t k0, int64_t rows, int64_t kc,
+                       real* Ap) {
+        for (int64_t s = 0; s < rows; s += MR) {
+            const int64_t n = smaller(MR, rows - s);
+            real* dst = Ap + s * kc;
+            if (trans_a)  // op(A) = A^T: a column of the sliver is a contiguous run of A
+                for (int64_t p = 0; p < kc; ++p)
+                    for (int64_t i = 0; i < n; ++i) dst[p * MR + i] = A[(k0 + p) * lda + r0 + s + i];
+            else  // read each row of A once, front to back
+                for (int64_t i = 0; i < n; ++i)
+                    for (int64_t p = 0; p < kc; ++p) dst[p * MR + i] = A[(r0 + s + i) * lda + k0 + p];
+            for (int64_t p = 0; p < kc; ++p)
+                for (int64_t i = n; i < MR; ++i) dst[p * MR + i] = 0;
+        }
+    }
+    // [/snippet:gemm-pack-a]
+
+    static void pack_a_rows(const real* A, int64_t lda, int64_t r0, int64_t k0, int64_t rows, int64_t kc, real* Ap) {
+        for (int64_t s = 0; s < rows; s += MR) {
+            const int64_t n = smaller(MR, rows - s);
+            real* dst = Ap + s * kGemmKC;
+            for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * kGemmKC, A + (r0 + s + i) * lda + k0, kc * sizeof(real));
+            for (int64_t i = n; i < MR; ++i)
+                for (int64_t p = 0; p < kc; ++p) dst[i * kGemmKC + p] = 0;
+        }
+    }
+
+    static void pack_b(bool trans_b, const real* B, int64_t ldb, int64_t k0, int64_t c0, int64_t kc, int64_t cols,
+                       real* Bp) {
+        for (int64_t s = 0; s < cols; s += NR) {
+            const int64_t n = smaller(NR, cols - s);
+            real* dst = Bp + s * kc;
+            if (trans_b)
+                for (int64_t j = 0; j < n; ++j)
+                    for (int64_t p = 0; p < kc; ++p) dst[p * NR + j] = B[(c0 + s + j) * ldb + k0 + p];
+            else
+                for (int64_t p = 0; p < kc; ++p)
+                    for (int64_t j = 0; j < n; ++j) dst[p * NR + j] = B[(k0 + p) * ldb + c0 + s + j];
+            for (int64_t p = 0; p < kc; ++p)
+                for (int64_t j = n; j < NR; ++j) dst[p * NR + j] = 0;
+        }
+    }
+
+    // The micro-kernel over NB of the sliver's NV vectors (see MicroKernel in gemm_kernels.h).
+    // How the micro-kernel finds element (i, p) of the A sliver: a[p * a_k + i * a_i].
+    enum class ALayout { packed, row_packed, strided };  // (MR, 1), (1, kGemmKC), as given
+
+    template <int64_t NB, ALayout layout>
+    static void micro_kernel(int64_t kc, const real* a, int64_t a_k, int64_t a_i, const real* b, real alpha,
+                             real beta, const real* bias, real* c, int64_t ldc, int64_t mr, int64_t nr) {
+        if (layout == ALayout::packed) a_k = MR, a_i = 1;
+        if (layout == ALayout::row_packed) a_k = 1, a_i = kGemmKC;
+        // [snippet:gemm-micro-kernel]
+        Vector acc[MR][NB] = {};  // the C tile, in MR * NB vector registers
+        for (int64_t p = 0; p < kc; ++p) {
+            Vector bv[NB];  // row p of the B sliver
+#pragma GCC unroll 4
+            for (int64_t v = 0; v < NB; ++v) bv[v] = load<Vector>(b + p * NR + v * L);
+#pragma GCC unroll 16
+            for (int64_t i = 0; i < MR; ++i) {
+                const Vector ai = a[p * a_k + i * a_i] - Vector{};  // one value of A in every lane
+#pragma GCC unroll 4
+                for (int64_t v = 0; v < NB; ++v) acc[i][v] += ai * bv[v];  // a fused multiply-add
+            }
+        }
+        // [/snippet:gemm-micro-kernel]
+        if (mr == MR && nr == NB * L) {  // a whole tile: whole vectors
+            for (int64_t i = 0; i < MR; ++i)
+                for (int64_t v = 0; v < NB; ++v) {
+                    real* cv = c + i * ldc + v * L;
+                    const Vector old = beta == 0 ? Vector{} : beta * load<Vector>(cv);
+                    store(cv, acc[i][v] * alpha + old + (bias ? load<Vector>(bias + v * L) : Vector{}));
+                }
+            return;
+        }
+        real tile[MR][NB * L];  // an edge tile: only part of it is C
+        std::memcpy(tile, acc, sizeof tile);
+        for (int64_t i = 0; i < mr; ++i)
+            for (int64_t j = 0; j < nr; ++j) c[i * ldc + j] = c_update(alpha * tile[i][j], beta, c[i * ldc + j], bias, j);
+    }
+
+    template <int64_t NB, ALayout layout>
+    static constexpr MicroKernel kernel() {
+        if constexpr (NB <= NV) return &micro_kernel<NB, layout>;
+        else return nullptr;
+    }
+
+    static constexpr GemmKernels table(Isa isa) {
+        static_assert(NV >= 1 && NV <= 3, "a tile uses one to three vectors per row");
+        constexpr ALayout packed = ALayout::packed, rows = ALayout::row_packed, strided = ALayout::strided;
+        return GemmKernels{isa,
+                           MR,
+                           NR,
+                           L,
+                           &pack_a,
+                           &pack_a_rows,
+                           &pack_b,
+                           {kernel<1, packed>(), kernel<2, packed>(), kernel<3, packed>()},
+                           {kernel<1, rows>(), kernel<2, rows>(), kernel<3, rows>()},
+                           {kernel<1, strided>(), kernel<2, strided>(), kernel<3, strided>()}};
+    }
+};
+
+}  // namespace
+}  // namespace patchgrad

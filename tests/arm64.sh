@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# tests/arm64.sh — patchgrad on ARM64 without an ARM64 machine: cross-compiles with Debian's
+# g++-aarch64-linux-gnu and runs the float32 tests (gemm at the NEON level, every op with a
+# per-level kernel, the golden ViT) and the float64 gemm, matmul and gradient-check tests of
+# the ops under qemu-user-static. Not part of CI (the emulated run is slow); run it after
+# touching the kernels (autograd/gemm_tile.h, cpu_isa.h, fast_math.h):
+#
+#   bash tests/arm64.sh                        # build in build-arm64/, run the tests
+#   BUILD_DIR=/tmp/arm bash tests/arm64.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v aarch64-linux-gnu-g++ >/dev/null || need+=(g++-aarch64-linux-gnu)
+command -v qemu-aarch64-static >/dev/null || need+=(qemu-user-static)
+command -v cmake >/dev/null || need+=(cmake)
+[ -e /usr/include/catch2/catch.hpp ] || [ -e /usr/include/catch2/catch_all.hpp ] || need+=(catch2)
+if ((${#need[@]})); then
+  command -v apt-get >/dev/null || { echo "tests/arm64.sh: please install ${need[*]}" >&2; exit 1; }
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends "${need[@]}"
+fi
+
+build=${BUILD_DIR:-build-arm64}
+cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE="$PWD/tests/aarch64-linux-gnu.cmake" -DCMAKE_BUILD_TYPE=Release \
+  -DPATCHGRAD_BUILD_TUTORIALS=OFF -DPATCHGRAD_WERROR=ON
+cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" --target patchgrad_tests32 patchgrad_tests64 patchgrad
+
+run() { qemu-aarch64-static -L /usr/aarch64-linux-gnu "$@"; }
+echo "== the CPU as the binary sees it"
+run "$build/patchgrad" bench matmul 96 96 96 --repeats 1 | head -n 1
+echo "== float32: every test"
+run "$build/tests/patchgrad_tests32"
+echo "== float64: gemm, matmul, the ops' gradient checks, threads"
+run "$build/tests/patchgrad_tests64" "[op:gemm],[op:matmul],[gradcheck],[parallel]"
+echo "tests/arm64.sh: all passed"

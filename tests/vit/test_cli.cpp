@@ -1,0 +1,44 @@
+// test_cli.cpp — the flag parsing the `patchgrad` subcommands share (vit/cli/cli.h), linked
+// into the tests on its own: a bad command line is one UsageError naming the flag.
+#include "vit/cli/cli.h"
+
+#include "catch.h"
+#include "test_util.h"
+
+namespace patchgrad::cli {
+namespace {
+
+using patchgrad::test::require_error;
+
+TEST_CASE("cli: parse_flags takes --name value and --name=value", "[cli]") {
+    const Flags flags = parse_flags({"--out", "runs/a", "--lr=0.5", "-h"}, {"--out", "--lr"});
+    CHECK(flags.values == std::map<std::string, std::string>{{"--out", "runs/a"}, {"--lr", "0.5"}});
+    CHECK(flags.help);
+    require_error([] { parse_flags({"--lr"}, {"--lr"}); }, {"--lr needs a value"});
+    require_error([] { parse_flags({"--lt", "1"}, {"--lr"}); }, {"unknown option '--lt'"});
+    require_error([] { parse_flags({"stray"}, {"--lr"}); }, {"unexpected argument 'stray'"});
+}
+
+// A flag given twice silently took its last value.
+TEST_CASE("cli: a flag given twice is a usage error naming it and both values", "[cli][errors]") {
+    require_error([] { parse_flags({"--out", "runs/a", "--lr", "1", "--out=runs/b"}, {"--out", "--lr"}); },
+                  {"--out is given twice", "'runs/a'", "'runs/b'"});
+    CHECK_THROWS_AS(parse_flags({"--lr", "1", "--lr", "1"}, {"--lr"}), UsageError);
+}
+
+// --threads 2147483648 passed the flag check and failed later as -2147483648.
+TEST_CASE("cli: counts are checked against their range when parsed, naming the flag", "[cli][errors]") {
+    CHECK(parse_positive_int("--batch", "128") == 128);
+    CHECK(parse_positive_int("--batch", "999999999999") == 999999999999);
+    require_error([] { parse_positive_int("--batch", "1000000000000"); }, {"--batch", "positive integer"});
+    require_error([] { parse_positive_int("--batch", "0"); }, {"--batch", "'0'"});
+    require_error([] { parse_positive_int("--repeats", "11", 10); }, {"--repeats must be at most 10, got '11'"});
+    CHECK(parse_threads("4") == 4);
+    CHECK(parse_threads("1024") == 1024);
+    require_error([] { parse_threads("2147483648"); }, {"--threads must be at most 1024, got '2147483648'"});
+    require_error([] { parse_threads("-1"); }, {"--threads", "'-1'"});
+    CHECK(parse_count("--warmup", "0") == 0);
+}
+
+}  // namespace
+}  // namespace patchgrad::cli

@@ -2,6 +2,7 @@
 // config, recipe and training position as metadata, the optimizer state beside them (see checkpoint.h).
 #include "vit/checkpoint.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -253,26 +254,26 @@ std::string optimizer_state_path(const std::string& weights_path) {
 
 void save_checkpoint(const std::string& path, const VisionTransformer& model, const TrainingState& state,
                      const Metadata& options, const Optimizer* optimizer) {
-    if (optimizer) {
-        NamedTensors opt;
-        for (auto& [name, t] : optimizer->state_tensors()) opt.tensors.emplace_back("optimizer." + name, t);
-        opt.metadata = {{"format", kCheckpointFormat}, {"state.global_step", metadata_text(state.global_step)}};
-        save_safetensors(optimizer_state_path(path), opt);
-    }
     NamedTensors weights = state_dict(model);
     for (auto& [name, t] : weights.tensors) t = reshaped(t, file_shape(name, t.shape(), model.config));
     weights.metadata["format"] = kCheckpointFormat;
     for (const auto& [key, value] : config_to_metadata(model.config)) weights.metadata["config." + key] = value;
     for (const auto& [key, value] : options) weights.metadata["train." + key] = value;
     for (const auto& [key, value] : state_to_metadata(state)) weights.metadata["state." + key] = value;
+    if (optimizer) {  // the resume file, a complete save on its own: first (see checkpoint.h)
+        NamedTensors resume = weights;
+        for (auto& [name, t] : optimizer->state_tensors()) resume.tensors.emplace_back("optimizer." + name, t);
+        save_safetensors(optimizer_state_path(path), resume);
+    }
     save_safetensors(path, weights);
 }
 
 // ---- loading -----------------------------------------------------------------------------
 
-Checkpoint load_checkpoint(const std::string& path) {
+namespace {
+// load_checkpoint's checks on a file already read.
+Checkpoint checkpoint_from(NamedTensors file, const std::string& path) {
     const std::string where = "checkpoint " + path;
-    NamedTensors file = load_safetensors(path);
     check_format(file.metadata, where);
     Checkpoint checkpoint;
     checkpoint.path = path;
@@ -284,6 +285,13 @@ Checkpoint load_checkpoint(const std::string& path) {
     } catch (const std::invalid_argument& e) {
         throw std::invalid_argument(where + ": " + e.what());
     }
+    // A resume file's optimizer state travels beside the weights.
+    auto optimizer_begin = std::stable_partition(file.tensors.begin(), file.tensors.end(), [](const auto& named) {
+        return named.first.compare(0, 10, "optimizer.") != 0;
+    });
+    for (auto it = optimizer_begin; it != file.tensors.end(); ++it)
+        checkpoint.optimizer.emplace_back(it->first.substr(10), it->second);
+    file.tensors.erase(optimizer_begin, file.tensors.end());
     // The tensors must be the ones the config describes before anyone builds its model: the
     // metadata alone could ask for a model of any size.
     WeightChecker check(file, checkpoint.config, where);
@@ -292,6 +300,9 @@ Checkpoint load_checkpoint(const std::string& path) {
     checkpoint.weights = std::move(file);
     return checkpoint;
 }
+}  // namespace
+
+Checkpoint load_checkpoint(const std::string& path) { return checkpoint_from(load_safetensors(path), path); }
 
 void load_weights(VisionTransformer& model, const Checkpoint& checkpoint) {
     WeightChecker check(checkpoint.weights, model.config, "checkpoint " + checkpoint.path);
@@ -309,7 +320,12 @@ std::string non_finite_element(const std::string& name, const Tensor& t) {
     return "";
 }
 
-void load_optimizer_state(Optimizer& optimizer, const std::string& weights_path, int64_t global_step) {
+namespace {
+// The optimizer state in optimizer_state_path(weights_path), checked to be from the same save
+// as the weights (`global_step`): a resume file's "optimizer.*" tensors (its weights are a
+// copy), or all of an older run's state file.
+std::vector<std::pair<std::string, Tensor>> read_optimizer_state(const std::string& weights_path,
+                                                                int64_t global_step) {
     const std::string path = optimizer_state_path(weights_path);
     std::error_code ec;
     if (!std::filesystem::exists(path, ec))
@@ -323,13 +339,42 @@ void load_optimizer_state(Optimizer& optimizer, const std::string& weights_path,
         throw std::invalid_argument(where + ": global step " + std::to_string(step) + " but " + weights_path +
                                     " is at step " + std::to_string(global_step) +
                                     ": the two files are from different saves");
+    const bool resume_file = file.metadata.count("config.dim") > 0;
     std::vector<std::pair<std::string, Tensor>> tensors;
     for (const auto& [name, t] : file.tensors) {
-        if (name.compare(0, 10, "optimizer.") != 0)
+        if (name.compare(0, 10, "optimizer.") == 0) tensors.emplace_back(name.substr(10), t);
+        else if (!resume_file)
             throw std::invalid_argument(where + ": unexpected tensor " + name + " (expected optimizer.state.*)");
-        tensors.emplace_back(name.substr(10), t);
     }
-    optimizer.load_state_tensors(tensors);
+    return tensors;
+}
+}  // namespace
+
+void load_optimizer_state(Optimizer& optimizer, const std::string& weights_path, int64_t global_step) {
+    optimizer.load_state_tensors(read_optimizer_state(weights_path, global_step));
+}
+
+bool has_resume_point(const std::string& weights_path) {
+    std::error_code ec;
+    return std::filesystem::exists(optimizer_state_path(weights_path), ec) ||
+           std::filesystem::exists(weights_path, ec);
+}
+
+Checkpoint load_resume_point(const std::string& weights_path) {
+    const std::string resume_path = optimizer_state_path(weights_path);
+    std::error_code ec;
+    if (std::filesystem::exists(resume_path, ec)) {
+        NamedTensors file = load_safetensors(resume_path);
+        if (file.metadata.count("config.dim")) {  // a resume file holds the weights; an older one only the step
+            Checkpoint checkpoint = checkpoint_from(std::move(file), resume_path);
+            if (checkpoint.optimizer.empty())
+                throw std::invalid_argument("checkpoint " + resume_path + ": holds no optimizer state (optimizer.*)");
+            return checkpoint;
+        }
+    }
+    Checkpoint checkpoint = load_checkpoint(weights_path);
+    checkpoint.optimizer = read_optimizer_state(weights_path, checkpoint.state.global_step);
+    return checkpoint;
 }
 
 }  // namespace patchgrad

@@ -16,14 +16,19 @@
 //                             train.<option>     the training recipe (trainer.h)
 //                             state.<field>      the training position and running sums
 //                                                (TrainingState below)
-//   last.state.safetensors  the optimizer's state, "optimizer.state.<i>.<field>" as
-//                           Optimizer::state_tensors numbers it, and state.global_step.
+//   last.state.safetensors  the resume file: the same weights and metadata, plus the
+//                           optimizer's state, "optimizer.state.<i>.<field>" as
+//                           Optimizer::state_tensors numbers it.
 //
-// The state file is written first and the weights second, each atomically (temporary file,
-// then rename). A crash between the two leaves a state file one save ahead of the weights,
-// which load_optimizer_state notices by the global step both carry. Numbers in the metadata
-// are written so that they read back to exactly the same value (doubles with 17 significant
-// digits), because a resumed run must continue to the last bit.
+// Each file is written atomically (temporary file, then rename), the resume file first. It
+// is a complete save on its own, and `--resume` reads only it (load_resume_point), so a crash
+// at any moment of a save leaves a run that continues from the newest complete save: before
+// the resume file's rename, the previous save; after it, this one (last.safetensors may then
+// be one save behind until the next save rewrites it). Runs saved before the resume file held
+// the weights (its metadata has only state.global_step) resume from last.safetensors, with the
+// global step both carry checked to be the same. Numbers in the metadata are written so that
+// they read back to exactly the same value (doubles with 17 significant digits), because a
+// resumed run must continue to the last bit.
 #pragma once
 
 #include <array>
@@ -32,6 +37,8 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "autograd/optimizer.h"
 #include "autograd/safetensors.h"
@@ -73,6 +80,9 @@ struct Checkpoint {
     Metadata options;  // the "train.<key>" entries, without the prefix
     TrainingState state;
     NamedTensors weights;  // as in the file: timm's layout (patch_embed.proj.weight [D, C, P, P])
+    // A resume file's "optimizer.<name>" tensors, named <name> as Optimizer::state_tensors
+    // does; empty for a weights file.
+    std::vector<std::pair<std::string, Tensor>> optimizer;
 };
 
 // Reads `path` (weights and metadata). Throws std::invalid_argument naming the file for a
@@ -97,6 +107,16 @@ void load_weights(VisionTransformer& model, const Checkpoint& checkpoint);
 // that are NaN or infinite evaluate to chance accuracy and a loss of nan, which must not
 // pass for a result.
 std::string non_finite_element(const std::string& name, const Tensor& t);
+
+// Whether the run whose weights file is `weights_path` has anything to resume from: its
+// resume file or its weights file.
+bool has_resume_point(const std::string& weights_path);
+
+// The newest complete save of the run whose weights file is `weights_path`, optimizer state
+// included: the resume file when it holds the weights, else (a run saved by an older
+// patchgrad) the weights file and the optimizer state that belongs to it. Throws
+// std::invalid_argument naming the file when nothing usable is there.
+Checkpoint load_resume_point(const std::string& weights_path);
 
 // Restores the optimizer from optimizer_state_path(weights_path). Throws
 // std::invalid_argument naming the file when it is missing, unreadable, or carries a global

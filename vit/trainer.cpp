@@ -487,6 +487,33 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 // Creates the directory and proves a file can be written there, so a typo in --out fails
 // now and not after the first hour of training.
+// The files a run writes into its output directory.
+const char* const kRunFiles[] = {"last.safetensors", "last.state.safetensors", "best.safetensors",
+                                 "metrics.csv",      "metrics.png",            "results.json"};
+
+// A new run must not silently replace another: refuses an output directory holding one,
+// unless `overwrite`, which deletes that run's files (so no stale results.json is left beside
+// the new checkpoints).
+void claim_out_dir(const TrainOptions& o) {
+    if (o.resume) return;
+    std::vector<std::string> found;
+    std::error_code ec;
+    for (const char* name : kRunFiles)
+        if (fs::exists(fs::path(o.out_dir) / name, ec)) found.push_back(name);
+    if (found.empty()) return;
+    if (!o.overwrite) {
+        std::string list;
+        for (const std::string& name : found) list += (list.empty() ? "" : ", ") + name;
+        throw std::invalid_argument("--out " + o.out_dir + " holds a run (" + list +
+                                    "): continue it with --resume, choose another --out, or replace it with "
+                                    "--overwrite");
+    }
+    for (const std::string& name : found)
+        if (!fs::remove(fs::path(o.out_dir) / name, ec) && ec)
+            throw std::runtime_error("--overwrite: cannot delete " + (fs::path(o.out_dir) / name).string() + ": " +
+                                     ec.message());
+}
+
 void prepare_out_dir(const std::string& dir) {
     std::error_code ec;
     fs::create_directories(dir, ec);
@@ -663,12 +690,11 @@ Trainer::Trainer(const TrainOptions& options, const TrainOutput& output, Data da
 }
 
 void Trainer::resume() {
-    const std::string last = path("last.safetensors");
-    const Checkpoint checkpoint = load_checkpoint(last);
+    const Checkpoint checkpoint = load_resume_point(path("last.safetensors"));
     check_config(checkpoint, options_.config);
     check_recipe(checkpoint, options_);
     load_weights(*model_, checkpoint);
-    load_optimizer_state(*optimizer_, last, checkpoint.state.global_step);
+    optimizer_->load_state_tensors(checkpoint.optimizer);
     state_ = checkpoint.state;
     model_->dropout_rng->set_state(state_.dropout_rng);
     if (fs::exists(path("metrics.csv")))
@@ -874,7 +900,7 @@ TrainResult Trainer::finish() {
 TrainResult train(const TrainOptions& options, const TrainOutput& output) {
     validate(options);
     const std::string last = (fs::path(options.out_dir) / "last.safetensors").string();
-    if (options.resume && !fs::exists(last))
+    if (options.resume && !has_resume_point(last))
         throw std::invalid_argument("--resume: no checkpoint " + last +
                                     " to continue from (leave out --resume to start a new run)");
     // Missing data and an unusable --out both fail here, in seconds, before any training;
@@ -883,6 +909,7 @@ TrainResult train(const TrainOptions& options, const TrainOutput& output) {
     // With the data, the steps per epoch and so the schedule are known: checked here too, so
     // that no option fails after the output directory exists.
     make_schedule(options, Batcher(data.train.size(), options.batch, options.seed).num_batches());
+    claim_out_dir(options);
     prepare_out_dir(options.out_dir);
     if (options.threads > 0) {
         set_num_threads(static_cast<int>(options.threads));

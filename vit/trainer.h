@@ -71,6 +71,7 @@ struct TrainOptions {
     std::string out_dir = "runs/cifar-tiny";
     int64_t threads = 0;  // 0 = auto: the count choose_thread_count measures to pay here (thread_choice.h)
     bool resume = false;     // continue from out_dir/last.safetensors
+    bool overwrite = false;  // out_dir may hold a run, which is deleted first (else it is refused)
     int64_t max_steps = 0;   // stop (and save) after this many optimizer steps of the run; 0 = no limit
     int64_t log_every = 0;   // steps between progress lines when not on a terminal; 0 = ~10 per epoch
 };

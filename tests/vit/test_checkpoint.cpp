@@ -253,6 +253,52 @@ TEST_CASE("checkpoint: broken, foreign and mismatched files are reported naming 
     require_error([&] { load_optimizer_state(optimizer, path, 5); }, {optimizer_state_path(path), "missing"});
 }
 
+TEST_CASE("checkpoint: the resume file is a complete save; an older run's state file still resumes",
+          "[checkpoint][resume]") {
+    TempDir dir;
+    const std::string path = dir.file("last.safetensors");
+    VisionTransformer model(unusual_config(), 4);
+    AdamW optimizer(split_weight_decay(model.named_parameters()), 1e-3, {0.9, 0.999}, 1e-8, 0.05);
+    take_a_step(model, optimizer);
+    TrainingState state = some_state();
+    save_checkpoint(path, model, state, {{"lr", "0.001"}}, &optimizer);
+
+    // Everything --resume needs, from the resume file alone.
+    std::filesystem::remove(path);
+    CHECK(has_resume_point(path));
+    const Checkpoint resume = load_resume_point(path);
+    CHECK(resume.path == optimizer_state_path(path));
+    CHECK(resume.state.global_step == state.global_step);
+    CHECK(resume.options == Metadata{{"lr", "0.001"}});
+    const auto saved = optimizer.state_tensors();
+    REQUIRE(resume.optimizer.size() == saved.size());
+    for (size_t i = 0; i < saved.size(); ++i) {
+        CHECK(resume.optimizer[i].first == saved[i].first);
+        CHECK(same_bits(resume.optimizer[i].second, saved[i].second));
+    }
+    VisionTransformer copy(resume.config, 99);
+    load_weights(copy, resume);
+    const auto original = model.named_parameters(), restored = copy.named_parameters();
+    for (size_t i = 0; i < original.size(); ++i) CHECK(same_bits(original[i].second, restored[i].second));
+
+    // The layout of runs saved before: the weights file, and a state file of the optimizer
+    // tensors and the global step only, which must be from the same save.
+    save_checkpoint(path, model, state, {{"lr", "0.001"}});
+    NamedTensors older;
+    for (const auto& [name, t] : saved) older.tensors.emplace_back("optimizer." + name, t);
+    older.metadata = {{"format", kCheckpointFormat}, {"state.global_step", std::to_string(state.global_step)}};
+    save_safetensors(optimizer_state_path(path), older);
+    const Checkpoint old_run = load_resume_point(path);
+    CHECK(old_run.path == path);
+    CHECK(old_run.optimizer.size() == saved.size());
+    older.metadata["state.global_step"] = std::to_string(state.global_step + 1);
+    save_safetensors(optimizer_state_path(path), older);
+    require_error([&] { load_resume_point(path); }, {optimizer_state_path(path), "different saves"});
+
+    TempDir empty;
+    CHECK_FALSE(has_resume_point(empty.file("last.safetensors")));
+}
+
 // A 1.25 MB checkpoint whose metadata said dim 16384, MLP 65536, depth 64 made `eval` build
 // a 12 GB model before any tensor was compared; now the file's tensors are checked against
 // its config first, one parameter at a time, and the first difference is named.

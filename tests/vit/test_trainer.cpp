@@ -258,24 +258,16 @@ TEST_CASE("train: --resume refuses a checkpoint of another model or recipe, or w
 
     TrainOptions other = o;
     other.config.dim = 32;
-    require_error([&] { quiet(other); }, {last_of(o), "config dim 16 in the checkpoint, 32 requested"});
+    // (--resume reads the resume file, a complete save: checkpoint.h)
+    require_error([&] { quiet(other); },
+                  {optimizer_state_path(last_of(o)), "config dim 16 in the checkpoint, 32 requested"});
     other = o;
     other.lr = 0.5;
-    require_error([&] { quiet(other); }, {last_of(o), "--lr 0.01 in the checkpoint, 0.5 requested"});
+    require_error([&] { quiet(other); },
+                  {optimizer_state_path(last_of(o)), "--lr 0.01 in the checkpoint, 0.5 requested"});
 
-    // The state file of a later save next to the weights of an earlier one.
+    // Without its resume file, the weights file alone cannot continue the run exactly.
     const std::string state = optimizer_state_path(last_of(o));
-    std::filesystem::copy_file(state, run.out("state-at-2"));
-    o.resume = false;
-    o.max_steps = 3;
-    o.out_dir = run.out("later");
-    quiet(o);
-    std::filesystem::copy_file(optimizer_state_path(last_of(o)), state,
-                               std::filesystem::copy_options::overwrite_existing);
-    o = run.options;
-    o.resume = true;
-    require_error([&] { quiet(o); }, {state, "global step 3", "step 2", "different saves"});
-
     std::filesystem::remove(state);
     require_error([&] { quiet(o); }, {state, "is missing"});
 }
@@ -432,4 +424,68 @@ TEST_CASE("metrics csv: rows read back as written, a foreign file is named", "[t
     write_bytes(dir.file("other.csv"), "a,b\n");
     require_error([&] { read_metrics_csv(dir.file("other.csv")); }, {"other.csv", "header"});
     require_error([&] { write_metrics_csv(dir.file("no/such/dir/m.csv"), {r}); }, {"no/such/dir/m.csv.tmp"});
+}
+
+// A second run into the same --out replaced best, last and metrics.csv silently and left the
+// first run's results.json beside the new checkpoints.
+TEST_CASE("train: a new run into a folder holding one is refused; --overwrite replaces it whole",
+          "[trainer][errors]") {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions o = run.options;
+    o.epochs = 1;
+    REQUIRE(quiet(o).stop == StopReason::Finished);
+    const std::string metrics = read_bytes(o.out_dir + "/metrics.csv");
+    const std::string weights = read_bytes(o.out_dir + "/last.safetensors");
+    require_error([&] { quiet(o); }, {"--out " + o.out_dir, "holds a run", "last.safetensors", "results.json",
+                                      "--resume", "--overwrite"});
+    CHECK(read_bytes(o.out_dir + "/metrics.csv") == metrics);  // nothing of the old run was touched
+    CHECK(read_bytes(o.out_dir + "/last.safetensors") == weights);
+
+    o.overwrite = true;
+    o.max_steps = 2;  // stops before the end, so it writes no results.json of its own
+    REQUIRE(quiet(o).stop == StopReason::MaxSteps);
+    CHECK_FALSE(std::filesystem::exists(o.out_dir + "/results.json"));  // the old one is gone
+    CHECK_FALSE(std::filesystem::exists(o.out_dir + "/best.safetensors"));
+    CHECK(read_bytes(o.out_dir + "/last.safetensors") != weights);
+}
+
+// A save writes the resume file, then the weights file. A crash between the two renames (a
+// SIGKILL, a full disk) used to leave state one save ahead of the weights, and --resume then
+// refused the run for ever. The resume file is a complete save on its own, so the run goes on
+// from it and ends exactly as an uninterrupted one.
+TEST_CASE("train: a crash between the two files of a save resumes from the newer, complete save",
+          "[trainer][resume]") {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions straight = run.options;
+    straight.out_dir = run.out("straight");
+    REQUIRE(quiet(straight).stop == StopReason::Finished);
+
+    TrainOptions pieces = run.options;
+    pieces.out_dir = run.out("pieces");
+    pieces.max_steps = 3;
+    REQUIRE(quiet(pieces).stop == StopReason::MaxSteps);
+    const std::string weights_at_3 = read_bytes(last_of(pieces));
+    pieces.resume = true;
+    pieces.max_steps = 4;
+    REQUIRE(quiet(pieces).stop == StopReason::MaxSteps);
+    // The crash: step 4's resume file renamed into place, its weights file not.
+    write_bytes(last_of(pieces), weights_at_3);
+    CHECK(load_checkpoint(last_of(pieces)).state.global_step == 3);
+    pieces.max_steps = 0;
+    const TrainResult finished = quiet(pieces);
+    REQUIRE(finished.stop == StopReason::Finished);
+    require_identical_weights(last_of(straight), last_of(pieces));
+
+    // A crash inside the very first save: the resume file exists, the weights file not yet.
+    TrainOptions first = run.options;
+    first.out_dir = run.out("first");
+    first.max_steps = 1;
+    REQUIRE(quiet(first).stop == StopReason::MaxSteps);
+    std::filesystem::remove(last_of(first));
+    first.resume = true;
+    first.max_steps = 0;
+    REQUIRE(quiet(first).stop == StopReason::Finished);
+    require_identical_weights(last_of(straight), last_of(first));
 }

@@ -118,6 +118,8 @@ void print_help() {
            "                         to get them: bash datasets/download_cifar10.sh)\n"
            "  --out DIR              output directory (default: runs/<config>)\n"
            "  --resume               continue from OUT/last.safetensors\n"
+           "  --overwrite            OUT may hold a run: delete its files and start anew (without it, a\n"
+           "                         run in OUT is refused, never replaced)\n"
            "  --threads T            threads, or auto (the default: the fewest that run a sample of the\n"
            "                         step fastest here, measured at start); the results are identical for any T\n"
            "  --max-steps N          stop after N optimizer steps of the run, saving a checkpoint\n"
@@ -160,10 +162,12 @@ TrainOptions base_options(const Flags& flags, bool resume) {
     } catch (const std::invalid_argument& e) {
         throw UsageError(e.what());
     }
+    if (flags.values.count("--out") && flag("--out").empty())
+        throw UsageError("--out needs a directory, got an empty value");
     o.out_dir = flag("--out").empty() ? "runs/" + o.config.name : flag("--out");
     const std::string last = (std::filesystem::path(o.out_dir) / "last.safetensors").string();
-    if (!resume || !std::filesystem::exists(last)) return o;  // train() reports a missing checkpoint
-    apply_checkpoint_recipe(o, load_checkpoint(last));
+    if (!resume || !has_resume_point(last)) return o;  // train() reports a missing checkpoint
+    apply_checkpoint_recipe(o, load_resume_point(last));
     // Named explicitly, they must match the checkpoint: put them back so check_recipe compares.
     if (!flag("--config").empty()) o.config.name = flag("--config");
     if (!flag("--preset").empty()) o.preset = flag("--preset");
@@ -216,6 +220,8 @@ void apply_flags(TrainOptions& o, const Flags& flags) {
 int train_command(const std::vector<std::string>& command_line) {
     std::vector<std::string> args = command_line;
     const bool resume = take_switch(args, "--resume");
+    const bool overwrite = take_switch(args, "--overwrite");
+    if (resume && overwrite) throw UsageError("--resume continues the run in --out, --overwrite replaces it: not both");
     const bool nesterov = take_switch(args, "--nesterov");
     const Flags flags = parse_flags(args, kValueFlags);
     if (flags.help) {
@@ -226,6 +232,7 @@ int train_command(const std::vector<std::string>& command_line) {
     apply_flags(options, flags);
     if (nesterov) options.nesterov = true;
     options.resume = resume;
+    options.overwrite = overwrite;
     try {
         validate(options);
     } catch (const std::invalid_argument& e) {

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "atomic_file.h"
 #include "files.h"
 
 namespace patchgrad {
@@ -460,10 +461,7 @@ void save_safetensors(const std::string& path, const NamedTensors& named) {
     // implementation does.
     header.append((8 - header.size() % 8) % 8, ' ');
 
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) throw std::invalid_argument(where + ": cannot open '" + tmp + "' for writing");
+    atomic_write(path, "save_safetensors", [&](std::ostream& out) {
         unsigned char len[8];
         write_le(len, header.size(), 8);
         out.write(reinterpret_cast<const char*>(len), 8);
@@ -485,16 +483,7 @@ void save_safetensors(const std::string& path, const NamedTensors& named) {
             }
             out.write(reinterpret_cast<const char*>(buf.data()), static_cast<std::streamsize>(buf.size()));
         }
-        out.close();
-        if (!out) {
-            std::remove(tmp.c_str());
-            throw std::invalid_argument(where + ": writing '" + tmp + "' failed (disk full?)");
-        }
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        std::remove(tmp.c_str());
-        throw std::invalid_argument(where + ": cannot rename '" + tmp + "' to '" + path + "'");
-    }
+    });
 }
 
 // ---- loading ------------------------------------------------------------------------------

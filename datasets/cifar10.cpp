@@ -10,6 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "autograd/atomic_file.h"
 #include "autograd/files.h"
 #include "autograd/rng.h"
 #include "batcher.h"
@@ -177,29 +178,12 @@ void save_cifar10_file(const std::string& path, const ImageSet& set) {
             throw std::invalid_argument(where + ": label " + std::to_string(set.labels[i]) + " of image " +
                                         std::to_string(i) + " does not fit CIFAR-10; expected 0-9");
 
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) throw std::runtime_error(where + ": cannot open " + tmp + " for writing");
+    atomic_write(path, "save_cifar10_file", [&](std::ostream& out) {
         for (int64_t i = 0; i < set.size(); ++i) {
             out.put(static_cast<char>(set.labels[i]));
             out.write(reinterpret_cast<const char*>(set.image(i)), kCifar10ImageBytes);
         }
-        out.close();
-        if (!out) {
-            std::error_code ec;
-            fs::remove(tmp, ec);
-            throw std::runtime_error(where + ": writing " + std::to_string(set.size() * kCifar10RecordBytes) +
-                                     " bytes to " + tmp + " failed");
-        }
-    }
-    std::error_code ec;
-    fs::rename(tmp, path, ec);
-    if (ec) {
-        std::error_code ignored;
-        fs::remove(tmp, ignored);
-        throw std::runtime_error(where + ": cannot rename " + tmp + " to it: " + ec.message());
-    }
+    });
 }
 
 ImageSet synthetic_cifar10(int64_t count, uint64_t seed) {

@@ -25,6 +25,8 @@
 #include <system_error>
 #include <utility>
 
+#include "autograd/atomic_file.h"
+
 namespace patchgrad {
 
 namespace {
@@ -608,25 +610,9 @@ std::vector<uint8_t> encode_png(int width, int height, int channels, const std::
 
 void write_png(const std::string& path, int width, int height, int channels, const std::vector<uint8_t>& pixels) {
     const std::vector<uint8_t> png = encode_png(width, height, channels, pixels);
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) {
-            const std::string reason = std::error_code(errno, std::generic_category()).message();
-            throw std::runtime_error("write_png: cannot open '" + tmp + "' to write '" + path + "': " + reason);
-        }
+    atomic_write(path, "write_png", [&](std::ostream& out) {
         out.write(reinterpret_cast<const char*>(png.data()), static_cast<std::streamsize>(png.size()));
-        out.close();
-        if (!out) {
-            std::remove(tmp.c_str());
-            throw std::runtime_error("write_png: writing '" + tmp + "' for '" + path + "' failed (disk full?)");
-        }
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        const std::string reason = std::error_code(errno, std::generic_category()).message();
-        std::remove(tmp.c_str());
-        throw std::runtime_error("write_png: cannot rename '" + tmp + "' to '" + path + "': " + reason);
-    }
+    });
 }
 
 }  // namespace patchgrad

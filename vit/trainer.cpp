@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "autograd/atomic_file.h"
 #include "autograd/cpu_isa.h"
 #include "autograd/gemm.h"
 #include "autograd/lr_schedule.h"
@@ -377,25 +378,7 @@ std::string format_evaluation(const Evaluation& e) {
 namespace {
 
 void write_text_atomically(const std::string& path, const std::string& text) {
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) throw std::runtime_error("cannot open " + tmp + " for writing");
-        out << text;
-        out.close();
-        if (!out) {
-            std::error_code ec;
-            fs::remove(tmp, ec);
-            throw std::runtime_error("writing " + tmp + " failed (disk full?)");
-        }
-    }
-    std::error_code ec;
-    fs::rename(tmp, path, ec);
-    if (ec) {
-        std::error_code ignored;
-        fs::remove(tmp, ignored);
-        throw std::runtime_error("cannot rename " + tmp + " to " + path + ": " + ec.message());
-    }
+    atomic_write(path, "train", [&](std::ostream& out) { out << text; });
 }
 
 std::string csv_row(const EpochRecord& r) {
@@ -487,6 +470,13 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 // Creates the directory and proves a file can be written there, so a typo in --out fails
 // now and not after the first hour of training.
+// The data folder, as an absolute path, for a resumed run to compare with.
+std::string data_identity(const std::string& dir) {
+    std::error_code ec;
+    const fs::path absolute = fs::weakly_canonical(fs::absolute(dir), ec);
+    return ec ? dir : absolute.string();
+}
+
 // The files a run writes into its output directory.
 const char* const kRunFiles[] = {"last.safetensors", "last.state.safetensors", "best.safetensors",
                                  "metrics.csv",      "metrics.png",            "results.json"};
@@ -697,9 +687,25 @@ void Trainer::resume() {
     optimizer_->load_state_tensors(checkpoint.optimizer);
     state_ = checkpoint.state;
     model_->dropout_rng->set_state(state_.dropout_rng);
-    if (fs::exists(path("metrics.csv")))
-        for (const EpochRecord& r : read_metrics_csv(path("metrics.csv")))
+    // Another data folder is allowed (the same files moved, say) but must not pass unnoticed.
+    const auto data = checkpoint.options.find("data");
+    if (data != checkpoint.options.end() && data->second != data_identity(options_.data_dir))
+        *output_.log << "warning: the run was trained on " << data->second << "; it continues on "
+                     << data_identity(options_.data_dir) << "\n";
+    const std::string metrics = path("metrics.csv");
+    if (!fs::exists(metrics)) return;
+    try {
+        for (const EpochRecord& r : read_metrics_csv(metrics))
             if (r.epoch <= state_.epoch) history_.push_back(r);
+    } catch (const std::invalid_argument& e) {
+        // The checkpoint, not the metrics, is what continues the run: a damaged metrics.csv
+        // is kept aside for the user and the curves restart from here.
+        history_.clear();
+        std::error_code ec;
+        fs::rename(metrics, metrics + ".unreadable", ec);
+        *output_.log << "warning: " << e.what() << "; kept as " << metrics << ".unreadable, and metrics.csv "
+                     << "restarts with this session's epochs\n";
+    }
 }
 
 void Trainer::print_header() const {
@@ -714,7 +720,7 @@ void Trainer::print_header() const {
         << (num_threads() == 1 ? " thread" : " threads") << (o.threads == 0 ? " (auto)\n" : "\n");
     out << "output: " << o.out_dir << "/ (metrics.csv, metrics.png, last.safetensors, best.safetensors)\n";
     if (o.resume)
-        out << "resuming from " << path("last.safetensors") << " at epoch " << state_.epoch + 1 << ", step "
+        out << "resuming from " << optimizer_state_path(path("last.safetensors")) << " at epoch " << state_.epoch + 1 << ", step "
             << state_.step_in_epoch << " of " << batcher_.num_batches() << " (global step " << state_.global_step
             << ")\n";
     out << std::flush;
@@ -852,8 +858,9 @@ void Trainer::end_epoch() {
 void Trainer::save(const std::string& file, bool with_optimizer) {
     state_.dropout_rng = model_->dropout_rng->state();
     state_.elapsed_seconds = elapsed();
-    save_checkpoint(path(file.c_str()), *model_, state_, recipe_metadata(options_),
-                    with_optimizer ? optimizer_.get() : nullptr);
+    Metadata options = recipe_metadata(options_);
+    options["data"] = data_identity(options_.data_dir);  // not part of the recipe: compared on resume, with a warning
+    save_checkpoint(path(file.c_str()), *model_, state_, options, with_optimizer ? optimizer_.get() : nullptr);
 }
 
 TrainResult Trainer::stopped(StopReason reason) {

@@ -101,7 +101,6 @@ TEST_CASE("isa: values and gradients at every level agree with the baseline's wi
     // deviation near 0.5: 2e-5 of the output's scale is ~300 float32 units of rounding, far
     // below any real fault (a wrong element, a missed tail), which is of order 1.
     const double tolerance = 2e-5;
-    double worst = 0;
     for_each_isa([&](Isa) {
         for (size_t i = 0; i < cases.size(); ++i) {
             INFO(cases[i].name);
@@ -109,14 +108,12 @@ TEST_CASE("isa: values and gradients at every level agree with the baseline's wi
             REQUIRE(result.size() == baseline[i].size());
             for (size_t k = 0; k < result.size(); ++k) {
                 INFO("output " << k << " (0: the value, k > 0: the gradient of input k - 1)");
-                const double difference = scaled_difference(result[k], baseline[i][k]);
-                worst = std::max(worst, difference);
-                REQUIRE(difference <= tolerance);
+                REQUIRE(scaled_difference(result[k], baseline[i][k]) <= tolerance);
             }
         }
     });
-    INFO("largest scaled difference " << worst);
-    CHECK((worst > 0) == (supported_isas().size() > 1));  // a second level really ran other code
+    // (At -O1, as in the sanitizer build, the compiler fuses no multiply-adds and the levels
+    // may agree to the bit: that each level runs its own kernel is the tile test's to show.)
 }
 
 }  // namespace patchgrad

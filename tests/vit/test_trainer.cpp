@@ -489,3 +489,40 @@ TEST_CASE("train: a crash between the two files of a save resumes from the newer
     REQUIRE(quiet(first).stop == StopReason::Finished);
     require_identical_weights(last_of(straight), last_of(first));
 }
+
+// A single malformed line in metrics.csv made --resume refuse the run.
+TEST_CASE("train: a damaged metrics.csv does not stop --resume; it is kept aside and named",
+          "[trainer][resume][errors]") {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions o = run.options;
+    o.max_steps = 6;  // into the second epoch: metrics.csv has the first
+    REQUIRE(quiet(o).stop == StopReason::MaxSteps);
+    const std::string metrics = o.out_dir + "/metrics.csv";
+    write_bytes(metrics, read_bytes(metrics) + "1,garbage\n");
+    o.resume = true;
+    o.max_steps = 0;
+    REQUIRE(quiet(o).stop == StopReason::Finished);
+    CHECK(quiet.log.str().find("warning: read_metrics_csv: " + metrics) != std::string::npos);
+    CHECK(read_bytes(metrics + ".unreadable").find("1,garbage") != std::string::npos);
+    CHECK(read_metrics_csv(metrics).size() == 1);  // the second epoch, written by this session
+}
+
+// A resume on another --data folder was accepted silently.
+TEST_CASE("train: --resume on another data folder says so", "[trainer][resume]") {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions o = run.options;
+    o.max_steps = 2;
+    REQUIRE(quiet(o).stop == StopReason::MaxSteps);
+    const std::string moved = run.out("moved-data");
+    std::filesystem::copy(run.data_dir(), moved);
+    o.resume = true;
+    o.max_steps = 3;
+    o.data_dir = moved;
+    REQUIRE(quiet(o).stop == StopReason::MaxSteps);
+    const std::string log = quiet.log.str();
+    CHECK(log.find("warning: the run was trained on " +
+                   std::filesystem::weakly_canonical(run.data_dir()).string()) != std::string::npos);
+    CHECK(log.find("it continues on " + std::filesystem::weakly_canonical(moved).string()) != std::string::npos);
+}

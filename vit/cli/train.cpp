@@ -42,20 +42,26 @@ void request_stop(int signal) {
     std::signal(signal, SIG_DFL);
 }
 
-// Installs request_stop for SIGINT and SIGTERM for its lifetime.
+// Installs request_stop for its lifetime for SIGINT (Ctrl-C), SIGTERM, and, where there is
+// one, SIGHUP (the terminal closed, an ssh session dropped): each saves and stops.
 class StopSignals {
 public:
-    StopSignals() : previous_int_(std::signal(SIGINT, request_stop)), previous_term_(std::signal(SIGTERM, request_stop)) {}
+    StopSignals() {
+        for (int signal : kSignals) previous_.push_back(std::signal(signal, request_stop));
+    }
     ~StopSignals() {
-        std::signal(SIGINT, previous_int_);
-        std::signal(SIGTERM, previous_term_);
+        for (size_t i = 0; i < previous_.size(); ++i) std::signal(kSignals[i], previous_[i]);
     }
     StopSignals(const StopSignals&) = delete;
     StopSignals& operator=(const StopSignals&) = delete;
 
 private:
-    void (*previous_int_)(int);
-    void (*previous_term_)(int);
+#ifdef SIGHUP
+    static constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+#else
+    static constexpr int kSignals[] = {SIGINT, SIGTERM};
+#endif
+    std::vector<void (*)(int)> previous_;
 };
 
 const std::vector<std::string> kValueFlags = {
@@ -83,7 +89,7 @@ void print_help() {
            "goes to stderr (a live bar on a terminal, a line every --log-every steps otherwise), one line\n"
            "per epoch to stdout, and OUT/ gets metrics.csv, metrics.png, last.safetensors (+ the optimizer\n"
            "state last.state.safetensors), best.safetensors and, at the end, results.json with the test\n"
-           "accuracy. Ctrl-C saves OUT/last.safetensors and exits; --resume continues bit for bit.\n"
+           "accuracy. Ctrl-C (or SIGTERM, SIGHUP) saves a checkpoint and exits; --resume continues bit for bit.\n"
            "\n"
            "recipe (defaults from the preset; on --resume from the checkpoint):\n"
            "  --preset NAME          default: "

@@ -1,0 +1,91 @@
+#include "atomic_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <streambuf>
+
+namespace patchgrad {
+
+namespace {
+
+std::string reason(int error) { return std::strerror(error); }
+
+// A std::ostream's buffer over a POSIX file descriptor: std::ofstream cannot open a file with
+// O_EXCL | O_NOFOLLOW. Remembers the first write error.
+class FileDescriptorBuffer : public std::streambuf {
+public:
+    explicit FileDescriptorBuffer(int fd) : fd_(fd) { setp(buffer_, buffer_ + sizeof buffer_); }
+    int error() const { return error_; }
+
+protected:
+    int_type overflow(int_type c) override {
+        if (!drain()) return traits_type::eof();
+        if (c != traits_type::eof()) {
+            *pptr() = static_cast<char>(c);
+            pbump(1);
+        }
+        return traits_type::not_eof(c);
+    }
+    int sync() override { return drain() ? 0 : -1; }
+
+private:
+    bool drain() {
+        for (const char* p = pbase(); p < pptr();) {
+            const ssize_t n = ::write(fd_, p, static_cast<size_t>(pptr() - p));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) {
+                if (!error_) error_ = n < 0 ? errno : EIO;
+                return false;
+            }
+            p += n;
+        }
+        setp(buffer_, buffer_ + sizeof buffer_);
+        return true;
+    }
+
+    int fd_;
+    int error_ = 0;
+    char buffer_[1 << 16];
+};
+
+}  // namespace
+
+void atomic_write(const std::string& path, const std::string& what, const std::function<void(std::ostream&)>& write) {
+    const std::string tmp = path + ".tmp";
+    ::unlink(tmp.c_str());  // a stale temporary file, or a symlink: the link goes, never its target
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0)
+        throw std::runtime_error(what + ": cannot open '" + tmp + "' to write '" + path + "': " + reason(errno));
+    int error = 0;
+    try {
+        FileDescriptorBuffer buffer(fd);
+        std::ostream out(&buffer);
+        write(out);
+        out.flush();
+        error = buffer.error();
+        if (!error && !out) error = EIO;
+    } catch (...) {
+        ::close(fd);
+        ::unlink(tmp.c_str());
+        throw;
+    }
+    if (!error && ::fsync(fd) != 0) error = errno;
+    if (::close(fd) != 0 && !error) error = errno;
+    if (error) {
+        ::unlink(tmp.c_str());
+        throw std::runtime_error(what + ": writing '" + tmp + "' for '" + path + "' failed: " + reason(error) +
+                                 " (the old file is untouched)");
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+        error = errno;
+        ::unlink(tmp.c_str());
+        throw std::runtime_error(what + ": cannot rename '" + tmp + "' to '" + path + "': " + reason(error));
+    }
+}
+
+}  // namespace patchgrad

@@ -1,6 +1,8 @@
-// test_cli.cpp — the flag parsing the `patchgrad` subcommands share (vit/cli/cli.h), linked
+// test_cli.cpp — the flag parsing and stop signals the `patchgrad` subcommands share (vit/cli/cli.h), linked
 // into the tests on its own: a bad command line is one UsageError naming the flag.
 #include "vit/cli/cli.h"
+
+#include <csignal>
 
 #include "catch.h"
 #include "test_util.h"
@@ -38,6 +40,18 @@ TEST_CASE("cli: counts are checked against their range when parsed, naming the f
     require_error([] { parse_threads("2147483648"); }, {"--threads must be at most 1024, got '2147483648'"});
     require_error([] { parse_threads("-1"); }, {"--threads", "'-1'"});
     CHECK(parse_count("--warmup", "0") == 0);
+    CHECK(parse_threads("auto") == 0);
+}
+
+// SIGHUP (a closed terminal) ended a training run without saving.
+TEST_CASE("cli: SIGINT, SIGTERM and SIGHUP ask training to save and stop", "[cli]") {
+    for (int signal : {SIGINT, SIGTERM, SIGHUP}) {
+        INFO("signal " << signal);
+        StopSignals signals;
+        CHECK_FALSE(stop_signal_received());
+        std::raise(signal);  // would end the test binary were it not caught
+        CHECK(stop_signal_received());
+    }
 }
 
 }  // namespace

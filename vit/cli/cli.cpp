@@ -1,6 +1,7 @@
 #include "vit/cli/cli.h"
 
 #include <algorithm>
+#include <csignal>
 #include <limits>
 
 #include "autograd/parallel.h"
@@ -70,5 +71,32 @@ int64_t parse_count(const std::string& flag, const std::string& text) {
         throw UsageError(flag + " needs 0 or a positive integer, got '" + text + "'");
     }
 }
+
+// ---- stopping on a signal --------------------------------------------------------------------
+
+namespace {
+// The one piece of global state of the program: a signal handler may do no more than set a
+// volatile std::sig_atomic_t, which the training loop polls after every step (saves a
+// checkpoint and stops). The handler also restores the default action, so a second Ctrl-C
+// ends the program at once (checkpoint files are written atomically, so even that cannot
+// leave a half-written one).
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+void request_stop(int signal) {
+    g_stop_signal = signal;
+    std::signal(signal, SIG_DFL);
+}
+}  // namespace
+
+StopSignals::StopSignals() {
+    g_stop_signal = 0;
+    for (int signal : kSignals) previous_.push_back(std::signal(signal, request_stop));
+}
+
+StopSignals::~StopSignals() {
+    for (size_t i = 0; i < previous_.size(); ++i) std::signal(kSignals[i], previous_[i]);
+}
+
+bool stop_signal_received() { return g_stop_signal != 0; }
 
 }  // namespace patchgrad::cli

@@ -4,6 +4,7 @@
 // command line throws UsageError; main prints its message as one line and exits with 2.
 #pragma once
 
+#include <csignal>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -42,6 +43,27 @@ int parse_threads(const std::string& text);
 void use_threads(int threads);
 // The same with 0 allowed ("--warmup 0").
 int64_t parse_count(const std::string& flag, const std::string& text);
+
+// For its lifetime, SIGINT (Ctrl-C), SIGTERM and, where there is one, SIGHUP (a closed
+// terminal or ssh session) only set a flag, which `train` polls after every step to save a
+// checkpoint and stop; the handlers before are restored afterwards.
+class StopSignals {
+public:
+    StopSignals();
+    ~StopSignals();
+    StopSignals(const StopSignals&) = delete;
+    StopSignals& operator=(const StopSignals&) = delete;
+
+private:
+#ifdef SIGHUP
+    static constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+#else
+    static constexpr int kSignals[] = {SIGINT, SIGTERM};
+#endif
+    std::vector<void (*)(int)> previous_;
+};
+// Whether one of those signals arrived since the last StopSignals was installed.
+bool stop_signal_received();
 
 // The subcommands.
 int summary_command(const std::vector<std::string>& args);

@@ -30,40 +30,6 @@ namespace patchgrad::cli {
 
 namespace {
 
-// The one piece of global state in `patchgrad train`: a signal handler may do no more than
-// set a volatile std::sig_atomic_t, which the training loop polls after every step (saves
-// a checkpoint and stops). The handler also restores the default action, so a second
-// Ctrl-C ends the program at once (checkpoint files are written atomically, so even that
-// cannot leave a half-written one).
-volatile std::sig_atomic_t g_stop_signal = 0;
-
-void request_stop(int signal) {
-    g_stop_signal = signal;
-    std::signal(signal, SIG_DFL);
-}
-
-// Installs request_stop for its lifetime for SIGINT (Ctrl-C), SIGTERM, and, where there is
-// one, SIGHUP (the terminal closed, an ssh session dropped): each saves and stops.
-class StopSignals {
-public:
-    StopSignals() {
-        for (int signal : kSignals) previous_.push_back(std::signal(signal, request_stop));
-    }
-    ~StopSignals() {
-        for (size_t i = 0; i < previous_.size(); ++i) std::signal(kSignals[i], previous_[i]);
-    }
-    StopSignals(const StopSignals&) = delete;
-    StopSignals& operator=(const StopSignals&) = delete;
-
-private:
-#ifdef SIGHUP
-    static constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
-#else
-    static constexpr int kSignals[] = {SIGINT, SIGTERM};
-#endif
-    std::vector<void (*)(int)> previous_;
-};
-
 const std::vector<std::string> kValueFlags = {
     "--preset",   "--config",       "--dim",     "--depth",     "--heads",     "--mlp",       "--patch",
     "--data",     "--epochs",       "--batch",   "--optimizer", "--lr",        "--weight-decay",
@@ -248,7 +214,7 @@ int train_command(const std::vector<std::string>& command_line) {
     const StopSignals signals;
     TrainOutput output;
     output.terminal = isatty(fileno(stderr)) != 0;
-    output.stop_requested = [] { return g_stop_signal != 0; };
+    output.stop_requested = [] { return stop_signal_received(); };
     const TrainResult result = train(options, output);
     return result.stop == StopReason::Interrupted ? 130 : 0;
 }

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "ops.h"
+#include "parallel.h"
 
 namespace patchgrad {
 
@@ -45,6 +46,7 @@ struct Broadcast {
     std::vector<int64_t> a_stride, b_stride;  // per outer axis, in elements
     int64_t rows = 1, inner = 1;
     bool a_step = true, b_step = true;
+    bool a_whole = true, b_whole = true;      // moves along every axis: one element per output
 };
 
 Broadcast plan_broadcast(const Shape& a, const Shape& b, const Shape& out) {
@@ -66,6 +68,10 @@ Broadcast plan_broadcast(const Shape& a, const Shape& b, const Shape& out) {
     if (axes.empty()) axes.push_back({1, true, true});  // every operand holds one element
 
     Broadcast bc;
+    for (const Axis& axis : axes) {
+        bc.a_whole = bc.a_whole && axis.a_moves;
+        bc.b_whole = bc.b_whole && axis.b_moves;
+    }
     bc.inner = axes.back().size;
     bc.a_step = axes.back().a_moves;
     bc.b_step = axes.back().b_moves;
@@ -86,23 +92,43 @@ Broadcast plan_broadcast(const Shape& a, const Shape& b, const Shape& out) {
     return bc;
 }
 
-// Calls row(a_offset, b_offset, out_offset) for every row, walking the outer axes like an
-// odometer: the offsets are updated incrementally, never recomputed from an index.
+// Calls row(a_offset, b_offset, out_offset, n) on runs of n elements covering every row,
+// walking the outer axes like an odometer: the offsets are updated incrementally, never
+// recomputed from an index. With `parallel`, threads take disjoint blocks of rows (a single
+// long row is cut into pieces): only safe when no two runs write the same element, which is
+// always so for the output and for the gradient of an operand that is nowhere stretched.
 template <class RowFn>
-void for_each_row(const Broadcast& bc, RowFn&& row) {
-    std::vector<int64_t> index(bc.outer.size(), 0);
-    int64_t ia = 0, ib = 0;
-    for (int64_t r = 0; r < bc.rows; ++r) {
-        row(ia, ib, r * bc.inner);
-        for (size_t j = bc.outer.size(); j-- > 0;) {
-            ia += bc.a_stride[j];
-            ib += bc.b_stride[j];
-            if (++index[j] < bc.outer[j]) break;
-            ia -= bc.a_stride[j] * bc.outer[j];
-            ib -= bc.b_stride[j] * bc.outer[j];
-            index[j] = 0;
-        }
+void for_each_row(const Broadcast& bc, bool parallel, RowFn&& row) {
+    const int64_t grain = int64_t(1) << 15;  // elements: less is not worth waking a thread
+    if (bc.rows == 1) {
+        parallel_for(bc.inner, parallel ? grain : bc.inner, [&](int64_t begin, int64_t end) {
+            row(bc.a_step ? begin : 0, bc.b_step ? begin : 0, begin, end - begin);
+        });
+        return;
     }
+    const int64_t row_grain = parallel ? std::max<int64_t>(1, grain / bc.inner) : bc.rows;
+    parallel_for(bc.rows, row_grain, [&](int64_t row_begin, int64_t row_end) {
+        // The odometer's position at row_begin, read off its digits from the last outer axis.
+        std::vector<int64_t> index(bc.outer.size(), 0);
+        int64_t ia = 0, ib = 0, rest = row_begin;
+        for (size_t j = bc.outer.size(); j-- > 0;) {
+            index[j] = rest % bc.outer[j];
+            rest /= bc.outer[j];
+            ia += index[j] * bc.a_stride[j];
+            ib += index[j] * bc.b_stride[j];
+        }
+        for (int64_t r = row_begin; r < row_end; ++r) {
+            row(ia, ib, r * bc.inner, bc.inner);
+            for (size_t j = bc.outer.size(); j-- > 0;) {
+                ia += bc.a_stride[j];
+                ib += bc.b_stride[j];
+                if (++index[j] < bc.outer[j]) break;
+                ia -= bc.a_stride[j] * bc.outer[j];
+                ib -= bc.b_stride[j] * bc.outer[j];
+                index[j] = 0;
+            }
+        }
+    });
 }
 
 // One row of the forward. SA, SB (0 or 1) are the operands' steps, fixed at compile time so
@@ -147,10 +173,10 @@ Tensor binary(const char* op, const Tensor& a, const Tensor& b, F f, Da da, Db d
         const real* pa = a.data();
         const real* pb = b.data();
         real* po = out.data();
-        for_each_row(bc, [&](int64_t ia, int64_t ib, int64_t io) {
-            if (bc.a_step && bc.b_step) forward_row<1, 1>(bc.inner, pa + ia, pb + ib, po + io, f);
-            else if (bc.a_step) forward_row<1, 0>(bc.inner, pa + ia, pb + ib, po + io, f);
-            else forward_row<0, 1>(bc.inner, pa + ia, pb + ib, po + io, f);
+        for_each_row(bc, true, [&](int64_t ia, int64_t ib, int64_t io, int64_t n) {
+            if (bc.a_step && bc.b_step) forward_row<1, 1>(n, pa + ia, pb + ib, po + io, f);
+            else if (bc.a_step) forward_row<1, 0>(n, pa + ia, pb + ib, po + io, f);
+            else forward_row<0, 1>(n, pa + ia, pb + ib, po + io, f);
         });
     }
     // [snippet:binary-backward]
@@ -161,15 +187,17 @@ Tensor binary(const char* op, const Tensor& a, const Tensor& b, F f, Da da, Db d
         const real* dout = o.grad_data();
         real* ga = a.requires_grad() ? a.grad_data() : nullptr;
         real* gb = b.requires_grad() ? b.grad_data() : nullptr;
-        for_each_row(bc, [&](int64_t ia, int64_t ib, int64_t io) {
+        // Threads only when no gradient element is the sum of several rows' contributions.
+        const bool parallel = (!ga || bc.a_whole) && (!gb || bc.b_whole);
+        for_each_row(bc, parallel, [&](int64_t ia, int64_t ib, int64_t io, int64_t n) {
             real* ra = ga ? ga + ia : nullptr;
             real* rb = gb ? gb + ib : nullptr;
             if (bc.a_step && bc.b_step)
-                backward_rows<1, 1>(bc.inner, pa + ia, pb + ib, po + io, dout + io, ra, rb, da, db);
+                backward_rows<1, 1>(n, pa + ia, pb + ib, po + io, dout + io, ra, rb, da, db);
             else if (bc.a_step)
-                backward_rows<1, 0>(bc.inner, pa + ia, pb + ib, po + io, dout + io, ra, rb, da, db);
+                backward_rows<1, 0>(n, pa + ia, pb + ib, po + io, dout + io, ra, rb, da, db);
             else
-                backward_rows<0, 1>(bc.inner, pa + ia, pb + ib, po + io, dout + io, ra, rb, da, db);
+                backward_rows<0, 1>(n, pa + ia, pb + ib, po + io, dout + io, ra, rb, da, db);
         });
     });
     // [/snippet:binary-backward]
@@ -300,21 +328,21 @@ Tensor broadcast_to(const Tensor& a, const Shape& shape) {
     {
         const real* pa = a.data();
         real* po = out.data();
-        for_each_row(bc, [&](int64_t ia, int64_t, int64_t io) {
-            if (bc.a_step) std::copy(pa + ia, pa + ia + bc.inner, po + io);
-            else std::fill(po + io, po + io + bc.inner, pa[ia]);
+        for_each_row(bc, true, [&](int64_t ia, int64_t, int64_t io, int64_t n) {
+            if (bc.a_step) std::copy(pa + ia, pa + ia + n, po + io);
+            else std::fill(po + io, po + io + n, pa[ia]);
         });
     }
     // [snippet:broadcast-to-backward]
     record(out, "broadcast_to", {a}, [a, bc](Tensor& o) mutable {
         const real* dout = o.grad_data();
         real* ga = a.grad_data();
-        for_each_row(bc, [&](int64_t ia, int64_t, int64_t io) {
+        for_each_row(bc, bc.a_whole, [&](int64_t ia, int64_t, int64_t io, int64_t n) {
             if (bc.a_step) {
-                for (int64_t i = 0; i < bc.inner; ++i) ga[ia + i] += dout[io + i];
+                for (int64_t i = 0; i < n; ++i) ga[ia + i] += dout[io + i];
             } else {
                 real s = 0;
-                for (int64_t i = 0; i < bc.inner; ++i) s += dout[io + i];
+                for (int64_t i = 0; i < n; ++i) s += dout[io + i];
                 ga[ia] += s;
             }
         });

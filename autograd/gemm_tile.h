@@ -104,8 +104,8 @@ struct Tile {
             const int64_t n = smaller(NR, cols - s);
             real* dst = Bp + s * kc;
             if (trans_b)
-                for (int64_t j = 0; j < n; ++j)
-                    for (int64_t p = 0; p < kc; ++p) dst[p * NR + j] = B[(c0 + s + j) * ldb + k0 + p];
+                for (int64_t p = 0; p < kc; ++p)
+                    for (int64_t j = 0; j < n; ++j) dst[p * NR + j] = B[(c0 + s + j) * ldb + k0 + p];
             else
                 for (int64_t p = 0; p < kc; ++p)
                     for (int64_t j = 0; j < n; ++j) dst[p * NR + j] = B[(k0 + p) * ldb + c0 + s + j];
@@ -124,7 +124,13 @@ struct Tile {
         if (layout == ALayout::packed) a_k = MR, a_i = 1;
         if (layout == ALayout::row_packed) a_k = 1, a_i = kGemmKC;
         // [snippet:gemm-micro-kernel]
-        Vector acc[MR][NB] = {};  // the C tile, in MR * NB vector registers
+        // The C tile, in MR * NB vector registers, cleared by a loop: GCC turned `= {}` into a
+        // `rep stos` on a copy in memory at every call, 4-13% of the kernels' time on an AMD EPYC.
+        Vector acc[MR][NB];
+#pragma GCC unroll 16
+        for (int64_t i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+            for (int64_t v = 0; v < NB; ++v) acc[i][v] = Vector{};
         for (int64_t p = 0; p < kc; ++p) {
             Vector bv[NB];  // row p of the B sliver
 #pragma GCC unroll 4

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ops.h"
+#include "parallel.h"
 
 namespace patchgrad {
 
@@ -23,9 +24,11 @@ int64_t dims_product(const Shape& shape, int64_t begin, int64_t end) {
 // Visits the elements of a permuted copy in its row-major order and calls
 // f(out_offset, in_offset), where in_strides[k] is how far the input moves for one step
 // along output axis k. The last axis is a plain strided loop; the outer axes advance like
-// an odometer once per row.
+// an odometer once per row. Rows are split over threads: each output element is written
+// by exactly one of them, so the result does not depend on the thread count. `block` is
+// the number of elements each call of f moves, to size the chunks.
 template <class F>
-void for_each_permuted(const Shape& out_shape, const Shape& in_strides, F f) {
+void for_each_permuted(const Shape& out_shape, const Shape& in_strides, int64_t block, F f) {
     const int64_t ndim = static_cast<int64_t>(out_shape.size());
     const int64_t n = shape_numel(out_shape);
     if (n == 0) return;
@@ -34,17 +37,28 @@ void for_each_permuted(const Shape& out_shape, const Shape& in_strides, F f) {
         return;
     }
     const int64_t row = out_shape[ndim - 1], step = in_strides[ndim - 1];
-    std::vector<int64_t> index(ndim, 0);
-    int64_t in_row = 0;
-    for (int64_t o = 0; o < n; o += row) {
-        for (int64_t k = 0; k < row; ++k) f(o + k, in_row + k * step);
-        for (int64_t axis = ndim - 2; axis >= 0; --axis) {
-            in_row += in_strides[axis];
-            if (++index[axis] < out_shape[axis]) break;
-            in_row -= in_strides[axis] * out_shape[axis];
-            index[axis] = 0;
+    // A chunk of at least ~16k elements, so that a small copy stays on one thread.
+    const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 14) / (row * block));
+    parallel_for(n / row, grain, [&](int64_t row_begin, int64_t row_end) {
+        // The odometer's position at row_begin, read off its digits from the last outer axis.
+        std::vector<int64_t> index(ndim, 0);
+        int64_t in_row = 0;
+        for (int64_t axis = ndim - 2, rest = row_begin; axis >= 0; --axis) {
+            index[axis] = rest % out_shape[axis];
+            rest /= out_shape[axis];
+            in_row += index[axis] * in_strides[axis];
         }
-    }
+        for (int64_t r = row_begin; r < row_end; ++r) {
+            const int64_t o = r * row;
+            for (int64_t k = 0; k < row; ++k) f(o + k, in_row + k * step);
+            for (int64_t axis = ndim - 2; axis >= 0; --axis) {
+                in_row += in_strides[axis];
+                if (++index[axis] < out_shape[axis]) break;
+                in_row -= in_strides[axis] * out_shape[axis];
+                index[axis] = 0;
+            }
+        }
+    });
 }
 
 // permute and transpose share this; `op` is the name in errors and in the graph.
@@ -81,7 +95,7 @@ Tensor permute_as(const Tensor& a, const std::vector<int64_t>& dims, const char*
     Tensor out = Tensor::empty(out_shape);
     const real* x = a.data();
     real* y = out.data();
-    for_each_permuted(visit_shape, visit_strides, [x, y, run](int64_t o, int64_t i) {
+    for_each_permuted(visit_shape, visit_strides, run, [x, y, run](int64_t o, int64_t i) {
         std::copy(x + i, x + i + run, y + o * run);
     });
 
@@ -90,8 +104,11 @@ Tensor permute_as(const Tensor& a, const std::vector<int64_t>& dims, const char*
         // Every element of dA is reached exactly once: a first gradient is written, not added
         // to a zero-filled buffer (beta == 0 never reads the uninitialised memory).
         const Tensor::GradTarget dx = a.grad_target();
-        for_each_permuted(visit_shape, visit_strides, [dx, dy, run](int64_t oi, int64_t i) {
-            for (int64_t k = 0; k < run; ++k) dx.data[i + k] = (dx.beta == 0 ? 0 : dx.data[i + k]) + dy[oi * run + k];
+        for_each_permuted(visit_shape, visit_strides, run, [dx, dy, run](int64_t oi, int64_t i) {
+            const real* src = dy + oi * run;
+            if (dx.beta == 0) std::copy(src, src + run, dx.data + i);
+            else
+                for (int64_t k = 0; k < run; ++k) dx.data[i + k] += src[k];
         });
     });
     return out;
@@ -240,11 +257,17 @@ Tensor take_along(const Tensor& a, int64_t ax, int64_t s, int64_t len, const Sha
     record(out, op, {a}, [a, outer, in_row, out_row, skip](Tensor& o) mutable {
         const real* dy = o.grad_data();
         real* dx = a.grad_data();
-        for (int64_t r = 0; r < outer; ++r) {
-            const real* src = dy + r * out_row;
-            real* dst = dx + r * in_row + skip;
-            for (int64_t k = 0; k < out_row; ++k) dst[k] += src[k];
-        }
+        // Element i of dOut is row i / out_row, position i % out_row: each lands in its own
+        // element of dA, so the elements can be split over threads.
+        parallel_for(outer * out_row, int64_t(1) << 15, [=](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end;) {
+                const int64_t r = i / out_row, k = i % out_row, stop = std::min(end - i, out_row - k);
+                const real* src = dy + r * out_row + k;
+                real* dst = dx + r * in_row + skip + k;
+                for (int64_t j = 0; j < stop; ++j) dst[j] += src[j];
+                i += stop;
+            }
+        });
     });
     return out;
 }

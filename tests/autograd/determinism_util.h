@@ -76,8 +76,8 @@ struct OpCase {
 };
 
 // Every op that splits work across threads or has a kernel per instruction-set level, at sizes
-// big enough that gemm splits its rows, the batched products split their matrices, and the
-// vector loops run whole vectors and a tail.
+// big enough that gemm splits its rows, the batched products split their matrices, the copies
+// and elementwise ops split their rows, and the vector loops run whole vectors and a tail.
 inline std::vector<OpCase> threaded_op_cases(Rng& rng) {
     return {
         {"matmul", [](const std::vector<Tensor>& x) { return matmul(x[0], x[1]); },
@@ -98,6 +98,23 @@ inline std::vector<OpCase> threaded_op_cases(Rng& rng) {
          {rand_tensor({200, 37}, rng, -4, 4)}},
         {"log_softmax, axis 0", [](const std::vector<Tensor>& x) { return log_softmax(x[0], 0); },
          {rand_tensor({65, 900}, rng, -4, 4)}},
+        // Elementwise ops split their output; a gradient only when no element of it sums
+        // several rows (the bias and the [1, 65, 32] operand below keep one thread).
+        {"add, same shapes", [](const std::vector<Tensor>& x) { return x[0] + x[1]; },
+         {rand_tensor({300, 400}, rng), rand_tensor({300, 400}, rng)}},
+        {"mul, a [300, 1] column", [](const std::vector<Tensor>& x) { return x[0] * x[1]; },
+         {rand_tensor({300, 400}, rng), rand_tensor({300, 1}, rng)}},
+        {"add, [64, 65, 32] + [1, 65, 32]", [](const std::vector<Tensor>& x) { return x[0] + x[1]; },
+         {rand_tensor({64, 65, 32}, rng), rand_tensor({1, 65, 32}, rng)}},
+        {"broadcast_to", [](const std::vector<Tensor>& x) { return broadcast_to(x[0], {64, 65, 32}); },
+         {rand_tensor({65, 32}, rng)}},
+        // Copies split their rows.
+        {"permute, whole rows", [](const std::vector<Tensor>& x) { return permute(x[0], {0, 2, 1, 3}); },
+         {rand_tensor({16, 65, 4, 32}, rng)}},
+        {"transpose, single elements", [](const std::vector<Tensor>& x) { return transpose(x[0], 1, 2); },
+         {rand_tensor({64, 65, 33}, rng)}},
+        {"slice, middle axis", [](const std::vector<Tensor>& x) { return slice(x[0], 1, 1, 3); },
+         {rand_tensor({300, 5, 400}, rng)}},
     };
 }
 

@@ -65,7 +65,7 @@ TEST_CASE("parallel: set_num_threads rejects more than kMaxThreads", "[parallel]
     REQUIRE(num_threads() == 1);
 }
 
-TEST_CASE("parallel: matmul, matmul_transposed, linear, gelu, layer_norm and softmax give the same bits for 1, 2, 3 threads",
+TEST_CASE("parallel: matmul, linear, gelu, layer_norm, softmax, elementwise ops and copies give the same bits for 1, 2, 3 threads",
           "[parallel][op:matmul][op:linear][op:gelu][op:layer_norm][op:softmax]") {
     Rng rng(3);
     for (const OpCase& c : threaded_op_cases(rng)) {

@@ -45,7 +45,9 @@ TEST_CASE("datasets: Gamma and Beta samplers have the right moments", "[datasets
         CHECK(mean == Approx(shape).epsilon(0.03));  // Gamma(k, 1): mean k, variance k
         CHECK(var == Approx(shape).epsilon(0.06));
     }
-    for (auto [a, b] : {std::pair<double, double>{0.8, 0.8}, {1.0, 1.0}, {2.0, 5.0}, {0.2, 0.2}}) {
+    // (Not `auto [a, b]`: C++17 lets no lambda capture a structured binding, and clang says so.)
+    for (const auto& alpha_beta : {std::pair<double, double>{0.8, 0.8}, {1.0, 1.0}, {2.0, 5.0}, {0.2, 0.2}}) {
+        const double a = alpha_beta.first, b = alpha_beta.second;
         INFO("Beta " << a << ", " << b);
         const auto [mean, var] = moments(40000, [&] {
             const double v = sample_beta(a, b, rng);

@@ -57,12 +57,13 @@ void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
 // A sliver is reused once per NR columns of C. For the narrow products of attention (N is
 // the tokens or head_dim: a few slivers of B), packing A would cost more than the
 // arithmetic, so full MR-row slivers of A are then read in place (only edge slivers are
-// packed).
+// packed); so are the rows of a row-major A no longer than one K block, which are already
+// contiguous runs.
 //
 // The packing and the micro-kernel depend on the CPU's vector registers, so they come from
 // a table chosen at run time (gemm_kernels.h, gemm_tile.h); this driver is the same for all.
 // Threads split the rows of C (see parallel.h): each thread packs its own blocks of A and
-// all share the packed panel of B.
+// all share the panel of B, which they pack together first.
 //
 // Summation order: each C element adds k in increasing order within a KC block, and the
 // blocks in increasing order, so the result depends only on the sizes, the transposes and
@@ -130,14 +131,23 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
             // Later K blocks add onto what the first one wrote (the bias included).
             const real beta_block = pc == 0 ? beta : real(1);
             const real* bias_block = pc == 0 && bias ? bias + jc : nullptr;
-            kernels.pack_b(trans_b, B, ldb, pc, jc, kc, nc, Bp);
+            // Both threads pack the panel (a weight gradient packs the whole activation, 5% of a
+            // step when one thread did it while the other waited), a run of NR-wide slivers each.
+            const int64_t pack_grain = (int64_t(1) << 13) / (kc * NR) + 1;
+            parallel_for((nc + NR - 1) / NR, pack_grain, [&](int64_t s0, int64_t s1) {
+                const int64_t c0 = s0 * NR, cols = std::min(nc, s1 * NR) - c0;
+                kernels.pack_b(trans_b, B, ldb, pc, jc + c0, kc, cols, Bp + c0 * kc);
+            });
             // Threads take disjoint row ranges of C: each C element is still summed by one
             // thread in the same order, so the thread count cannot change the result. A chunk
             // gets at least ~2^19 multiply-adds, or waking a thread costs more than it saves.
             const int64_t grain = (int64_t(1) << 19) / (MR * nc * kc) + 1;
             // Packing A pays when each sliver of it meets many slivers of B; a narrow C
-            // (attention's N = tokens or head_dim) reads A in place instead.
-            const bool direct = nc <= 64;
+            // (attention's N = tokens or head_dim) reads A in place instead. So does a
+            // row-major A whose rows fit one K block (the linear layers: K = 128 or 256): its
+            // rows are already the runs the kernel reads, and copying them cost 3-10% of
+            // those products (bench matmul, AVX2 and AVX-512).
+            const bool direct = nc <= 64 || (!trans_a && K <= KC);
             // A row-major A is packed row by row (a copy of runs), a transposed one column by
             // column (its columns are the runs).
             const bool by_rows = !direct && !trans_a;

@@ -7,8 +7,9 @@
 // result (tests/autograd/test_parallel.cpp runs the ops with 1, 2 and 3 threads and
 // compares bit for bit).
 //
-// The workers are started on first use and sleep between loops. A parallel_for called from
-// inside another one runs serially on the calling thread.
+// The workers are started on first use. Between loops they spin for a moment, then sleep
+// (parallel.cpp says why). A parallel_for called from inside another one runs serially on
+// the calling thread.
 #pragma once
 
 #include <cstdint>

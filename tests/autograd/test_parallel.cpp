@@ -2,7 +2,9 @@
 // op that uses threads gives the same bits with 1, 2 and 3 threads (a whole ViT is checked in
 // tests/vit/test_vision_transformer.cpp).
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "autograd/ops.h"
@@ -52,6 +54,29 @@ TEST_CASE("parallel: a nested parallel_for runs inside its chunk; exceptions rea
     std::atomic<int64_t> sum{0};
     parallel_for(100, 1, [&](int64_t b, int64_t e) { sum += e - b; });
     REQUIRE(sum == 100);
+}
+
+TEST_CASE("parallel: workers take loops back to back and after sleeping, on their own threads",
+          "[parallel]") {
+    // A waiting worker spins for a moment, then sleeps (parallel.cpp). Loops in quick
+    // succession meet a spinning worker, loops after a pause a sleeping one; both must run
+    // chunk 1 on the worker, and a lost wake-up would hang here.
+    ThreadCount guard(2);
+    const std::thread::id caller = std::this_thread::get_id();
+    for (int pause_ms : {0, 0, 0, 5, 0, 20}) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+        for (int loop = 0; loop < 500; ++loop) {
+            std::vector<std::thread::id> ran_on(2);
+            std::atomic<int64_t> covered{0};
+            parallel_for(2, 1, [&](int64_t b, int64_t e) {
+                ran_on[static_cast<size_t>(b)] = std::this_thread::get_id();
+                covered += e - b;
+            });
+            REQUIRE(covered == 2);
+            REQUIRE(ran_on[0] == caller);
+            REQUIRE(ran_on[1] != caller);
+        }
+    }
 }
 
 TEST_CASE("parallel: set_num_threads rejects fewer than one thread", "[parallel][errors]") {

@@ -66,7 +66,6 @@ Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& labels, r
     record(out, "cross_entropy", {logits},
            [logits, labels, B, K, e, uniform, max = std::move(max), log_sum = std::move(log_sum)](Tensor& o) mutable {
                // [exercise:cross-entropy-backward]
-               // [snippet:cross-entropy-backward]
                const real scale = o.grad_data()[0] / static_cast<real>(B);
                real* dlogits = logits.grad_data();
                for (int64_t b = 0; b < B; ++b) {
@@ -75,7 +74,6 @@ Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& labels, r
                    for (int64_t j = 0; j < K; ++j) dz[j] += (std::exp((z[j] - max[b]) - log_sum[b]) - uniform) * scale;
                    dz[labels[b]] -= (1 - e) * scale;
                }
-               // [/snippet:cross-entropy-backward]
                // [/exercise:cross-entropy-backward]
            });
     return out;

@@ -76,7 +76,6 @@ GradcheckResult gradcheck(const ScalarFunction& f, std::vector<Tensor> inputs, c
         // [exercise:numerical-gradient]
         real* v = x.data();
         for (int64_t i : indices) {
-            // [snippet:central-difference]
             const real saved = v[i];
             v[i] = saved + options.step;
             const double plus = evaluate(f, inputs);
@@ -84,14 +83,11 @@ GradcheckResult gradcheck(const ScalarFunction& f, std::vector<Tensor> inputs, c
             const double minus = evaluate(f, inputs);
             v[i] = saved;
             const double numeric = (plus - minus) / (2 * options.step);
-            // [/snippet:central-difference]
-            // [snippet:relative-error]
             const double a = analytic[i];
             const double abs_err = std::abs(a - numeric);
             const double rel_err = abs_err / std::max({std::abs(a), std::abs(numeric), 1e-30});
             const bool ok = rel_err <= options.max_rel_error ||
                             abs_err <= options.atol + options.rtol * std::abs(numeric);
-            // [/snippet:relative-error]
             ++report.checked;
             report.failures += ok ? 0 : 1;
             report.max_abs_error = std::max(report.max_abs_error, abs_err);

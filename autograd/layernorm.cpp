@@ -48,7 +48,6 @@ PATCHGRAD_LOOP void backward_rows_loop(const real* xd, const real* dy, const rea
                                        int64_t D, int64_t r0, int64_t r1, real* dx) {
     for (int64_t r = r0; r < r1; ++r) {
         // [exercise:layernorm-backward]
-        // [snippet:layernorm-backward-row]
         const real* xr = xd + r * D;
         const real* dyr = dy + r * D;
         const auto dxhat = [&](int64_t j) { return dyr[j] * (w ? w[j] : 1); };
@@ -57,7 +56,6 @@ PATCHGRAD_LOOP void backward_rows_loop(const real* xd, const real* dy, const rea
         const real mean_dxhat_xhat = lane_sum(D, [&](int64_t j) { return dxhat(j) * xhat(j); }) / static_cast<real>(D);
         real* dxr = dx + r * D;
         for (int64_t j = 0; j < D; ++j) dxr[j] += rs[r] * (dxhat(j) - mean_dxhat - xhat(j) * mean_dxhat_xhat);
-        // [/snippet:layernorm-backward-row]
         // [/exercise:layernorm-backward]
     }
 }

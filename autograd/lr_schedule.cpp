@@ -29,22 +29,21 @@ void LRSchedule::validate() const {
     if (!problem.str().empty()) throw std::invalid_argument("LRSchedule: " + problem.str());
 }
 
+// Warmup: step + 1 so that step 0 already moves (lr > 0) and step warmup - 1 reaches base_lr.
+// After it, t counts from 0: cosine from base_lr at t = 0 down to min_lr at t = T (and stays
+// there), step multiplies by gamma every step_size steps, constant stays at base_lr.
 double LRSchedule::lr_at(int64_t step) const {
-    // [snippet:warmup]
+    // [exercise:cosine-schedule]
     if (step < warmup) return base_lr * double(step + 1) / double(warmup);
-    // [/snippet:warmup]
     const int64_t t = step - warmup;
     if (kind == "cosine") {
-        // [exercise:cosine-schedule]
-        // [snippet:cosine-schedule]
         const int64_t T = std::max<int64_t>(total - warmup, 1);
         const double progress = std::min(double(t) / double(T), 1.0);
         return min_lr + (base_lr - min_lr) * 0.5 * (1 + std::cos(3.14159265358979323846 * progress));
-        // [/snippet:cosine-schedule]
-        // [/exercise:cosine-schedule]
     }
-    if (kind == "step") return base_lr * std::pow(gamma, double(t / step_size));
+    if (kind == "step") return base_lr * std::pow(gamma, double(t / step_size));  // integer t / step_size
     return base_lr;
+    // [/exercise:cosine-schedule]
 }
 
 }  // namespace patchgrad

@@ -130,7 +130,6 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b, bool trans_b, real alpha
 
     record(out, op, {a, b}, [a, b, plan, count, grain, M, K, N, ldb, trans_b, alpha](Tensor& o) mutable {
         // [exercise:matmul-backward]
-        // [snippet:matmul-backward]
         const real* dout = o.grad_data();
         // The first gradient to reach a matrix of a or b is written, later ones are added
         // (grad_target's beta; a broadcast matrix meets several).
@@ -153,7 +152,6 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b, bool trans_b, real alpha
                 else gemm(true, false, K, N, M, alpha, at, K, dt, N, beta[t], dbt, N);
             });
         }
-        // [/snippet:matmul-backward]
         // [/exercise:matmul-backward]
     });
     return out;

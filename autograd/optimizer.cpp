@@ -259,7 +259,6 @@ void Adam::update(Tensor& param, ParamState& state, double weight_decay) {
     const real decay = static_cast<real>(1 - lr() * weight_decay);
     // [/snippet:adam-bias-correction]
     // [exercise:adamw-step]
-    // [snippet:adamw-step]
     for (int64_t i = 0; i < n; ++i) {
         real gi = g[i];
         if (decoupled_)
@@ -270,7 +269,6 @@ void Adam::update(Tensor& param, ParamState& state, double weight_decay) {
         v[i] = b2 * v[i] + one_minus_b2 * gi * gi;
         p[i] -= step_size * (m[i] / (std::sqrt(v[i]) / bias_correction2_sqrt + e));
     }
-    // [/snippet:adamw-step]
     // [/exercise:adamw-step]
 }
 

@@ -173,7 +173,6 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
     }
     // [/snippet:parallel-for-serial]
     // [exercise:parallel-chunks]
-    // [snippet:parallel-chunks]
     const int64_t chunk = (n + threads - 1) / threads;
     const int64_t chunks = (n + chunk - 1) / chunk;
     ThreadSettings& s = settings();
@@ -187,7 +186,6 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
         throw;
     }
     inside_parallel_for = false;
-    // [/snippet:parallel-chunks]
     // [/exercise:parallel-chunks]
 }
 

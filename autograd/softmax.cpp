@@ -86,10 +86,8 @@ PATCHGRAD_LOOP void backward_rows_loop(const real* y, const real* dy, real* dx, 
             // [/snippet:log-softmax-backward-row]
         } else {
             // [exercise:softmax-backward]
-            // [snippet:softmax-backward-row]
             const real dot = lane_sum(n, [&](int64_t i) { return dyr[i] * yr[i]; });
             for (int64_t i = 0; i < n; ++i) dxr[i] += yr[i] * (dyr[i] - dot);
-            // [/snippet:softmax-backward-row]
             // [/exercise:softmax-backward]
         }
     }

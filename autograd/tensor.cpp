@@ -294,7 +294,7 @@ void Tensor::backward(const Tensor& seed) {
         throw std::invalid_argument("backward: seed of shape " + shape_str(seed.shape()) +
                                     " does not match the tensor's shape " + shape_str(shape()));
 
-    // [snippet:topo-sort]
+    // [exercise:backward-engine]
     // Topological order by an iterative depth-first search (an explicit stack instead of
     // recursion, so a graph thousands of ops deep cannot overflow the call stack). A node is
     // appended after all of its inputs, so walking `order` backwards visits every node
@@ -320,9 +320,7 @@ void Tensor::backward(const Tensor& seed) {
             stack.pop_back();
         }
     }
-    // [/snippet:topo-sort]
 
-    // [snippet:backward-loop]
     {
         real* g = grad_data();
         const real* s = seed.data();
@@ -341,7 +339,7 @@ void Tensor::backward(const Tensor& seed) {
         }
         it->reset();  // the node dies here unless someone outside still holds it
     }
-    // [/snippet:backward-loop]
+    // [/exercise:backward-engine]
 }
 
 // ---- printing --------------------------------------------------------------------------------

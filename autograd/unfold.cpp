@@ -34,7 +34,6 @@ Tensor unfold(const Tensor& x, int64_t kh, int64_t kw, int64_t sh, int64_t sw) {
 
     Tensor out = Tensor::empty({B, rows, L});
     // [exercise:unfold-forward]
-    // [snippet:unfold-forward]
     const real* px = x.data();
     real* py = out.data();
     for (int64_t b = 0; b < B; ++b)
@@ -46,12 +45,10 @@ Tensor unfold(const Tensor& x, int64_t kh, int64_t kw, int64_t sh, int64_t sw) {
                     for (int64_t oh = 0; oh < OH; ++oh)
                         for (int64_t ow = 0; ow < OW; ++ow) dst[oh * OW + ow] = src[oh * sh * W + ow * sw];
                 }
-    // [/snippet:unfold-forward]
     // [/exercise:unfold-forward]
 
     record(out, "unfold", {x}, [x, B, C, H, W, kh, kw, sh, sw, OH, OW, L, rows](Tensor& o) mutable {
         // [exercise:unfold-backward]
-        // [snippet:unfold-backward]
         const real* dy = o.grad_data();
         real* dx = x.grad_data();
         for (int64_t b = 0; b < B; ++b)
@@ -63,7 +60,6 @@ Tensor unfold(const Tensor& x, int64_t kh, int64_t kw, int64_t sh, int64_t sw) {
                         for (int64_t oh = 0; oh < OH; ++oh)
                             for (int64_t ow = 0; ow < OW; ++ow) dst[oh * sh * W + ow * sw] += src[oh * OW + ow];
                     }
-        // [/snippet:unfold-backward]
         // [/exercise:unfold-backward]
     });
     return out;

@@ -71,27 +71,45 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<bool>&
                                     " patches (N = " + std::to_string(N) + " tokens, the first is the class token)");
 
     // [exercise:attention-forward]
-    // [snippet:msa-qkv]
     // [B, N, 3D] -> [B, N, 3, heads, head_dim] -> [3, B, heads, N, head_dim], as in timm
     Tensor qkv_heads = permute(reshape((*qkv)(x), {B, N, 3, heads, head_dim}), {2, 0, 3, 1, 4});
     Tensor q = select(qkv_heads, 0, 0), k = select(qkv_heads, 0, 1), v = select(qkv_heads, 0, 2);
-    // [/snippet:msa-qkv]
 
-    // [snippet:msa-scores]
     // [B, heads, N, N]: row i holds token i's scores against every key j. matmul_transposed
     // is matmul(q, transpose(k, 2, 3)) * scale without copying k^T or the scores.
     Tensor scores = matmul_transposed(q, k, static_cast<real>(1 / std::sqrt(double(head_dim))));
     if (!patch_mask.empty()) scores = scores + key_mask_bias(patch_mask, N);
     Tensor attn = softmax(scores, -1);
     if (record_) attention_ = attn.detach();
-    // [/snippet:msa-scores]
 
-    // [snippet:msa-out]
     // [B, heads, N, head_dim] -> [B, N, heads, head_dim] -> [B, N, D]: the heads concatenated
     Tensor out = reshape(permute(matmul((*attn_drop)(attn), v), {0, 2, 1, 3}), {B, N, dim});
     return (*proj_drop)((*proj)(out));
-    // [/snippet:msa-out]
     // [/exercise:attention-forward]
+}
+
+// Backward through O = A v, A = softmax(S), S = q k^T / sqrt(d), one step at a time:
+//   dv = A^T dO                          (O = A v: the matmul rule)
+//   dA = dO v^T
+//   dS = A * (dA - rowsum(dA * A))       (softmax's Jacobian-vector product, per row)
+//   dq = dS k / sqrt(d),  dk = dS^T q / sqrt(d)
+AttentionGradients attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& d_out) {
+    if (q.dim() < 2 || k.dim() != q.dim() || v.dim() != q.dim() || d_out.dim() != q.dim())
+        throw std::invalid_argument("attention_backward: expected q [..., N, d], k [..., M, d], v [..., M, e] and "
+                                    "dO [..., N, e], got " + shape_str(q.shape()) + ", " + shape_str(k.shape()) +
+                                    ", " + shape_str(v.shape()) + ", " + shape_str(d_out.shape()));
+    NoGradGuard no_grad;  // plain arithmetic on values: the gradients are written by hand
+    AttentionGradients g;
+    // [exercise:attention-backward]
+    const real scale = real(1) / std::sqrt(static_cast<real>(q.shape().back()));
+    const Tensor a = softmax(matmul(q, transpose(k, -2, -1)) * scale, -1);  // A [..., N, M], recomputed
+    g.dv = matmul(transpose(a, -2, -1), d_out);                             // [..., M, e]
+    const Tensor da = matmul(d_out, transpose(v, -2, -1));                  // [..., N, M]
+    const Tensor ds = a * (da - sum(da * a, -1, true));                     // [..., N, M]
+    g.dq = matmul(ds, k) * scale;                                           // [..., N, d]
+    g.dk = matmul(transpose(ds, -2, -1), q) * scale;                        // [..., M, d]
+    // [/exercise:attention-backward]
+    return g;
 }
 
 }  // namespace patchgrad

@@ -31,10 +31,16 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> module) 
     children_.emplace_back(name, std::move(module));
 }
 
+// This module's own parameters first, then each child's, depth first, in registration order;
+// a child's names get its own name and a dot in front ("blocks" + "." + "0.fc1.weight"). The
+// order and the names are the checkpoint format (state_dict.cpp) and timm's, so they are fixed.
 std::vector<std::pair<std::string, Tensor>> Module::named_parameters() const {
-    std::vector<std::pair<std::string, Tensor>> out = params_;
+    std::vector<std::pair<std::string, Tensor>> out;
+    // [exercise:module-parameters]
+    out = params_;
     for (const auto& [name, child] : children_)
         for (auto& [sub, p] : child->named_parameters()) out.emplace_back(name + "." + sub, p);
+    // [/exercise:module-parameters]
     return out;
 }
 

@@ -14,7 +14,6 @@ Tensor sinusoidal_positional_encoding(int64_t num_positions, int64_t dim) {
                                     ") must be positive");
     Tensor table = Tensor::zeros({1, num_positions, dim});
     // [exercise:sinusoidal-encoding]
-    // [snippet:sinusoidal-table]
     real* pe = table.data();
     for (int64_t pos = 0; pos < num_positions; ++pos) {
         for (int64_t i2 = 0; i2 < dim; i2 += 2) {
@@ -24,7 +23,6 @@ Tensor sinusoidal_positional_encoding(int64_t num_positions, int64_t dim) {
             if (i2 + 1 < dim) pe[pos * dim + i2 + 1] = static_cast<real>(std::cos(angle));
         }
     }
-    // [/snippet:sinusoidal-table]
     // [/exercise:sinusoidal-encoding]
     return table;
 }

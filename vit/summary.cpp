@@ -27,7 +27,6 @@ ModelSummary summarize(const ViTConfig& c) {
     else
         row("pos_embed", "sinusoidal, fixed", {1, T, D}, 0);
     row("pos_drop", "Dropout", {1, T, D}, 0);
-    // [snippet:summary-block-rows]
     // [exercise:summary-block-rows]
     for (int64_t l = 0; l < c.depth; ++l) {
         const std::string b = "blocks." + std::to_string(l) + ".";
@@ -46,7 +45,6 @@ ModelSummary summarize(const ViTConfig& c) {
         row(b + "drop_path2", "DropPath", {1, T, D}, 0);
     }
     // [/exercise:summary-block-rows]
-    // [/snippet:summary-block-rows]
     row("pool", c.pool == "mean" ? "mean of all tokens" : "class token z_L^0", {1, D}, 0);
     row("norm", "LayerNorm", {1, D}, layer_norm_parameters(D));
     if (c.head == "mlp") {

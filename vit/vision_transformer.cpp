@@ -270,22 +270,22 @@ void VisionTransformer::check_input(const Tensor& images, const std::vector<bool
 // [snippet:vit-forward]
 Tensor VisionTransformer::forward(const Tensor& images, const std::vector<bool>& patch_mask) {
     check_input(images, patch_mask);
-    const int64_t B = images.size(0), D = config.dim;
-    Tensor x = patch_embed->forward(images);                 // [B, N, D]: x_p^i E
-    x = concat({broadcast_to(cls_token, {B, 1, D}), x}, 1);  // [B, N+1, D]: [x_class; x_p^1 E; ...]
-    x = pos_drop->forward(pos_encoding.forward(x));          // z_0, eq. (1)
-    x = blocks->forward(x, patch_mask);                      // z_L, eqs. (2) and (3)
-    // Pooling, then LN: for "cls" this is eq. (4), y = LN(z_L^0) (timm normalises every token
-    // and then picks token 0, which is the same since LN acts on each token alone). "mean"
-    // averages all N+1 tokens, the class token included, like seed 001's formula and
-    // lucidrains' x.mean(dim=1) (timm's global_pool="avg" leaves the class token out), and
-    // normalises the mean, like seeds 002/003's heads and timm's fc_norm.
+    // After the blocks: pooling, then LN. For "cls" this is eq. (4), y = LN(z_L^0) (timm
+    // normalises every token and then picks token 0, which is the same since LN acts on each
+    // token alone). "mean" averages all N+1 tokens, the class token included, like seed 001's
+    // formula and lucidrains' x.mean(dim=1) (timm's global_pool="avg" leaves the class token
+    // out), and normalises the mean, like seeds 002/003's heads and timm's fc_norm.
     // [exercise:vit-pooling]
+    const int64_t B = images.size(0), D = config.dim;
+    Tensor x = patch_embed->forward(images);                    // [B, N, D]: x_p^i E
+    x = concat({broadcast_to(cls_token, {B, 1, D}), x}, 1);     // [B, N+1, D]: [x_class; x_p^1 E; ...]
+    x = pos_drop->forward(pos_encoding.forward(x));             // z_0, eq. (1)
+    x = blocks->forward(x, patch_mask);                         // z_L, eqs. (2) and (3)
     x = config.pool == "mean" ? mean(x, 1) : select(x, 1, 0);  // [B, D]
-    // [/exercise:vit-pooling]
     x = norm->forward(x);
     if (pre_logits) x = pre_logits->forward(x);
     return head->forward(x);  // [B, num_classes]
+    // [/exercise:vit-pooling]
 }
 // [/snippet:vit-forward]
 

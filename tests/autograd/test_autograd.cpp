@@ -100,7 +100,7 @@ TEST_CASE("autograd: memory does not grow across training steps", "[autograd][me
     REQUIRE(w.impl().inputs.empty());
 }
 
-TEST_CASE("autograd: a graph 100000 ops deep does not overflow the stack", "[autograd]") {
+TEST_CASE("autograd: a graph 100000 ops deep does not overflow the stack", "[autograd][ex:backward-engine]") {
     Tensor x = Tensor::scalar(1, true);
     Tensor y = x;
     for (int i = 0; i < 100000; ++i) y = y * real(1.0000001);
@@ -167,11 +167,82 @@ TEST_CASE("autograd: detach cuts the graph", "[autograd]") {
     require_error([&] { h.requires_grad_(false); }, {"requires_grad_", "mul"});
 }
 
-TEST_CASE("autograd: backward of a non-scalar needs a seed of its shape", "[autograd][errors]") {
+TEST_CASE("autograd: backward of a non-scalar needs a seed of its shape", "[autograd][errors][ex:backward-engine]") {
     Tensor x = Tensor::from_vector({2, 2}, {1, 2, 3, 4}, true);
     Tensor y = x * 2;
     require_error([&] { y.backward(); }, {"backward", "[2, 2]", "seed"});
     require_error([&] { y.backward(Tensor::ones({4})); }, {"backward", "[4]", "[2, 2]"});
     y.backward(Tensor::from_vector({2, 2}, {1, 0, 0, 1}));
     REQUIRE(x.grad().to_vector() == std::vector<real>{2, 0, 0, 2});
+}
+
+// ---- the engine alone (exercise backward-engine) ---------------------------------------------
+// These graphs use only ops that are no exercise of chapter 2 (unary functions, x * s, concat,
+// sum of all elements), so they grade Tensor::backward before broadcast-backward is written.
+
+TEST_CASE("autograd engine: a chain, a diamond and a tensor used twice, by hand", "[autograd][ex:backward-engine]") {
+    // z = sum(concat(tanh(h), h^2)) with h = exp(w): h feeds two branches that meet again,
+    // so h's .grad must be complete (both contributions) before exp's backward reads it.
+    //   dz/dw = (1 - tanh(h)^2 + 2 h) * h
+    Tensor w = Tensor::from_vector({2}, {0.5, -1}, true);
+    Tensor h = exp(w);
+    Tensor z = sum(concat({tanh(h), pow(h, 2)}, 0));
+    z.backward();
+    for (int i = 0; i < 2; ++i) {
+        const double e = std::exp(double(w.data()[i]));
+        const double t = std::tanh(e);
+        REQUIRE(w.grad().data()[i] == Approx((1 - t * t + 2 * e) * e));
+    }
+    // The same leaf twice as an input of one op: both contributions add up.
+    Tensor x = Tensor::from_vector({3}, {1, 2, 3}, true);
+    sum(concat({x * 3, x, x}, 0)).backward();  // d/dx = 3 + 1 + 1
+    REQUIRE(x.grad().to_vector() == std::vector<real>{5, 5, 5});
+}
+
+TEST_CASE("autograd engine: gradcheck of a graph with shared nodes", "[autograd][gradcheck][ex:backward-engine]") {
+    // Every node of h = exp(x/2) is read by three consumers, one of them through another
+    // shared node; a wrong order (a node run before all its consumers) loses contributions.
+    Rng rng(7);
+    Tensor x = rand_tensor({2, 3}, rng);
+    check_gradients(
+        [](const std::vector<Tensor>& in) {
+            Tensor h = exp(in[0] * real(0.5));
+            Tensor t = tanh(h);
+            return concat({t, pow(h, 2), pow(t, 3) + real(1), h * real(-2)}, 1);  // [2, 12]
+        },
+        {x});
+}
+
+TEST_CASE("autograd engine: accumulation, retained and dropped gradients, a freed graph", "[autograd][ex:backward-engine]") {
+    Tensor x = Tensor::from_vector({2}, {1, 2}, true);
+    // Leaves accumulate across backward calls: a new graph adds again, like PyTorch.
+    sum(x * 3).backward();
+    sum(x * 3).backward();
+    REQUIRE(x.grad().to_vector() == std::vector<real>{6, 6});
+    x.zero_grad();
+
+    // Intermediate gradients are dropped unless retained; the root keeps its seed.
+    Tensor h = x * 3;
+    Tensor kept = (x * 2).retain_grad();
+    Tensor y = sum(concat({pow(h, 2), kept * 5}, 0));
+    y.backward();
+    REQUIRE_FALSE(h.has_grad());
+    REQUIRE(kept.grad().to_vector() == std::vector<real>{5, 5});
+    REQUIRE(y.grad().item() == 1);
+    REQUIRE(x.grad().to_vector() == std::vector<real>{2 * 9 * 1 + 10, 2 * 9 * 2 + 10});  // 18 x + 10
+
+    // The graph is freed: intermediate nodes die although y lives, and a second backward
+    // through it is an error naming the op, not doubled gradients.
+    std::weak_ptr<TensorImpl> hidden;
+    Tensor loss;
+    {
+        Tensor t = tanh(x * 2);
+        hidden = t.impl_ptr();
+        loss = sum(pow(t, 2));
+    }
+    REQUIRE_FALSE(hidden.expired());
+    loss.backward();
+    REQUIRE(hidden.expired());
+    REQUIRE(loss.impl().inputs.empty());
+    require_error([&] { loss.backward(); }, {"backward", "already freed", "sum"});
 }

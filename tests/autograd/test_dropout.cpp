@@ -7,7 +7,7 @@
 namespace patchgrad {
 using namespace patchgrad::test;
 
-TEST_CASE("dropout: keeps about 1 - p of the elements, scaled by 1 / (1 - p)", "[op:dropout][forward]") {
+TEST_CASE("dropout: keeps about 1 - p of the elements, scaled by 1 / (1 - p)", "[op:dropout][forward][ex:dropout-backward]") {
     Rng data_rng(8);
     const Tensor x = rand_tensor({100000}, data_rng, 0.5, 1.5, false);
     for (real p : {0.1, 0.5, 0.9}) {
@@ -26,7 +26,7 @@ TEST_CASE("dropout: keeps about 1 - p of the elements, scaled by 1 / (1 - p)", "
     }
 }
 
-TEST_CASE("dropout: the mask comes from the rng: same seed, same mask", "[op:dropout][forward]") {
+TEST_CASE("dropout: the mask comes from the rng: same seed, same mask", "[op:dropout][forward][ex:dropout-backward]") {
     const Tensor x = Tensor::ones({7, 11});
     Rng a(3), b(3), c(4);
     const Tensor ya = dropout(x, 0.5, true, a), yb = dropout(x, 0.5, true, b), yc = dropout(x, 0.5, true, c);
@@ -60,7 +60,7 @@ TEST_CASE("dropout: evaluation and p = 0 are the identity and draw nothing", "[o
     require_close(x.grad(), seed, 0);
 }
 
-TEST_CASE("dropout: p = 1 in training gives zeros and zero gradients", "[op:dropout][forward]") {
+TEST_CASE("dropout: p = 1 in training gives zeros and zero gradients", "[op:dropout][forward][ex:dropout-backward]") {
     Rng data_rng(2);
     const Tensor x = rand_tensor({4, 6}, data_rng);
     Rng rng(13);
@@ -70,7 +70,7 @@ TEST_CASE("dropout: p = 1 in training gives zeros and zero gradients", "[op:drop
     require_close(x.grad(), Tensor::zeros({4, 6}), 0);
 }
 
-TEST_CASE("dropout: gradcheck with a fixed mask", "[op:dropout][gradcheck]") {
+TEST_CASE("dropout: gradcheck with a fixed mask", "[op:dropout][gradcheck][ex:dropout-backward]") {
     Rng rng(90);
     for (real p : {0.3, 0.5}) {
         // A fresh Rng with a fixed seed inside the function: every evaluation uses the same mask.
@@ -83,6 +83,24 @@ TEST_CASE("dropout: gradcheck with a fixed mask", "[op:dropout][gradcheck]") {
             check_gradients(op, {rand_tensor(shape, rng)}, 92);
         }
     }
+}
+
+TEST_CASE("dropout: the backward uses the forward's mask, one draw per element", "[op:dropout][ex:dropout-backward]") {
+    Rng data_rng(5);
+    Tensor x = rand_tensor({6, 9}, data_rng, 0.5, 1.5);
+    const Tensor seed = rand_tensor({6, 9}, data_rng, -1, 1, false);
+    const real p = 0.4;
+    Rng rng(14), replay(14);
+    Tensor y = dropout(x, p, true, rng);
+    y.backward(seed);
+    // keep_i = (u_i >= p) for the i-th uniform draw: y = x keep / (1 - p), dx = dy keep / (1 - p)
+    for (int64_t i = 0; i < x.numel(); ++i) {
+        const bool keep = replay.uniform() >= p;
+        INFO("element " << i);
+        REQUIRE(y.data()[i] == Approx(keep ? x.data()[i] / (1 - p) : 0.0));
+        REQUIRE(x.grad().data()[i] == Approx(keep ? seed.data()[i] / (1 - p) : 0.0));
+    }
+    REQUIRE(rng.state() == replay.state());  // exactly one draw per element
 }
 
 TEST_CASE("dropout: p outside [0, 1]", "[op:dropout][errors]") {

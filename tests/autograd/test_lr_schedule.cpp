@@ -26,7 +26,7 @@ TEST_CASE("lr_schedule: linear warmup, then cosine down to min_lr at the last st
     for (int64_t k = 4; k < 14; ++k) REQUIRE(s.lr_at(k + 1) < s.lr_at(k));
 }
 
-TEST_CASE("lr_schedule: step decay and constant", "[lr_schedule]") {
+TEST_CASE("lr_schedule: step decay and constant", "[lr_schedule][ex:cosine-schedule]") {
     LRSchedule s;
     s.kind = "step";
     s.base_lr = 0.1;
@@ -42,6 +42,34 @@ TEST_CASE("lr_schedule: step decay and constant", "[lr_schedule]") {
     s.warmup = 10;
     REQUIRE(s.lr_at(4) == Approx(0.05));
     REQUIRE(s.lr_at(50) == Approx(0.1));
+}
+
+TEST_CASE("lr_schedule: no warmup, all warmup, and step decay counted after the warmup", "[lr_schedule][ex:cosine-schedule]") {
+    LRSchedule s;
+    s.kind = "cosine";
+    s.base_lr = 2e-3;
+    s.min_lr = 0;
+    s.total = 4;
+    s.warmup = 0;  // no warmup: step 0 is already the top of the cosine
+    s.validate();
+    REQUIRE(s.lr_at(0) == Approx(2e-3));
+    REQUIRE(s.lr_at(1) == Approx(2e-3 * 0.5 * (1 + std::cos(M_PI / 4))));
+    REQUIRE(s.lr_at(4) == Approx(0).margin(1e-15));
+    s.warmup = 4;  // the whole run is warmup; afterwards the cosine has T = 1 and ends at once
+    REQUIRE(s.lr_at(0) == Approx(0.5e-3));
+    REQUIRE(s.lr_at(3) == Approx(2e-3));
+    REQUIRE(s.lr_at(4) == Approx(2e-3));
+    REQUIRE(s.lr_at(5) == Approx(0).margin(1e-15));
+    s.kind = "step";
+    s.total = 20;
+    s.warmup = 2;
+    s.step_size = 5;
+    s.gamma = 0.1;
+    s.validate();
+    REQUIRE(s.lr_at(1) == Approx(2e-3));
+    REQUIRE(s.lr_at(6) == Approx(2e-3));    // t = 4
+    REQUIRE(s.lr_at(7) == Approx(2e-4));    // t = 5
+    REQUIRE(s.lr_at(16) == Approx(2e-5));   // t = 14
 }
 
 TEST_CASE("lr_schedule: nonsense is an error naming the field", "[lr_schedule][errors]") {

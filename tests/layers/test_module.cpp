@@ -21,7 +21,7 @@ struct Bag : Module {
 };
 }  // namespace
 
-TEST_CASE("Module: dotted names through nested modules, in registration order", "[layer:Module]") {
+TEST_CASE("Module: dotted names through nested modules, in registration order", "[layer:Module][ex:module-parameters]") {
     Rng rng(90);
     Bag root;
     root.register_parameter("cls_token", Tensor::zeros({1, 1, 4}));
@@ -50,6 +50,33 @@ TEST_CASE("Module: dotted names through nested modules, in registration order", 
                                               "blocks.1.drop2:Dropout", "head:Linear"});
 }
 
+TEST_CASE("Module: parameters are the modules' own tensors, own ones before the children's", "[layer:Module][ex:module-parameters]") {
+    Rng rng(94);
+    Bag empty;
+    CHECK(empty.named_parameters().empty());
+    CHECK(empty.num_parameters() == 0);
+
+    // A parameter registered after a child still comes first: own parameters, then children.
+    Bag root;
+    auto inner = root.register_module("inner", std::make_shared<Bag>());
+    auto leaf = inner->register_module("leaf", std::make_shared<Linear>(2, 3, rng));
+    Tensor scale = root.register_parameter("scale", Tensor::ones({1}));
+    Tensor shift = inner->register_parameter("shift", Tensor::zeros({3}));
+    const auto named = root.named_parameters();
+    REQUIRE(named.size() == 4);
+    CHECK(named[0].first == "scale");
+    CHECK(named[1].first == "inner.shift");
+    CHECK(named[2].first == "inner.leaf.weight");
+    CHECK(named[3].first == "inner.leaf.bias");
+    // The very tensors, not copies: an optimizer updating them must update the model.
+    CHECK(named[0].second.same(scale));
+    CHECK(named[1].second.same(shift));
+    CHECK(named[2].second.same(leaf->named_parameters()[0].second));
+    CHECK(named[3].second.requires_grad());
+    // Names relative to the module asked.
+    CHECK(inner->named_parameters()[1].first == "leaf.weight");
+}
+
 TEST_CASE("Module: train/eval reaches grandchildren", "[layer:Module]") {
     Rng rng(91);
     Sequential outer;
@@ -63,7 +90,7 @@ TEST_CASE("Module: train/eval reaches grandchildren", "[layer:Module]") {
     CHECK(mlp->drop2->training());
 }
 
-TEST_CASE("Module: zero_grad drops every parameter's gradient", "[layer:Module]") {
+TEST_CASE("Module: zero_grad drops every parameter's gradient", "[layer:Module][ex:module-parameters]") {
     Rng rng(93);
     Sequential seq;
     seq.add(std::make_shared<Linear>(3, 4, rng)).add(std::make_shared<Tanh>()).add(std::make_shared<Linear>(4, 2, rng));

@@ -51,7 +51,7 @@ void require_same_values(const Module& a, const Module& b) {
     }
 }
 
-TEST_CASE("state_dict: dotted names in registration order, values copied", "[layer:state_dict]") {
+TEST_CASE("state_dict: dotted names in registration order, values copied", "[layer:state_dict][ex:module-parameters]") {
     Net net(1);
     NamedTensors sd = state_dict(net);
     REQUIRE(sd.tensors.size() == 5);
@@ -70,7 +70,7 @@ TEST_CASE("state_dict: dotted names in registration order, values copied", "[lay
     CHECK(net.parameter("scale").item() == before);
 }
 
-TEST_CASE("load_state_dict: copies values into the existing parameters", "[layer:state_dict]") {
+TEST_CASE("load_state_dict: copies values into the existing parameters", "[layer:state_dict][ex:module-parameters]") {
     Net source(1), target(2);
     const Tensor weight_before = target.parameter("blocks.1.weight");
     load_state_dict(target, state_dict(source));

@@ -15,12 +15,15 @@ const char* kSource =
     "// demo.cpp\n"
     "int twice(int x) {\n"
     "    // [snippet:twice-body]\n"
-    "    const int y = 2 * x;   \n"
     "    // [exercise:twice]\n"
-    "    return y;\n"
+    "    const int y = 2 * x;\n"
     "    // [/exercise:twice]\n"
+    "    return y;   \n"
     "    // [/snippet:twice-body]\n"
     "}\n";
+
+// What a chapter shows in place of exercise "twice" (elided_exercise_line, dedented).
+const std::string kElided = "// ... exercise twice: you write this part (see the chapter's Exercises) ...";
 
 std::string joined(const std::vector<Problem>& problems) {
     std::string s;
@@ -52,25 +55,64 @@ std::vector<Problem> check_output(const std::string& markdown, const std::vector
 
 }  // namespace
 
-TEST_CASE("tutorials: a snippet equal to its region passes, dedented, markers of inner regions dropped",
+TEST_CASE("tutorials: a snippet equal to its region passes, dedented, an inner exercise's code elided",
           "[tutorials][checker]") {
-    const auto problems = check_snippets("Text.\n\n<!-- snippet: demo.cpp#twice-body -->\n\n```cpp\n"
-                                         "const int y = 2 * x;\nreturn y;\n```\n");
+    const auto problems = check_snippets("Text.\n\n<!-- snippet: demo.cpp#twice-body -->\n\n```cpp\n" + kElided +
+                                         "\nreturn y;\n```\n");
     INFO(joined(problems));
     REQUIRE(problems.empty());
 }
 
+TEST_CASE("tutorials: a snippet that shows an exercise's code instead of eliding it fails", "[tutorials][checker]") {
+    const auto problems = check_snippets("<!-- snippet: demo.cpp#twice-body -->\n```cpp\n"
+                                         "const int y = 2 * x;\nreturn y;\n```\n");
+    REQUIRE(problems.size() == 1);
+    CHECK(problems[0].line == 3);
+    CHECK(problems[0].str().find("exercise twice: you write this part") != std::string::npos);
+}
+
+TEST_CASE("tutorials: a snippet inside an exercise shows one elision line", "[tutorials][checker]") {
+    const std::string source = "void f() {\n    // [exercise:inner]\n    a();\n    // [snippet:part]\n    b();\n"
+                               "    c();\n    // [/snippet:part]\n    // [/exercise:inner]\n}\n";
+    std::vector<Problem> problems;
+    const auto region = extract_snippet(source, "f.cpp", "part", problems);
+    REQUIRE(region);
+    REQUIRE(region->size() == 1);
+    CHECK((*region)[0] == "// ... exercise inner: you write this part (see the chapter's Exercises) ...");
+}
+
+TEST_CASE("tutorials: a block that shows three lines of an exercise's code is found, whatever its spacing",
+          "[tutorials][checker]") {
+    const std::vector<std::string> exercise = {"    const real* dout = o.grad_data();", "    real* ga = a.grad_data();",
+                                               "    // the chain rule",
+                                               "    for (int64_t i = 0; i < n; ++i) ga[i] += dout[i] * 2;", "}"};
+    CHECK(shows_exercise_code({"x();", "const real*  dout = o.grad_data();", "real* ga = a.grad_data();",
+                               "for (int64_t i = 0; i < n; ++i) ga[i] += dout[i] * 2;"},
+                              exercise) == 1);
+    // Comments and blank lines in between do not hide it.
+    CHECK(shows_exercise_code({"const real* dout = o.grad_data();", "// note", "", "real* ga = a.grad_data();",
+                               "for (int64_t i = 0; i < n; ++i) ga[i] += dout[i] * 2;"},
+                              exercise) == 0);
+    // Two shared lines of set-up are not the answer.
+    CHECK(shows_exercise_code({"const real* dout = o.grad_data();", "real* ga = a.grad_data();",
+                               "for (int64_t i = 0; i < n; ++i) ga[i] += dout[i];"},
+                              exercise) == -1);
+    // An exercise of one significant line is found by that line.
+    CHECK(shows_exercise_code({"y = config.pool == \"mean\" ? mean(x, 1) : x;"},
+                              {"    y = config.pool == \"mean\" ? mean(x, 1) : x;", "    // [B, D]"}) == 0);
+}
+
 TEST_CASE("tutorials: a snippet that differs fails naming the line, the source line and both texts",
           "[tutorials][checker]") {
-    const auto problems = check_snippets("<!-- snippet: demo.cpp#twice-body -->\n```cpp\n"
-                                         "const int y = 2 * x;\nreturn x;\n```\n");
+    const auto problems = check_snippets("<!-- snippet: demo.cpp#twice-body -->\n```cpp\n" + kElided +
+                                         "\nreturn x;\n```\n");
     REQUIRE(problems.size() == 1);
     const std::string msg = problems[0].str();
     INFO(msg);
     CHECK(problems[0].line == 4);  // the Markdown line of "return x;"
     CHECK(msg.find("chapter.md:4:") == 0);
     CHECK(msg.find("<!-- snippet: demo.cpp#twice-body -->") != std::string::npos);
-    CHECK(msg.find("demo.cpp:6") != std::string::npos);
+    CHECK(msg.find("demo.cpp:7") != std::string::npos);
     CHECK(msg.find("\"return y;\"") != std::string::npos);
     CHECK(msg.find("\"return x;\"") != std::string::npos);
 }
@@ -78,9 +120,9 @@ TEST_CASE("tutorials: a snippet that differs fails naming the line, the source l
 TEST_CASE("tutorials: a snippet with a missing line, a missing region or a missing marker fails",
           "[tutorials][checker]") {
     SECTION("missing line") {
-        const auto problems = check_snippets("<!-- snippet: demo.cpp#twice-body -->\n```cpp\nconst int y = 2 * x;\n```\n");
+        const auto problems = check_snippets("<!-- snippet: demo.cpp#twice-body -->\n```cpp\n" + kElided + "\n```\n");
         REQUIRE(problems.size() == 1);
-        CHECK(problems[0].message.find("missing demo.cpp:6 \"return y;\"") != std::string::npos);
+        CHECK(problems[0].message.find("missing demo.cpp:7 \"return y;\"") != std::string::npos);
     }
     SECTION("missing region") {
         const auto problems = check_snippets("<!-- snippet: demo.cpp#thrice -->\n```cpp\nx\n```\n");

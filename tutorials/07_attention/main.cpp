@@ -115,7 +115,6 @@ int main(int argc, char** argv) {
 
     tutorial::heading("2. Step by step");
     Tensor x = Tensor::uniform({B, N, D}, -1, 1, rng);  // token 0 plays the class token
-    // [snippet:by-hand]
     Tensor qkv = (*msa.qkv)(x);                                      // [B, N, 3D]
     Tensor split = reshape(qkv, {B, N, 3, heads, head_dim});         // [B, N, 3, heads, d_head]
     Tensor qkv_heads = permute(split, {2, 0, 3, 1, 4});              // [3, B, heads, N, d_head]
@@ -127,7 +126,6 @@ int main(int argc, char** argv) {
     Tensor per_head = matmul(A, v);                                  // [B, heads, N, d_head]
     Tensor concatenated = reshape(permute(per_head, {0, 2, 1, 3}), {B, N, D});  // heads side by side
     Tensor y = (*msa.proj)(concatenated);                            // [B, N, D]
-    // [/snippet:by-hand]
     for (const auto& [name, t] : std::vector<std::pair<std::string, Tensor>>{
              {"x", x}, {"qkv", qkv}, {"split", split}, {"qkv_heads", qkv_heads}, {"q", q}, {"scores", scores},
              {"A", A}, {"per_head", per_head}, {"concatenated", concatenated}, {"y", y}})

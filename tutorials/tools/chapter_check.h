@@ -175,10 +175,17 @@ inline std::vector<Region> find_regions(const std::string& text, const std::stri
     return done;
 }
 
+// The one line a chapter shows in place of an exercise region's code: a chapter never prints
+// the answer to one of its exercises (the checker enforces it, since a snippet must equal this).
+inline std::string elided_exercise_line(const std::string& indent, const std::string& name) {
+    return indent + "// ... exercise " + name + ": you write this part (see the chapter's Exercises) ...";
+}
+
 // The lines of snippet `name` in `text`, dedented; marker lines of other regions inside it are
-// left out (a snippet may contain an exercise region). `line_numbers` receives the 1-based
-// line in `text` of each returned line. Empty optional + a problem when the region is missing
-// or malformed.
+// left out, and the code of an exercise region inside it is replaced by one
+// elided_exercise_line (so is the part of a snippet that lies inside an exercise). `line_numbers`
+// receives the 1-based line in `text` of each returned line. Empty optional + a problem when the
+// region is missing or malformed.
 inline std::optional<std::vector<std::string>> extract_snippet(const std::string& text, const std::string& path,
                                                               const std::string& name, std::vector<Problem>& problems,
                                                               std::vector<int>* line_numbers = nullptr) {
@@ -195,10 +202,27 @@ inline std::optional<std::vector<std::string>> extract_snippet(const std::string
         problems.push_back({path, 0, "// [snippet:" + name + "]", "no such region in this file"});
         return std::nullopt;
     }
+    // The exercise whose code 1-based line `line` is (strictly between its markers), if any.
+    auto exercise_at = [&](int line) -> const Region* {
+        for (const Region& r : regions)
+            if (r.kind == "exercise" && r.begin_line < line && line < r.end_line) return &r;
+        return nullptr;
+    };
     const std::vector<std::string> lines = split_lines(text);
     std::vector<std::string> out;
     std::vector<int> numbers;
+    const Region* elided = nullptr;  // the exercise whose elision line was emitted last
     for (int i = it->begin_line; i < it->end_line - 1; ++i) {  // 0-based i is line i + 1
+        const Region* exercise = exercise_at(i + 1);
+        if (exercise) {
+            if (exercise != elided && !is_blank(lines[i])) {
+                const std::string& l = lines[i];
+                out.push_back(elided_exercise_line(l.substr(0, l.find_first_not_of(" \t")), exercise->name));
+                numbers.push_back(i + 1);
+                elided = exercise;
+            }
+            continue;
+        }
         if (is_region_marker(lines[i])) continue;
         out.push_back(lines[i]);
         numbers.push_back(i + 1);
@@ -317,6 +341,45 @@ inline void check_cpp_fences_marked(const std::vector<Fence>& fences, const std:
                             "C++ block without a marker: put `<!-- snippet: PATH#NAME -->` or "
                             "`<!-- not-compiled: REASON -->` on the line before it"});
     }
+}
+
+// Rule (f): a chapter never shows the code of an exercise, in a snippet (extract_snippet elides
+// it) or anywhere else. A line is compared by its significant text: trimmed, runs of spaces
+// collapsed, "" for blank lines, comments and lines too short to give anything away (braces,
+// `return out;`).
+inline std::string significant_code(const std::string& line) {
+    std::string t;
+    for (char c : trim(line)) {
+        if (c == ' ' || c == '\t') {
+            if (!t.empty() && t.back() != ' ') t += ' ';
+        } else {
+            t += c;
+        }
+    }
+    if (t.rfind("//", 0) == 0 || t.size() < 16) t.clear();
+    return t;
+}
+
+// The 0-based index in `block` where three consecutive significant lines of `exercise` (its
+// reference code) appear as consecutive significant lines (all of them when it has fewer);
+// -1 when the block shows none of it. (Two are too few: `const real* dout = o.grad_data();`
+// and `real* ga = a.grad_data();` open many backward passes.)
+inline int shows_exercise_code(const std::vector<std::string>& block, const std::vector<std::string>& exercise) {
+    std::vector<std::string> code;
+    for (const std::string& l : exercise)
+        if (!significant_code(l).empty()) code.push_back(significant_code(l));
+    if (code.empty()) return -1;
+    std::vector<std::pair<int, std::string>> shown;  // (index in block, significant text)
+    for (size_t i = 0; i < block.size(); ++i)
+        if (!significant_code(block[i]).empty()) shown.push_back({static_cast<int>(i), significant_code(block[i])});
+    const size_t window = std::min<size_t>(3, code.size());
+    for (size_t i = 0; i + window <= shown.size(); ++i)
+        for (size_t j = 0; j + window <= code.size(); ++j) {
+            size_t k = 0;
+            while (k < window && shown[i + k].second == code[j + k]) ++k;
+            if (k == window) return shown[i].first;
+        }
+    return -1;
 }
 
 // Rule (b): a snippet block equals the region. `source_display` names the source in messages,

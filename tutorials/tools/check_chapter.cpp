@@ -3,7 +3,8 @@
 //   tutorial_check_chapter --root REPO --chapter NN_slug [--program EXE --out DIR]
 //
 // Reads REPO/tutorials/NN_slug/README.md and checks, with the rules of chapter_check.h:
-// every ```cpp block is marked; each snippet block equals its source region; the markers in
+// every ```cpp block is marked; each snippet block equals its source region (an exercise's
+// code elided); no block shows three lines of any exercise's reference code; the markers in
 // the files it reads are balanced; relative links and pictures exist; and, when a program is
 // given, runs it once as `EXE --out DIR` (stdout to DIR/stdout.txt, stderr to DIR/stderr.txt),
 // requires exit code 0 and finds every output block in its stdout, in order. Prints one line
@@ -17,6 +18,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "chapter_check.h"
@@ -26,6 +28,34 @@ namespace fs = std::filesystem;
 using namespace patchgrad::tutorials;
 
 namespace {
+
+// (file, reference lines, name) of every exercise region in the files that may hold one (the
+// .cpp files of autograd/ layers/ vit/ datasets/ and the chapter programs).
+std::vector<std::tuple<std::string, std::vector<std::string>, std::string>> exercise_bodies(const std::string& root) {
+    std::vector<std::tuple<std::string, std::vector<std::string>, std::string>> out;
+    std::vector<fs::path> files;
+    for (const char* dir : {"autograd", "layers", "vit", "datasets"}) {
+        std::error_code ec;
+        for (const auto& e : fs::directory_iterator(fs::path(root) / dir, ec))
+            if (e.path().extension() == ".cpp") files.push_back(e.path());
+    }
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(fs::path(root) / "tutorials", ec))
+        if (fs::exists(e.path() / "main.cpp")) files.push_back(e.path() / "main.cpp");
+    std::sort(files.begin(), files.end());
+    for (const fs::path& file : files) {
+        const auto text = read_file(file);
+        if (!text || text->find("// [exercise:") == std::string::npos) continue;
+        const std::string rel = fs::relative(file, root).string();
+        std::vector<Problem> ignored;  // the files' own checks report malformed markers
+        const std::vector<std::string> lines = split_lines(*text);
+        for (const Region& r : find_regions(*text, rel, ignored))
+            if (r.kind == "exercise")
+                out.emplace_back(rel, std::vector<std::string>(lines.begin() + r.begin_line, lines.begin() + r.end_line - 1),
+                                 r.name);
+    }
+    return out;
+}
 
 int usage() {
     std::cerr << "usage: tutorial_check_chapter --root REPO --chapter NN_slug [--program EXE --out DIR]\n";
@@ -99,6 +129,18 @@ int main(int argc, char** argv) {
     }
     const std::string main_rel = "tutorials/" + chapter + "/main.cpp";
     if (fs::exists(fs::path(root) / main_rel)) source(main_rel);
+
+    // (f) no block shows an exercise's code: every exercise of the library and the chapter
+    // programs against every block but the program's output.
+    for (const auto& [rel, body, name] : exercise_bodies(root))
+        for (const Fence& f : fences) {
+            if (f.marker_kind == "output") continue;
+            const int at = shows_exercise_code(f.body, body);
+            if (at >= 0)
+                problems.push_back({readme_rel, f.open_line + 1 + at, "exercise " + name,
+                                    "the chapter shows the code of exercise '" + name + "' (" + rel +
+                                        "): a chapter must not print an exercise's answer"});
+        }
 
     // Links and pictures.
     for (const auto& [line, target] : local_links(*markdown))

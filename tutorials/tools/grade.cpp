@@ -3,6 +3,7 @@
 //
 //   patchgrad_grade --tests PATCHGRAD_TESTS64 --root REPO --work DIR [--student]
 //                   --exercise NAME FILE [--exercise NAME FILE ...] [--selected NAME ...]
+//                   [--csv FILE]
 //
 // --exercise lists every exercise of the build; --selected (the student build's
 // PATCHGRAD_EXERCISES) restricts the grading to those, all of them when it is absent.
@@ -12,7 +13,8 @@
 // and with PATCHGRAD_GRADE_REPORT set, so every gradient check appends "<test> <max relative
 // error>" (tests/test_util.h). Then it prints one row per exercise — tests run, pass / FAIL /
 // not implemented / no tests, the largest relative error of the gradient checks — and the
-// first failure of each failing exercise. Logs: DIR/NAME.xml, DIR/NAME.log. Exits 1 unless
+// first failure of each failing exercise, and with --csv the same rows as CSV (for the
+// teacher's tutorials/tools/grade_handins.sh). Logs: DIR/NAME.xml, DIR/NAME.log. Exits 1 unless
 // every exercise passes. It first rescans the sources, so a list made before an exercise was
 // added or renamed is reported as stale instead of silently grading the old list.
 #include <algorithm>
@@ -192,16 +194,24 @@ std::vector<Exercise> scan(const fs::path& root, std::vector<Problem>& problems)
     return found;
 }
 
+// `s` as one CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break.
+std::string csv_field(const std::string& s) {
+    if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+    std::string q = "\"";
+    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+}
+
 int usage() {
     std::cerr << "usage: patchgrad_grade --tests EXE --root REPO --work DIR [--student] [--exercise NAME FILE]... "
-                 "[--selected NAME]...\n";
+                 "[--selected NAME]... [--csv FILE]\n";
     return 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string tests, root, work;
+    std::string tests, root, work, csv;
     bool student = false;
     std::vector<Exercise> exercises;
     std::set<std::string> selected;
@@ -214,8 +224,8 @@ int main(int argc, char** argv) {
             i += 2;
         } else if (a == "--selected" && i + 1 < argc) {
             selected.insert(argv[++i]);
-        } else if (i + 1 < argc && (a == "--tests" || a == "--root" || a == "--work")) {
-            (a == "--tests" ? tests : a == "--root" ? root : work) = argv[++i];
+        } else if (i + 1 < argc && (a == "--tests" || a == "--root" || a == "--work" || a == "--csv")) {
+            (a == "--tests" ? tests : a == "--root" ? root : a == "--work" ? work : csv) = argv[++i];
         } else {
             return usage();
         }
@@ -300,5 +310,27 @@ int main(int argc, char** argv) {
         std::cout << "  " << exercises[i].name << ": " << outcomes[i].first_failure << "\n";
     }
     std::cout << "\n" << passed << " of " << exercises.size() << " exercises pass\n";
+    if (!csv.empty()) {
+        // For tutorials/tools/grade_handins.sh: one row per exercise, written whole or not at all.
+        const std::string tmp = csv + ".tmp";
+        {
+            std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+            out << "exercise,file,tests,result,max_rel_error,first_failure\n";
+            for (size_t i = 0; i < exercises.size(); ++i)
+                out << csv_field(exercises[i].name) << ',' << csv_field(rows[i][1]) << ',' << outcomes[i].tests << ','
+                    << csv_field(outcomes[i].result) << ',' << csv_field(outcomes[i].max_rel) << ','
+                    << csv_field(outcomes[i].first_failure) << "\n";
+            if (!out.flush()) {
+                std::cerr << "patchgrad_grade: cannot write " << tmp << "\n";
+                return 2;
+            }
+        }
+        std::error_code rename_error;
+        fs::rename(tmp, csv, rename_error);
+        if (rename_error) {
+            std::cerr << "patchgrad_grade: cannot rename " << tmp << " to " << csv << ": " << rename_error.message() << "\n";
+            return 2;
+        }
+    }
     return passed == exercises.size() ? 0 : 1;
 }

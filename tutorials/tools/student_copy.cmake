@@ -23,8 +23,15 @@
 # The default build compiles the originals: the reference solutions. The test
 # tests/tutorials/student_copy_test.cmake runs this script in `cmake -P` mode on a fixture tree.
 
-set(PATCHGRAD_EXERCISES "all" CACHE STRING
-    "Student build: the exercises to stub, a list of exercise names and chapter folders (04_core_ops or 04), or all")
+# A handout (tutorials/tools/handout.sh) names its exercises in tutorials/handout-exercises.txt:
+# they are the default selection there, the one `grade` grades.
+set(_pg_default_selection "all")
+if(EXISTS ${CMAKE_SOURCE_DIR}/tutorials/handout-exercises.txt)
+  file(READ ${CMAKE_SOURCE_DIR}/tutorials/handout-exercises.txt _pg_default_selection)
+  string(STRIP "${_pg_default_selection}" _pg_default_selection)
+endif()
+set(PATCHGRAD_EXERCISES "${_pg_default_selection}" CACHE STRING
+    "The exercises to stub (student build) and to grade: exercise names and chapter folders (04_core_ops or 04), or all")
 set(PATCHGRAD_EXERCISE_NAMES "")
 set(PATCHGRAD_EXERCISE_FILES "")
 set(PATCHGRAD_EXERCISE_SOURCES "")
@@ -201,15 +208,26 @@ function(_patchgrad_stub name rel indent out)
   set(${out} "${indent}// TODO(exercise ${name}): write this part; the task is in ${where}, section Exercises.\n${indent}throw std::logic_error(\"exercise ${name}: not implemented yet (student/${rel})\");\n" PARENT_SCOPE)
 endfunction()
 
-# _patchgrad_sync_student_copy(REL): makes student/REL follow the selection without losing
+# student/.handed-out records what this script did to the copies, one line per copy it created
+# ("REL|-") and per region it turned into a stub ("REL|NAME"). It is how a region holding the
+# reference code is told apart from a student's answer that happens to be identical to it:
+# the first is a region never handed out, the second one that was.
+set(_pg_manifest ${CMAKE_SOURCE_DIR}/student/.handed-out)
+
+# _patchgrad_sync_student_copy(REL): makes student/REL follow the selection and never loses
 # anything a student wrote. A new copy is the original with each selected region's body
-# replaced by a stub. In an existing copy, a selected region that still holds the exact
-# reference code becomes a stub, and a region no longer selected that still holds the exact
-# stub gets the reference code back; a region holding anything else is the student's and is
-# left alone. Appends REL to _pg_created or _pg_updated.
+# replaced by a stub. In an existing copy:
+#   - a selected region is turned into a stub only if it was never handed out (not in the
+#     record) and still holds the exact reference code, and only in a copy the record knows
+#     (a hand-in copied in without its record is all the student's);
+#   - a region no longer selected that still holds the exact, untouched stub gets the
+#     reference code back (and leaves the record);
+#   - anything else is the student's and stays as it is, byte for byte.
+# Appends REL to _pg_created or _pg_updated, and changes _pg_handed_out (the record).
 function(_patchgrad_sync_student_copy rel)
   set(copy_path ${CMAKE_SOURCE_DIR}/student/${rel})
   file(READ ${CMAKE_SOURCE_DIR}/${rel} original)
+  set(record ${_pg_handed_out})
   if(EXISTS ${copy_path})
     file(READ ${copy_path} text)
     set(fresh FALSE)
@@ -219,6 +237,12 @@ function(_patchgrad_sync_student_copy rel)
     string(APPEND text "// over, delete this file and re-run cmake (it copies ${rel} again).\n")
     string(APPEND text "#include <stdexcept>  // std::logic_error, thrown by the exercise stubs\n${original}")
     set(fresh TRUE)
+    list(FILTER record EXCLUDE REGEX "^${rel}\\|")  # a deleted copy's regions start over
+    list(APPEND record "${rel}|-")
+  endif()
+  set(known FALSE)
+  if("${rel}|-" IN_LIST record)
+    set(known TRUE)
   endif()
   set(changes "")
   set(i 0)
@@ -238,11 +262,22 @@ function(_patchgrad_sync_student_copy rel)
       continue()
     endif()
     _patchgrad_stub(${name} ${rel} "${_pg_indent}" stub)
-    if(name IN_LIST PATCHGRAD_STUDENT_EXERCISES AND _pg_body STREQUAL reference)
-      set(text "${_pg_before}${stub}${_pg_after}")
-      list(APPEND changes "stubbed ${name}")
-    elseif(NOT name IN_LIST PATCHGRAD_STUDENT_EXERCISES AND _pg_body STREQUAL stub)
+    set(selected FALSE)
+    if(name IN_LIST PATCHGRAD_STUDENT_EXERCISES)
+      set(selected TRUE)
+    endif()
+    if(selected AND NOT "${rel}|${name}" IN_LIST record AND _pg_body STREQUAL reference)
+      if(known)
+        set(text "${_pg_before}${stub}${_pg_after}")
+        list(APPEND record "${rel}|${name}")
+        list(APPEND changes "stubbed ${name}")
+      else()
+        message(STATUS "PATCHGRAD_STUDENT: student/${rel} was not made by this checkout (no record in "
+                       "student/.handed-out), so its region '${name}' is taken as the student's and left as it is")
+      endif()
+    elseif(NOT selected AND _pg_body STREQUAL stub)
       set(text "${_pg_before}${reference}${_pg_after}")
+      list(REMOVE_ITEM record "${rel}|${name}")
       list(APPEND changes "restored the reference code of ${name}")
     endif()
   endforeach()
@@ -256,11 +291,17 @@ function(_patchgrad_sync_student_copy rel)
     string(REPLACE ";" ", " changes "${changes}")
     set(_pg_updated ${_pg_updated} "student/${rel} (${changes})" PARENT_SCOPE)
   endif()
+  set(_pg_handed_out ${record} PARENT_SCOPE)
 endfunction()
 
 if(PATCHGRAD_STUDENT)
   set(_pg_created "")
   set(_pg_updated "")
+  set(_pg_handed_out "")
+  if(EXISTS ${_pg_manifest})
+    file(STRINGS ${_pg_manifest} _pg_handed_out)
+  endif()
+  set(_pg_record_before "${_pg_handed_out}")
   foreach(_pg_rel ${PATCHGRAD_EXERCISE_SOURCES})
     # A file with a selected exercise gets a copy; an existing copy holds the student's work on
     # earlier exercises, so it stays in use whatever the selection.
@@ -269,6 +310,11 @@ if(PATCHGRAD_STUDENT)
       list(APPEND PATCHGRAD_STUDENT_SOURCES ${_pg_rel})
     endif()
   endforeach()
+  if(NOT "${_pg_handed_out}" STREQUAL "${_pg_record_before}")
+    string(REPLACE ";" "\n" _pg_text "${_pg_handed_out}")
+    file(WRITE ${_pg_manifest}.tmp "${_pg_text}\n")
+    file(RENAME ${_pg_manifest}.tmp ${_pg_manifest})
+  endif()
   list(REMOVE_DUPLICATES PATCHGRAD_STUDENT_SOURCES)
   list(SORT PATCHGRAD_STUDENT_SOURCES)
   list(LENGTH PATCHGRAD_STUDENT_EXERCISES _pg_count)

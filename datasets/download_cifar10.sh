@@ -5,8 +5,9 @@
 #
 #   - Downloads https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz (162 MiB) with
 #     curl -C - (or wget -c): an interrupted download resumes from DEST_DIR/*.part when run again.
-#   - Verifies its MD5 (c32a1d4ab5d03f1284b67883e8d87530) before extracting; on a mismatch it
-#     deletes the download and exits non-zero, leaving no files behind.
+#   - Verifies its MD5 (c32a1d4ab5d03f1284b67883e8d87530) before extracting, with md5sum
+#     (Linux), md5 (macOS) or openssl, whichever is there; on a mismatch it deletes the
+#     download and exits non-zero, leaving no files behind.
 #   - Extracts into a temporary directory inside DEST_DIR and moves the finished folder into
 #     place, so DEST_DIR/cifar-10-batches-bin is never half-extracted.
 #   - Is idempotent: if the six .bin files are already there with 30,730,000 bytes each, it
@@ -50,9 +51,21 @@ if complete "$dest"; then
   exit 0
 fi
 
-for tool in tar md5sum; do
-  command -v "$tool" >/dev/null || die "needs '$tool', which is not installed"
-done
+# The MD5 of file $1, in hex. Linux has md5sum, macOS has md5 (-q: the hash alone), and
+# openssl is nearly everywhere (-r: "hash *file", as md5sum prints it).
+md5_of() {
+  if command -v md5sum >/dev/null; then
+    md5sum "$1" | cut -d' ' -f1
+  elif command -v md5 >/dev/null; then
+    md5 -q "$1"
+  else
+    openssl dgst -md5 -r "$1" | cut -d' ' -f1
+  fi
+}
+
+command -v tar >/dev/null || die "needs 'tar', which is not installed"
+command -v md5sum >/dev/null || command -v md5 >/dev/null || command -v openssl >/dev/null ||
+  die "needs md5sum, md5 or openssl to check the download, and none is installed"
 
 created_root=0
 if [ ! -d "$dest_root" ]; then
@@ -82,7 +95,7 @@ if [ ! -f "$archive" ]; then
   mv "$partial" "$archive"
 fi
 
-actual=$(md5sum "$archive" | cut -d' ' -f1)
+actual=$(md5_of "$archive") || die "cannot compute the MD5 of $archive"
 if [ "$actual" != "$md5" ]; then
   rm -f "$archive" "$partial"
   die "$archive has MD5 $actual, expected $md5 (corrupt or wrong download; removed it, run again)"

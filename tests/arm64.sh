@@ -26,7 +26,7 @@ fi
 build=${BUILD_DIR:-build-arm64}
 cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE="$PWD/tests/aarch64-linux-gnu.cmake" -DCMAKE_BUILD_TYPE=Release \
   -DPATCHGRAD_BUILD_TUTORIALS=OFF -DPATCHGRAD_WERROR=ON
-cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" --target patchgrad_tests32 patchgrad_tests64 patchgrad
+cmake --build "$build" -j "$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)" --target patchgrad_tests32 patchgrad_tests64 patchgrad
 
 run() { qemu-aarch64-static -L /usr/aarch64-linux-gnu "$@"; }
 echo "== the CPU as the binary sees it"

@@ -14,5 +14,5 @@ install_missing tests/run.sh cmake g++ make curl catch2
 
 build=${BUILD_DIR:-build}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" "$@"
-cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)"
-ctest --test-dir "$build" --output-on-failure -j "$(nproc 2>/dev/null || echo 2)"
+cmake --build "$build" -j "$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)"
+ctest --test-dir "$build" --output-on-failure -j "$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)"

@@ -16,7 +16,7 @@ install_missing vit/scripts/train.sh cmake g++ make curl
 
 build=${BUILD_DIR:-build-native}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPATCHGRAD_NATIVE=ON -DPATCHGRAD_BUILD_TESTS=OFF >/dev/null
-cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" --target patchgrad
+cmake --build "$build" -j "$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)" --target patchgrad
 
 has_data_flag=false
 for arg in "$@"; do

@@ -5,8 +5,8 @@
 // over the training set. The standard CIFAR-10 constants are the training set's own
 // per-channel statistics over all 50,000 × 1,024 pixels (channel_stats computes them for
 // any set). The often-copied std (0.2023, 0.1994, 0.2010) is not that statistic (it is
-// smaller than the pixel std); we use the pixel std (0.2470, 0.2435, 0.2616) like timm's
-// CIFAR configurations.
+// smaller than the pixel std); we use the pixel std (0.2470, 0.2435, 0.2616), which
+// channel_stats gives on the training set. (timm ships no CIFAR constants, only ImageNet's.)
 #pragma once
 
 #include <array>

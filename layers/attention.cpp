@@ -33,12 +33,12 @@ namespace {
 // [N] added to every row of the scores: 0 for a visible key, -inf for a hidden patch, so
 // exp(-inf - max) = 0 and a hidden patch gets exactly zero weight. The class token (key 0)
 // is always visible, which keeps every row's maximum finite.
-// Only keys are masked. Seed 003's OptionalMask also fills the rows of hidden queries
+// Only keys are masked. The ViT notebook's OptionalMask also fills the rows of hidden queries
 // (mask[:, None, :] * mask[:, :, None]) with -finfo.max, which makes such a row uniform over
 // all tokens, hidden ones included; that row is only a hidden patch's own output, which no
-// visible token reads, so masking the keys suffices. (Seed 003's MultiHeadAttention never
-// passes its mask on to ScaledDotProductAttention, and builds that with inner_dim, i.e.
-// scales by 1/sqrt(heads * dim_head) instead of 1/sqrt(dim_head).)
+// visible token reads, so masking the keys suffices. (The ViT notebook's MultiHeadAttention
+// never passes its mask on to ScaledDotProductAttention, and builds that with inner_dim,
+// i.e. scales by 1/sqrt(heads * dim_head) instead of 1/sqrt(dim_head).)
 // [snippet:key-mask-bias]
 Tensor key_mask_bias(const std::vector<bool>& patch_mask, int64_t N) {
     std::vector<real> bias(N, 0);
@@ -53,13 +53,13 @@ Tensor key_mask_bias(const std::vector<bool>& patch_mask, int64_t N) {
 // A = softmax(q k^T / sqrt(D_h))). The entries of q k^T are sums of head_dim products, so
 // with unit-variance q and k their variance is head_dim; dividing by sqrt(head_dim) brings
 // it back to ~1 and keeps the softmax out of saturation, where it is nearly one-hot and
-// its gradient vanishes. Seed 002 writes softmax(q k^T) / sqrt(emb_size) instead: scaling
-// after the softmax does nothing about saturation (the logits stay large), only shrinks
-// every weight, so the rows of A sum to 1/sqrt(D) instead of 1 and the output is no longer
-// a weighted average of the values; and the scale belongs to the per-head size D_h, not to
-// the model size D (tests/layers/test_attention.cpp, "[seeds]", shows both numerically).
-// (Seed 002's mask line, energy.mask_fill(~mask, ...), calls no torch method — it would be
-// masked_fill_, in place — so its mask never takes effect.)
+// its gradient vanishes. Visual Transformer in CV writes softmax(q k^T) / sqrt(emb_size)
+// instead: scaling after the softmax does nothing about saturation (the logits stay large),
+// only shrinks every weight, so the rows of A sum to 1/sqrt(D) instead of 1 and the output
+// is no longer a weighted average of the values; and the scale belongs to the per-head size
+// D_h, not to the model size D (tests/layers/test_attention.cpp, "[documents]", shows both
+// numerically). (Its mask line, energy.mask_fill(~mask, ...), calls no torch method — it
+// would be masked_fill_, in place — so its mask never takes effect.)
 Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<bool>& patch_mask) {
     if (x.dim() != 3 || x.size(2) != dim)
         throw std::invalid_argument("MultiHeadSelfAttention: expected x of shape [B, N, " + std::to_string(dim) +
@@ -91,7 +91,7 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<bool>&
 // Backward through O = A v, A = softmax(S), S = q k^T / sqrt(d), one step at a time:
 //   dv = A^T dO                          (O = A v: the matmul rule)
 //   dA = dO v^T
-//   dS = A * (dA - rowsum(dA * A))       (softmax's Jacobian-vector product, per row)
+//   dS = A * (dA - rowsum(dA * A))       (softmax's vector-Jacobian product, per row)
 //   dq = dS k / sqrt(d),  dk = dS^T q / sqrt(d)
 AttentionGradients attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& d_out) {
     if (q.dim() < 2 || k.dim() != q.dim() || v.dim() != q.dim() || d_out.dim() != q.dim())

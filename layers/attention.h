@@ -1,6 +1,6 @@
 // attention.h — multi-head self-attention (MSA), the "MSA" of the ViT paper's eq. (2).
 //
-//   qkv = x W_qkv + b_qkv                      one fused projection D -> 3D (seed 000 §2-5-1)
+//   qkv = x W_qkv + b_qkv                      one fused projection D -> 3D (ViT from scratch §2-5-1)
 //   q, k, v = split into `heads` heads of head_dim = D / heads
 //   A = softmax(q k^T / sqrt(head_dim))        [B, heads, N, N], each row sums to 1
 //   out = concat_heads(A v) W_proj + b_proj
@@ -28,8 +28,8 @@ public:
 
     // [snippet:msa-forward-declaration]
     // x [B, N, D] -> [B, N, D]. Token 0 is the class token. `patch_mask` is empty (attend
-    // everywhere) or holds one entry per patch (N - 1 entries, true = visible), like seed
-    // 003's OptionalMask: no token attends to a hidden patch. The class token is always
+    // everywhere) or holds one entry per patch (N - 1 entries, true = visible), like the ViT
+    // notebook's OptionalMask: no token attends to a hidden patch. The class token is always
     // visible, so every row of A keeps at least one position and the softmax is defined.
     Tensor forward(const Tensor& x, const std::vector<bool>& patch_mask = {});
     // [/snippet:msa-forward-declaration]

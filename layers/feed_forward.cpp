@@ -6,8 +6,8 @@
 namespace patchgrad {
 
 // int(dim * mlp_ratio) truncates exactly like timm's Mlp, so both build the same shapes.
-// (Seed 000's ViTBlock computes self.mlp_hidden_dim but then builds its Linear layers from
-// the mlp_hidden_dim argument, which is None whenever only mlp_ratio is given.)
+// (ViT from scratch's ViTBlock computes self.mlp_hidden_dim but then builds its Linear layers
+// from the mlp_hidden_dim argument, which is None whenever only mlp_ratio is given.)
 // [snippet:mlp-hidden-dim]
 int64_t mlp_hidden_dim(int64_t dim, int64_t mlp_dim, real mlp_ratio) {
     if (mlp_dim > 0) return mlp_dim;
@@ -28,12 +28,10 @@ FeedForward::FeedForward(int64_t dim, int64_t hidden_dim, real dropout, Rng& rng
     drop2 = register_module("drop2", std::make_shared<Dropout>(dropout, dropout_rng));
 }
 
-// [snippet:feed-forward-forward]
+// [snippet:mlp-forward]
 Tensor FeedForward::forward(const Tensor& x) {
-    // [exercise:feed-forward-forward]
-    return (*drop2)((*fc2)((*drop1)((*act)((*fc1)(x)))));
-    // [/exercise:feed-forward-forward]
+    return (*drop2)((*fc2)((*drop1)((*act)((*fc1)(x)))));  // [..., D] -> [..., F] -> [..., D]
 }
-// [/snippet:feed-forward-forward]
+// [/snippet:mlp-forward]
 
 }  // namespace patchgrad

@@ -1,7 +1,7 @@
 // feed_forward.h — the Transformer's MLP: Linear -> GELU -> Dropout -> Linear -> Dropout.
 //
-// "The MLP contains two layers with a GELU non-linearity" (ViT paper, eq. 3); seed 000's
-// ViTBlock and seed 003's FeedForward. Children are named like timm's Mlp ("fc1", "act",
+// "The MLP contains two layers with a GELU non-linearity" (ViT paper, eq. 3); ViT from
+// scratch's ViTBlock and the ViT notebook's FeedForward. Children are named like timm's Mlp ("fc1", "act",
 // "drop1", "fc2", "drop2") so the parameters are blocks.N.mlp.fc1.weight etc.
 #pragma once
 
@@ -16,7 +16,7 @@
 
 namespace patchgrad {
 
-// The MLP's hidden size as seed 000's ViTBlock takes it: `mlp_dim` when given (> 0),
+// The MLP's hidden size as ViT from scratch's ViTBlock takes it: `mlp_dim` when given (> 0),
 // otherwise dim * mlp_ratio (timm's convention, e.g. 768 * 4 = 3072).
 int64_t mlp_hidden_dim(int64_t dim, int64_t mlp_dim, real mlp_ratio);
 

@@ -1,7 +1,7 @@
 // linear.h — y = x W^T + b, the affine map every ViT projection is made of.
 //
 // The weight is stored [out_features, in_features] like torch.nn.Linear, so a PyTorch
-// state_dict loads without transposing. Initialisation follows timm and seed 004:
+// state_dict loads without transposing. Initialisation follows timm and ViTs Explained:
 // weight ~ truncated normal (std 0.02, cut at ±2), bias = 0.
 #pragma once
 

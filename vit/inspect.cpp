@@ -489,8 +489,7 @@ Image patches_picture(const Image& image, const PatchGrid& grid, const std::stri
     const Image right =
         titled({"the token sequence x_p^1 ... x_p^" + str(grid.size()) + ", row by row (the class token is prepended)"},
                patchgrad::grid(tiles, columns, 6), 0);
-    return pad(titled({caption, str(grid.size()) + " patches of " + str(grid.patch) + "x" + str(grid.patch) +
-                                    " pixels (seed 000 section 2-1)"},
+    return pad(titled({caption, str(grid.size()) + " patches of " + str(grid.patch) + "x" + str(grid.patch) + " pixels"},
                       hconcat({left, right}, 24, kWhite)), kMargin);
 }
 

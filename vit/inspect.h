@@ -130,7 +130,7 @@ std::vector<Tensor> record_attention_maps(VisionTransformer& model, const Tensor
 // std::invalid_argument for an index out of range or a channel count other than 1 or 3.
 Image to_image(const ImageSet& set, int64_t index);
 
-// patches.png (seed 000 §2-1): the image enlarged with the patch grid drawn and every patch
+// patches.png (ViT from scratch §2-1): the image enlarged with the patch grid drawn and every patch
 // numbered, beside the patches laid out as the token sequence 1..N that the Patcher makes.
 Image patches_picture(const Image& image, const PatchGrid& grid, const std::string& caption);
 

@@ -1,11 +1,11 @@
-// patch_embedding.h — step 2 of the ViT (seed 000 §2-2): the trainable linear projection E
-// that maps every flattened patch to D dimensions, x_p^i E in the paper's eq. (1).
+// patch_embedding.h — step 2 of the ViT (ViT from scratch §2-2): the trainable linear
+// projection E that maps every flattened patch to D dimensions, x_p^i E in the paper's eq. (1).
 //
 //   images [B, C, H, W] --Patcher--> [B, N, C*P*P] --proj (Linear C*P*P -> D)--> [B, N, D]
 //
-// Conv2d form. Seeds 000 and 002 note that the same map is a Conv2d(C, D, kernel_size=P,
-// stride=P): each output pixel of that convolution is the dot product of one patch with one
-// filter, which is what a row of `proj` computes. timm implements it as that conv, so its
+// Conv2d form. ViT from scratch and Visual Transformer in CV note that the same map is a
+// Conv2d(C, D, kernel_size=P, stride=P): each output pixel of that convolution is the dot
+// product of one patch with one filter, which is what a row of `proj` computes. timm implements it as that conv, so its
 // weight is patch_embed.proj.weight [D, C, P, P], while ours is [D, C*P*P]. The two are the
 // same numbers in the same row-major order (the Patcher flattens a patch as c, i, j, like the
 // kernel's [C, P, P]), so moving weights between patchgrad and PyTorch is one reshape:
@@ -13,9 +13,9 @@
 //   ours = timm.reshape(D, C*P*P)          timm = ours.reshape(D, C, P, P)
 //
 // The bias [D] is identical. tests/vit/test_patch_embedding.cpp checks the equivalence with
-// a direct convolution loop. (Seeds 002 and 003 flatten patches as (p1 p2 c) with einops
-// instead; that is the same model up to a permutation of E's columns, so their weights would
-// need a permute, not just a reshape.)
+// a direct convolution loop. (Visual Transformer in CV and the ViT notebook flatten patches
+// as (p1 p2 c) with einops instead; that is the same model up to a permutation of E's
+// columns, so their weights would need a permute, not just a reshape.)
 #pragma once
 
 #include <memory>

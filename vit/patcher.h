@@ -1,4 +1,4 @@
-// patcher.h — step 1 of the ViT (seed 000 §2-1): cut the image into P x P patches and
+// patcher.h — step 1 of the ViT (ViT from scratch §2-1): cut the image into P x P patches and
 // flatten every patch into one row.
 //
 //   images [B, C, H, W] --unfold(kernel = stride = P)--> [B, C*P*P, N] --permute--> [B, N, C*P*P]
@@ -8,9 +8,9 @@
 // torch.nn.functional.unfold, which is also how a conv kernel [C, P, P] is laid out in memory
 // (see patch_embedding.h for why that matters).
 //
-// Seed 004's Patch_Tokenization.forward writes `split(x).transpose(1,0)`, which swaps the batch
-// and feature axes ([C*P*P, B, N]); its own step-by-step example uses `transpose(2,1)`, the
-// permute done here.
+// ViTs Explained's Patch_Tokenization.forward writes `split(x).transpose(1,0)`, which swaps
+// the batch and feature axes ([C*P*P, B, N]); its own step-by-step example uses
+// `transpose(2,1)`, the permute done here.
 #pragma once
 
 #include "layers/module.h"

@@ -1,17 +1,18 @@
-// positional_encoding.h — step 4 of the ViT (seed 000 §2-4): E_pos, added to the sequence
-// [x_class; x_p^1 E; ...; x_p^N E] so that the Transformer knows where each patch came from
-// (the paper's eq. (1)). One row per position: row 0 is the class token, rows 1..N the
+// positional_encoding.h — step 4 of the ViT (ViT from scratch §2-4): E_pos, added to the
+// sequence [x_class; x_p^1 E; ...; x_p^N E] so that the Transformer knows where each patch
+// came from (the paper's eq. (1)). One row per position: row 0 is the class token, rows 1..N the
 // patches in the Patcher's row-major order.
 //
 // Two kinds:
-//  - learnable (the paper, seeds 001-003, timm): a parameter [1, N+1, D], initialised
-//    trunc_normal(std 0.02) like timm and seed 004's _init_weights;
-//  - fixed sinusoidal (seed 000's PositionalEncoder with learnable=False, seed 004's
-//    get_sinusoid_encoding), not trained:
+//  - learnable (the paper, the ViT study notes, Visual Transformer in CV, the ViT notebook,
+//    timm): a parameter [1, N+1, D], initialised trunc_normal(std 0.02) like timm and ViTs
+//    Explained's _init_weights;
+//  - fixed sinusoidal (ViT from scratch's PositionalEncoder with learnable=False, ViTs
+//    Explained's get_sinusoid_encoding), not trained:
 //        PE(pos, 2i)   = sin(pos / 10000^(2i/D))
 //        PE(pos, 2i+1) = cos(pos / 10000^(2i/D))
-//    Seed 000's commented-out "Method 1" loop writes sin into the odd dimensions too, so
-//    every pair of columns would be identical; its "Method 2" (and this file) use cos there.
+//    ViT from scratch's commented-out "Method 1" loop writes sin into the odd dimensions too,
+//    so every pair of columns would be identical; its "Method 2" (and this file) use cos there.
 //
 // Parameter names. timm keeps `pos_embed` (and `cls_token`) as top-level parameters of the
 // VisionTransformer, not inside a submodule, so a PositionalEncoding is a plain value (the

@@ -105,7 +105,7 @@ std::string ModelSummary::table() const {
        << dashes << "\n"
        << "Includes cls_token and pos_embed (" << with_thousands(parameters_outside_layers())
        << " here), parameters outside any layer.\n"
-       << "torchsummary counts only layer weights: seed 002's ViT-B/16 table totals 86,415,592,\n"
+       << "torchsummary counts only layer weights: its table for ViT-B/16 totals 86,415,592,\n"
        << "which is 86,567,656 minus the class token and position embedding (768 + 197 x 768 = 152,064).\n";
     return os.str();
 }

@@ -8,7 +8,7 @@
 //
 // Unlike torchsummary, the total includes the parameters that belong to no layer: cls_token
 // and pos_embed. torchsummary only counts the weights and biases of layers, which is why
-// seed 002's table for ViT-B/16 ends at 86,415,592: that is 86,567,656 (timm's
+// Visual Transformer in CV's table for ViT-B/16 ends at 86,415,592: that is 86,567,656 (timm's
 // vit_base_patch16_224) minus cls_token (768) and pos_embed (197 x 768), 152,064 parameters.
 #pragma once
 

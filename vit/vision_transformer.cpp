@@ -131,8 +131,8 @@ void validate(const ViTConfig& c) {
         throw std::invalid_argument(who + "the MLP size dim " + std::to_string(c.dim) + " x mlp_ratio " +
                                     std::to_string(c.mlp_ratio) + " is more than a 64-bit integer holds");
     // Every count the model multiplies out must fit int64_t: wrapped around, a size of 2^64
-    // patches reads as 0 and the model as tiny (seed 000's sizes never get near this, but a
-    // flag or a checkpoint's metadata can ask for anything).
+    // patches reads as 0 and the model as tiny (ViT from scratch's sizes never get near this,
+    // but a flag or a checkpoint's metadata can ask for anything).
     try {
         check_sizes(c);
     } catch (const std::invalid_argument& e) {
@@ -272,9 +272,10 @@ Tensor VisionTransformer::forward(const Tensor& images, const std::vector<bool>&
     check_input(images, patch_mask);
     // After the blocks: pooling, then LN. For "cls" this is eq. (4), y = LN(z_L^0) (timm
     // normalises every token and then picks token 0, which is the same since LN acts on each
-    // token alone). "mean" averages all N+1 tokens, the class token included, like seed 001's
-    // formula and lucidrains' x.mean(dim=1) (timm's global_pool="avg" leaves the class token
-    // out), and normalises the mean, like seeds 002/003's heads and timm's fc_norm.
+    // token alone). "mean" averages all N+1 tokens, the class token included, like the ViT study
+    // notes' formula and lucidrains' x.mean(dim=1) (timm's global_pool="avg" leaves the class
+    // token out), and normalises the mean, like the heads of Visual Transformer in CV and the
+    // ViT notebook and timm's fc_norm.
     // [exercise:vit-pooling]
     const int64_t B = images.size(0), D = config.dim;
     Tensor x = patch_embed->forward(images);                    // [B, N, D]: x_p^i E

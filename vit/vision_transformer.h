@@ -1,4 +1,5 @@
-// vision_transformer.h — the whole ViT (seed 000 §2-3 to §2-8), the paper's eqs. (1)-(4):
+// vision_transformer.h — the whole ViT (ViT from scratch §2-3 to §2-8), the paper's eqs.
+// (1)-(4):
 //
 //   z_0  = [x_class; x_p^1 E; ...; x_p^N E] + E_pos      (1)  patch_embed, cls_token, pos_embed
 //   z'_l = MSA(LN(z_{l-1})) + z_{l-1}                    (2)  blocks.l (vit_block.h)
@@ -12,15 +13,16 @@
 //   blocks.{l}.norm1, blocks.{l}.attn.qkv [3D, D], blocks.{l}.attn.proj, blocks.{l}.norm2,
 //   blocks.{l}.mlp.fc1 [hidden, D], blocks.{l}.mlp.fc2, norm, [pre_logits.fc], head [K, D].
 //
-// Where this differs from seed 000's VisionTransformer, on purpose:
-//  - num_patches is an integer ((H/P) * (W/P)); seed 000's (image_size / patch_size) ** 2 is
-//    a Python float, which nn.Parameter sizes reject. Non-square images are allowed.
-//  - the final LayerNorm of eq. (4) is applied; seed 000 feeds z_L^0 straight to the head.
-//  - cls_token is drawn from trunc_normal(std 0.02) (timm, seed 004), not torch.rand's [0, 1).
-//  - the position embedding is learnable by default, as in the paper (seed 000 defaults to
-//    its fixed sinusoidal PositionalEncoder).
+// Where this differs from ViT from scratch's VisionTransformer, on purpose:
+//  - num_patches is an integer ((H/P) * (W/P)); its (image_size / patch_size) ** 2 is a
+//    Python float, which nn.Parameter sizes reject. Non-square images are allowed.
+//  - the final LayerNorm of eq. (4) is applied; it feeds z_L^0 straight to the head.
+//  - cls_token is drawn from trunc_normal(std 0.02) (timm, ViTs Explained), not from
+//    torch.rand's [0, 1).
+//  - the position embedding is learnable by default, as in the paper (ViT from scratch
+//    defaults to its fixed sinusoidal PositionalEncoder).
 //  - the pre-training head is one hidden layer with tanh (see PreLogits), and ViT-H has
-//    MLP size 5120 as in the paper's Table 1 (seed 000's ViT_Huge says 4096).
+//    MLP size 5120 as in the paper's Table 1 (ViT from scratch's ViT_Huge says 4096).
 #pragma once
 
 #include <cstdint>
@@ -55,14 +57,14 @@ struct ViTConfig {
     int64_t mlp_dim = 0;    // the MLP's hidden size; 0 = dim * mlp_ratio
     real mlp_ratio = 4;
     int64_t num_classes = 1000;
-    std::string pool = "cls";    // "cls": z_L^0 (paper eq. 4); "mean": the mean of all tokens (seed 001)
+    std::string pool = "cls";    // "cls": z_L^0 (paper eq. 4); "mean": the mean of all tokens (ViT study notes)
     std::string head = "linear";  // "linear": fine-tuning head; "mlp": pre-training head (tanh hidden layer)
     real dropout = 0;        // after the attention projection and inside the MLP
     real emb_dropout = 0;    // on z_0 (timm's pos_drop)
     real attn_dropout = 0;   // on the attention weights
     real drop_path = 0;      // stochastic depth of the last block; block l gets drop_path * l / (depth - 1)
     bool qkv_bias = true;
-    bool learnable_pos_embed = true;  // false: fixed sinusoidal (seed 000)
+    bool learnable_pos_embed = true;  // false: fixed sinusoidal (ViT from scratch)
     GeluApproximation gelu = GeluApproximation::None;
     real layer_norm_eps = 1e-6;  // timm's ViT uses 1e-6 (PyTorch's LayerNorm default is 1e-5)
 
@@ -106,8 +108,8 @@ std::string describe(const ViTConfig& config);
 ViTConfig vit_config(const std::string& name);
 std::vector<std::string> vit_config_names();
 
-// The encoder: L ViTBlocks applied in turn, z_l = block_l(z_{l-1}) (seed 000's nn.ModuleList
-// `layers`, timm's `blocks`). Children are named "0".."L-1": blocks.3.attn.qkv.weight.
+// The encoder: L ViTBlocks applied in turn, z_l = block_l(z_{l-1}) (ViT from scratch's
+// nn.ModuleList `layers`, timm's `blocks`). Children are named "0".."L-1": blocks.3.attn.qkv.weight.
 class TransformerEncoder : public Layer {
 public:
     std::string type_name() const override { return "TransformerEncoder"; }
@@ -121,9 +123,9 @@ public:
 
 // The pre-training head's hidden layer, "an MLP with one hidden layer" (paper §3.1): Linear
 // then tanh, named like timm's pre_logits (fc, act) for the ImageNet-21k checkpoints, whose
-// hidden size (representation_size) is D. Seed 000's is_pretrain head stacks three nn.Linear
-// with nothing between them: a composition of affine maps is one affine map, so that head is
-// no more expressive than a single Linear (tests/vit/test_vision_transformer.cpp).
+// hidden size (representation_size) is D. ViT from scratch's is_pretrain head stacks three
+// nn.Linear with nothing between them: a composition of affine maps is one affine map, so that
+// head is no more expressive than a single Linear (tests/vit/test_vision_transformer.cpp).
 // [snippet:pre-logits]
 class PreLogits : public Layer {
 public:
@@ -146,8 +148,8 @@ public:
     std::string type_name() const override { return "VisionTransformer"; }
 
     // images [B, C, H, W] -> logits [B, num_classes]. patch_mask: empty, or one entry per
-    // patch (true = visible); hidden patches cannot be attended to (seed 003's mask). Mean
-    // pooling still averages every token.
+    // patch (true = visible); hidden patches cannot be attended to (the ViT notebook's mask).
+    // Mean pooling still averages every token.
     Tensor forward(const Tensor& images, const std::vector<bool>& patch_mask);
     Tensor forward(const Tensor& images) override { return forward(images, {}); }
 

@@ -1,5 +1,5 @@
-// vit_block.h — one Transformer encoder layer of the ViT (seed 000 §2-5-2), the paper's
-// equations (2) and (3) with pre-norm residual connections:
+// vit_block.h — one Transformer encoder layer of the ViT (ViT from scratch §2-5-2), the
+// paper's equations (2) and (3) with pre-norm residual connections:
 //
 //   z'_l = MSA(LN(z_{l-1})) + z_{l-1}        (2)
 //   z_l  = MLP(LN(z'_l))    + z'_l           (3)
@@ -7,7 +7,7 @@
 // While training, stochastic depth (drop_path1, drop_path2) may drop either branch for a
 // whole sample, leaving only its residual path.
 //
-// Seed 000's ViTBlock.forward computes the second line as
+// ViT from scratch's ViTBlock.forward computes the second line as
 //   out = self.feedforward(self.layernorm2(x)) + out
 // i.e. it normalises the block's input x instead of z'_l, so the MLP never sees what the
 // attention just wrote; tests/vit/test_vit_block.cpp shows the two differ and that ours is

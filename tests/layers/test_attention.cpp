@@ -20,7 +20,7 @@ struct NaiveAttention {
 
 // Attention the long way, one head and one query at a time. Head h's query is columns
 // h*hd .. h*hd+hd-1 of the first D outputs of qkv, its key the same columns of the next D,
-// its value of the last D (the [B, N, 3, heads, head_dim] split of seed 000 and timm).
+// its value of the last D (the [B, N, 3, heads, head_dim] split of ViT from scratch and timm).
 // A hidden key is skipped in the softmax's sum instead of being masked with -inf.
 NaiveAttention naive_attention(const Tensor& x, const MultiHeadSelfAttention& msa, const std::vector<bool>& mask = {}) {
     const int64_t B = x.size(0), N = x.size(1), D = x.size(2), H = msa.heads, hd = D / H;
@@ -113,8 +113,9 @@ TEST_CASE("MultiHeadSelfAttention: forward matches a naive per-head reference",
     }
 }
 
-TEST_CASE("MultiHeadSelfAttention: scale 1/sqrt(head_dim) before the softmax, not after it by sqrt(D) as in seed 002",
-          "[layer:MultiHeadSelfAttention][seeds][ex:attention-forward]") {
+TEST_CASE("MultiHeadSelfAttention: scale 1/sqrt(head_dim) before the softmax, not after it by sqrt(D) as in "
+          "Visual Transformer in CV",
+          "[layer:MultiHeadSelfAttention][documents][ex:attention-forward]") {
     // Ours: A = softmax(q k^T / sqrt(head_dim)), rows sum to 1 and equal the naive per-head reference.
     Rng rng(62);
     auto msa = make_msa(8, 2, rng);
@@ -126,28 +127,28 @@ TEST_CASE("MultiHeadSelfAttention: scale 1/sqrt(head_dim) before the softmax, no
     require_close(A, from_doubles({2, 2, 6, 6}, ref.attn), 1e-12);
     const double D = 8;
     for (int64_t row = 0; row < 2 * 2 * 6; ++row) {
-        double ours = 0, seed002 = 0, top = 0;
+        double ours = 0, scaled_after = 0, top = 0;
         for (int64_t j = 0; j < 6; ++j) top = std::max(top, ref.scores[row * 6 + j]);
         double total = 0;
         for (int64_t j = 0; j < 6; ++j) total += std::exp(ref.scores[row * 6 + j] - top);
         for (int64_t j = 0; j < 6; ++j) {
             ours += A.data()[row * 6 + j];
-            seed002 += std::exp(ref.scores[row * 6 + j] - top) / total / std::sqrt(D);  // softmax(s) / sqrt(D)
+            scaled_after += std::exp(ref.scores[row * 6 + j] - top) / total / std::sqrt(D);  // softmax(s) / sqrt(D)
         }
         CHECK(ours == Approx(1).epsilon(1e-12));
-        // Seed 002's rows sum to 1/sqrt(D) ~ 0.354: not a weighted average of the values any more.
-        CHECK(seed002 == Approx(1 / std::sqrt(D)).epsilon(1e-12));
-        CHECK(std::abs(seed002 - 1) > 0.5);
+        // Visual Transformer in CV's rows sum to 1/sqrt(D) ~ 0.354: no longer a weighted average.
+        CHECK(scaled_after == Approx(1 / std::sqrt(D)).epsilon(1e-12));
+        CHECK(std::abs(scaled_after - 1) > 0.5);
     }
 
     // Why before: with unit-variance q and k of size d = 64 the logits q.k have variance ~64;
     // the softmax of such logits is nearly one-hot and its Jacobian (trace sum a(1-a))
     // nearly 0, so little gradient flows. Dividing the logits by sqrt(d) restores variance
-    // ~1. Dividing the softmax's OUTPUT (seed 002) leaves the saturation exactly as it was:
+    // ~1. Dividing the softmax's OUTPUT (Visual Transformer in CV) leaves the saturation as it was:
     // its largest weight relative to its row sum is the unscaled one.
     Rng normal_rng(63);
     const int64_t d = 64, N = 16, rows = 200;
-    double var_raw = 0, var_scaled = 0, top_raw = 0, top_scaled = 0, top_seed002 = 0, trace_raw = 0, trace_scaled = 0;
+    double var_raw = 0, var_scaled = 0, top_raw = 0, top_scaled = 0, top_scaled_after = 0, trace_raw = 0, trace_scaled = 0;
     for (int64_t r = 0; r < rows; ++r) {
         std::vector<double> q(d), s(N);
         for (double& v : q) v = normal_rng.normal();
@@ -168,11 +169,11 @@ TEST_CASE("MultiHeadSelfAttention: scale 1/sqrt(head_dim) before the softmax, no
             const double top_a = *std::max_element(a.begin(), a.end());
             if (scale == 1.0) {
                 var_raw += var / rows, top_raw += top_a / rows, trace_raw += trace / rows;
-                std::vector<double> seed(a);
-                for (double& v : seed) v /= std::sqrt(double(d));
-                double seed_total = 0;
-                for (double v : seed) seed_total += v;
-                top_seed002 += *std::max_element(seed.begin(), seed.end()) / seed_total / rows;
+                std::vector<double> after(a);
+                for (double& v : after) v /= std::sqrt(double(d));
+                double after_total = 0;
+                for (double v : after) after_total += v;
+                top_scaled_after += *std::max_element(after.begin(), after.end()) / after_total / rows;
             } else {
                 var_scaled += var / rows, top_scaled += top_a / rows, trace_scaled += trace / rows;
             }
@@ -182,7 +183,7 @@ TEST_CASE("MultiHeadSelfAttention: scale 1/sqrt(head_dim) before the softmax, no
     CHECK(var_scaled == Approx(1).margin(0.2));
     CHECK(top_raw > 0.7);          // saturated: ~0.84 of each row on one key
     CHECK(top_scaled < 0.4);       // ~0.24
-    CHECK(top_seed002 == Approx(top_raw).epsilon(1e-12));
+    CHECK(top_scaled_after == Approx(top_raw).epsilon(1e-12));
     CHECK(trace_raw < 0.4);        // ~0.23
     CHECK(trace_scaled > 0.7);     // ~0.87
 }

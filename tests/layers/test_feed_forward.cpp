@@ -9,7 +9,7 @@
 namespace patchgrad {
 using namespace patchgrad::test;
 
-TEST_CASE("mlp_hidden_dim: mlp_dim when given, else dim * mlp_ratio (seed 000's ViTBlock arguments)",
+TEST_CASE("mlp_hidden_dim: mlp_dim when given, else dim * mlp_ratio (ViT from scratch's ViTBlock arguments)",
           "[layer:FeedForward]") {
     CHECK(mlp_hidden_dim(768, 3072, 4) == 3072);
     CHECK(mlp_hidden_dim(768, 0, 4) == 3072);
@@ -53,7 +53,7 @@ TEST_CASE("FeedForward: children fc1, act, drop1, fc2, drop2 and parameters name
     CHECK(mlp.drop2->p == Approx(0.1));
 }
 
-TEST_CASE("FeedForward: forward is fc2(GELU(fc1(x))) in eval mode, both GELU forms", "[layer:FeedForward][forward][ex:feed-forward-forward]") {
+TEST_CASE("FeedForward: forward is fc2(GELU(fc1(x))) in eval mode, both GELU forms", "[layer:FeedForward][forward]") {
     Rng rng(42);
     for (GeluApproximation a : {GeluApproximation::None, GeluApproximation::Tanh}) {
         FeedForward mlp(5, 7, 0.5, rng, std::make_shared<Rng>(43), a);
@@ -69,7 +69,7 @@ TEST_CASE("FeedForward: forward is fc2(GELU(fc1(x))) in eval mode, both GELU for
     }
 }
 
-TEST_CASE("FeedForward: train/eval reaches both dropouts", "[layer:FeedForward][ex:feed-forward-forward]") {
+TEST_CASE("FeedForward: train/eval reaches both dropouts", "[layer:FeedForward]") {
     Rng rng(44);
     auto dropout_rng = std::make_shared<Rng>(45);
     FeedForward mlp(4, 8, 0.5, rng, dropout_rng);
@@ -99,7 +99,7 @@ TEST_CASE("FeedForward: train/eval reaches both dropouts", "[layer:FeedForward][
 }
 
 TEST_CASE("FeedForward: gradcheck w.r.t. input and every parameter, in training with dropout",
-          "[layer:FeedForward][gradcheck][ex:feed-forward-forward]") {
+          "[layer:FeedForward][gradcheck]") {
     Rng rng(47);
     auto dropout_rng = std::make_shared<Rng>(48);
     for (GeluApproximation a : {GeluApproximation::None, GeluApproximation::Tanh}) {

@@ -1,6 +1,8 @@
 // test_check_chapter.cpp — the rules tutorials/tools/check_chapter.cpp enforces on chapters:
 // marked C++ blocks, snippets equal to their source regions, output blocks found in the
-// program's stdout with numeric tolerance. Tests the logic directly, without files or processes.
+// program's stdout with numeric tolerance and in the section of their program heading,
+// "section N" references, exercise names and items, and the index's list of chapters with
+// exercises. Tests the logic directly, without files or processes.
 #include <string>
 #include <vector>
 
@@ -227,6 +229,125 @@ TEST_CASE("tutorials: tokens split numbers from words and punctuation", "[tutori
     CHECK_FALSE(lines_match("a = 1", "a = 1.001", false));
     CHECK(lines_match("a = 1", "a = 1.0000000001", false));
     CHECK_FALSE(lines_match("a b", "ab", false));
+}
+
+TEST_CASE("tutorials: output stands in the section whose number its program heading carries", "[tutorials][checker]") {
+    const std::vector<std::string> output = {"preamble", "", "== 1. storage ==", "t = 1", "", "== 2. views ==", "v = 2",
+                                             "w = 3"};
+    auto check = [&](const std::string& markdown) {
+        std::vector<Problem> problems;
+        const std::vector<Fence> fences = parse_fences(markdown, "chapter.md", problems);
+        const auto found = check_output_blocks(fences, output, "tutorial_00_demo", "chapter.md", "stdout", problems);
+        check_block_sections(fences, found, output, chapter_sections(markdown), "chapter.md", problems);
+        return problems;
+    };
+    const std::string block = "<!-- output: tutorial_00_demo -->\n```text\n";
+    // A block before any heading, and blocks under the matching "## N." or "## C.N" section.
+    CHECK(check(block + "preamble\n```\n## 1. Storage\n" + block + "== 1. storage ==\nt = 1\n```\n## 2. Views\n" + block +
+                "w = 3\n```\n")
+              .empty());
+    CHECK(check("## 5.2 Views\n" + block + "v = 2\n```\n").empty());
+    SECTION("a heading in the block, in another section") {
+        const auto problems = check("## 1. Storage\n## 2. Layout\n" + block + "== 1. storage ==\nt = 1\n```\n");
+        REQUIRE(problems.size() == 1);
+        CHECK(problems[0].line == 5);
+        CHECK(problems[0].message.find("\"== 1. storage ==\" in section 2") != std::string::npos);
+    }
+    SECTION("the heading above the block decides, also outside any numbered section") {
+        REQUIRE(check("## 3. Views\n" + block + "w = 3\n```\n").size() == 1);
+        const auto problems = check("## Exercises\n" + block + "v = 2\n```\n");
+        REQUIRE(problems.size() == 1);
+        CHECK(problems[0].message.find("in no numbered section") != std::string::npos);
+    }
+}
+
+TEST_CASE("tutorials: \"section N\" names a section of the chapter, and of main.cpp a program heading",
+          "[tutorials][checker]") {
+    const std::string markdown = "## 7.1 One\n## 7.2 Two\nSee sections 1 and 2, Section 7.2's table, and\n"
+                                 "section 2 of [main.cpp](main.cpp). Chapter 4's section 9, section 3.1 of the paper\n"
+                                 "and `section 8` are someone else's.\n## Exercises\n";
+    const auto refs = section_references(markdown, 7);
+    REQUIRE(refs.size() == 4);
+    CHECK(refs[0].number == 1);
+    CHECK(refs[1].number == 2);
+    CHECK(refs[2].number == 2);
+    CHECK(refs[2].text == "Section 7.2");
+    CHECK(refs[3].program);
+    CHECK(refs[3].line == 4);
+    std::vector<Problem> problems;
+    check_section_references(refs, chapter_sections(markdown), std::vector<int>{1, 2}, "chapter.md", problems);
+    CHECK(problems.empty());
+
+    const std::string wrong = "## 1. One\n## 2. Two\nAs section 5 shows, and section 2 of main.cpp.\n";
+    check_section_references(section_references(wrong, 1), chapter_sections(wrong), std::vector<int>{1}, "chapter.md",
+                             problems);
+    const std::string all = joined(problems);
+    INFO(all);
+    REQUIRE(problems.size() == 2);
+    CHECK(all.find("chapter.md:3: \"section 5\": the chapter has no section 5 (its sections: 1, 2)") !=
+          std::string::npos);
+    CHECK(all.find("the program prints no heading \"== 2. ... ==\"") != std::string::npos);
+}
+
+TEST_CASE("tutorials: the exercises a chapter names exist", "[tutorials][checker]") {
+    const std::vector<ExerciseInfo> exercises = {{"broadcast-backward", "autograd/elementwise.cpp", "backward_row"}};
+    std::vector<Problem> problems;
+    check_exercise_mentions("the exercise `broadcast-backward`, the tag `[ex:broadcast-backward]`, a stub that throws\n"
+                            "`exercise NAME: not implemented yet`, and the exercises\n\n```sh\nmake\n```\n",
+                            exercises, "chapter.md", problems);
+    CHECK(problems.empty());
+    check_exercise_mentions("(that function's body is the exercise\n`backward_rows`), graded by `[ex:broadcast]`\n",
+                            exercises, "chapter.md", problems);
+    const std::string all = joined(problems);
+    INFO(all);
+    REQUIRE(problems.size() == 2);
+    CHECK(all.find("chapter.md:1: `backward_rows`: named as an exercise") != std::string::npos);
+    CHECK(all.find("chapter.md:2: [ex:broadcast]: no exercise region is named 'broadcast'") != std::string::npos);
+}
+
+TEST_CASE("tutorials: an exercise item names the student's copy and the function, and hides the answer's file",
+          "[tutorials][checker]") {
+    const std::vector<std::string> source = {"namespace {",
+                                             "template <int SG>",
+                                             "void backward_row(int64_t n,",
+                                             "                  real* g) {",
+                                             "    // [exercise:broadcast-backward]",
+                                             "    g[0] += 1;"};
+    CHECK(enclosing_function(source, 5) == "backward_row");
+    CHECK(enclosing_function({"double LRSchedule::lr_at(int64_t step) const {", "    // [exercise:x]"}, 2) == "lr_at");
+    CHECK(enclosing_function({"// [exercise:x]"}, 1).empty());
+
+    const std::vector<ExerciseInfo> exercises = {{"broadcast-backward", "autograd/elementwise.cpp", "backward_row"}};
+    auto check = [&](const std::string& item) {
+        std::vector<Problem> problems;
+        // A link in another item (an explore exercise reading the library) is fine.
+        check_exercise_items("## 5. Text\n\n## Exercises\n\n" + item +
+                                 "\n2. *(explore)* Read [it](../../autograd/elementwise.cpp).\n",
+                             "tutorials/02_autograd", exercises, "chapter.md", problems);
+        return problems;
+    };
+    CHECK(check("1. **`broadcast-backward`** — `student/autograd/elementwise.cpp`, the body of\n"
+                "   `backward_row<SG>(n, g)`.\n")
+              .empty());
+    const auto problems = check("1. **`broadcast-backward`** — [autograd/elementwise.cpp](../../autograd/elementwise.cpp)"
+                                ",\n   the body of `backward_rows`.\n");
+    const std::string all = joined(problems);
+    INFO(all);
+    REQUIRE(problems.size() == 3);
+    CHECK(all.find("does not name the student's copy `student/autograd/elementwise.cpp`") != std::string::npos);
+    CHECK(all.find("does not name `backward_row`") != std::string::npos);
+    CHECK(all.find("chapter.md:5: ](../../autograd/elementwise.cpp): links to the library's") != std::string::npos);
+}
+
+TEST_CASE("tutorials: the index's list of the chapters with exercises is read with ranges", "[tutorials][checker]") {
+    int line = 0;
+    const auto listed = chapters_said_to_have_exercises("# Tutorials\n\nEach chapter is tested. Chapters\n"
+                                                        "1\xe2\x80\x93" "3, 5-6 and 12 end with exercises that ...\n",
+                                                        &line);
+    REQUIRE(listed);
+    CHECK(*listed == std::vector<int>{1, 2, 3, 5, 6, 12});
+    CHECK(line == 3);
+    CHECK_FALSE(chapters_said_to_have_exercises("No such sentence.\n"));
 }
 
 }  // namespace patchgrad::tutorials

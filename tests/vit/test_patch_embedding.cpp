@@ -36,7 +36,8 @@ Tensor conv_output_to_tokens(const Tensor& y) {
     return out;
 }
 
-// einops' rearrange(x, 'b c (h p1) (w p2) -> b (h w) (p1 p2 c)') of seeds 002 and 003.
+// einops' rearrange(x, 'b c (h p1) (w p2) -> b (h w) (p1 p2 c)') of Visual Transformer in CV and the
+// ViT notebook.
 Tensor rearrange_p1_p2_c(const Tensor& x, int64_t P) {
     const int64_t B = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3), wide = W / P;
     Tensor out = Tensor::zeros({B, (H / P) * wide, P * P * C});
@@ -65,7 +66,7 @@ TEST_CASE("PatchEmbedding: parameters are proj.weight [D, C*P*P] and proj.bias [
 }
 
 TEST_CASE("PatchEmbedding: Conv2d with kernel = stride = P gives the same outputs as unfold + Linear",
-          "[vit][layer:PatchEmbedding][forward][seeds]") {
+          "[vit][layer:PatchEmbedding][forward][documents]") {
     struct Case { int64_t B, C, H, W, P, D; };
     for (Case k : {Case{2, 3, 8, 12, 4, 5}, Case{1, 1, 6, 6, 3, 7}, Case{3, 4, 4, 10, 2, 3}}) {
         INFO("B " << k.B << " C " << k.C << " H " << k.H << " W " << k.W << " P " << k.P << " D " << k.D);
@@ -80,8 +81,9 @@ TEST_CASE("PatchEmbedding: Conv2d with kernel = stride = P gives the same output
     }
 }
 
-TEST_CASE("PatchEmbedding: seeds 002/003's (p1 p2 c) flattening needs E's columns permuted, not just reshaped",
-          "[vit][layer:PatchEmbedding][seeds]") {
+TEST_CASE("PatchEmbedding: the (p1 p2 c) flattening of Visual Transformer in CV and the ViT notebook needs E's "
+          "columns permuted, not just reshaped",
+          "[vit][layer:PatchEmbedding][documents]") {
     const int64_t B = 2, C = 3, H = 8, W = 12, P = 4, D = 5;
     Rng rng(12);
     PatchEmbedding embed(C, P, D, rng);

@@ -43,11 +43,11 @@ TEST_CASE("Patcher: errors name the sizes", "[vit][layer:Patcher][errors]") {
     require_error([&] { Patcher(3, 0); }, {"Patcher", "patch size (0)"});
 }
 
-TEST_CASE("Patcher: seed 004's transpose(1,0) swaps batch and features; transpose(2,1) is the patcher",
-          "[vit][layer:Patcher][seeds]") {
+TEST_CASE("Patcher: ViTs Explained's transpose(1,0) swaps batch and features; transpose(2,1) is the patcher",
+          "[vit][layer:Patcher][documents]") {
     Rng rng(5);
     Tensor x = rand_tensor({2, 3, 8, 12}, rng, -1, 1, false);
-    Tensor split = unfold(x, 4, 4, 4, 4);  // seed 004's nn.Unfold: [B, C*P*P, N] = [2, 48, 6]
+    Tensor split = unfold(x, 4, 4, 4, 4);  // ViTs Explained's nn.Unfold: [B, C*P*P, N] = [2, 48, 6]
     Patcher patcher(3, 4);
     CHECK(transpose(split, 1, 0).shape() == Shape{48, 2, 6});
     CHECK(patcher(x).shape() == Shape{2, 6, 48});

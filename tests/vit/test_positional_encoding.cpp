@@ -9,9 +9,9 @@ namespace patchgrad::test {
 
 namespace {
 
-// Seed 004's get_sinusoid_encoding: angle(pos, j) = pos / 10000^(2 (j // 2) / D), then sin on
+// ViTs Explained's get_sinusoid_encoding: angle(pos, j) = pos / 10000^(2 (j // 2) / D), then sin on
 // the even columns and cos on the odd ones.
-Tensor seed004_sinusoid_table(int64_t num_tokens, int64_t D) {
+Tensor explained_sinusoid_table(int64_t num_tokens, int64_t D) {
     Tensor t = Tensor::zeros({1, num_tokens, D});
     for (int64_t pos = 0; pos < num_tokens; ++pos)
         for (int64_t j = 0; j < D; ++j) {
@@ -21,8 +21,8 @@ Tensor seed004_sinusoid_table(int64_t num_tokens, int64_t D) {
     return t;
 }
 
-// Seed 000's commented-out "Method 1" loop, which writes sin into both columns of a pair.
-Tensor seed000_method1_table(int64_t num_patches, int64_t D) {
+// ViT from scratch's commented-out "Method 1" loop, which writes sin into both columns of a pair.
+Tensor scratch_method1_table(int64_t num_patches, int64_t D) {
     Tensor t = Tensor::zeros({1, num_patches, D});
     for (int64_t p = 0; p < num_patches; ++p)
         for (int64_t i = 0; i < D; i += 2) {
@@ -46,19 +46,19 @@ TEST_CASE("sinusoidal_positional_encoding: hand-computed values",
     require_close(select(pe, 1, 2), Tensor::from_vector({1, 4}, {std::sin(2.0), std::cos(2.0), std::sin(0.02), std::cos(0.02)}), 1e-15);
 }
 
-TEST_CASE("sinusoidal_positional_encoding: equals seed 004's get_sinusoid_encoding, odd dims included",
+TEST_CASE("sinusoidal_positional_encoding: equals ViTs Explained's get_sinusoid_encoding, odd dims included",
           "[vit][layer:PositionalEncoding][forward][ex:sinusoidal-encoding]") {
     for (int64_t D : {8, 7, 1, 64}) {
         INFO("D " << D);
-        require_close(sinusoidal_positional_encoding(17, D), seed004_sinusoid_table(17, D), 1e-15);
+        require_close(sinusoidal_positional_encoding(17, D), explained_sinusoid_table(17, D), 1e-15);
     }
 }
 
-TEST_CASE("sinusoidal_positional_encoding: seed 000's Method 1 puts sin in the odd dims, so each pair repeats",
-          "[vit][layer:PositionalEncoding][seeds]") {
+TEST_CASE("sinusoidal_positional_encoding: ViT from scratch's Method 1 puts sin in the odd dims, so each pair repeats",
+          "[vit][layer:PositionalEncoding][documents]") {
     const int64_t N = 17, D = 8;
     Tensor ours = sinusoidal_positional_encoding(N, D);
-    Tensor method1 = seed000_method1_table(N, D);
+    Tensor method1 = scratch_method1_table(N, D);
     for (int64_t pos = 0; pos < N; ++pos)
         for (int64_t i = 0; i < D; i += 2) {
             CHECK(method1.at({0, pos, i}) == Approx(ours.at({0, pos, i})).margin(1e-15));        // sin: the same

@@ -109,8 +109,8 @@ TEST_CASE("summary: the paper's totals at 224x224 with 1000 classes", "[vit][sum
     CHECK(summarize(vit_config("vit-h14")).total_parameters() == 632045800);
 }
 
-TEST_CASE("summary: seed 002's torchsummary total 86,415,592 leaves out cls_token and pos_embed",
-          "[vit][summary][seeds][ex:summary-block-rows]") {
+TEST_CASE("summary: Visual Transformer in CV's torchsummary total 86,415,592 leaves out cls_token and pos_embed",
+          "[vit][summary][documents][ex:summary-block-rows]") {
     const ModelSummary s = summarize(vit_config("vit-b16"));
     CHECK(s.parameters_outside_layers() == 152064);  // 768 + 197 * 768
     CHECK(s.total_parameters() - s.parameters_outside_layers() == 86415592);

@@ -232,10 +232,11 @@ TEST_CASE("VisionTransformer: dropout is active in training and off in eval", "[
     require_close(model.forward(images), plain.forward(images), 0);  // dropout draws nothing at construction
 }
 
-TEST_CASE("PreLogits: seed 000's pre-training head of three Linear layers collapses to one affine map; ours does not",
-          "[vit][layer:VisionTransformer][seeds]") {
+TEST_CASE("PreLogits: ViT from scratch's pre-training head of three Linear layers collapses to one affine map; "
+          "ours does not",
+          "[vit][layer:VisionTransformer][documents]") {
     Rng rng(50);
-    // seed 000 (is_pretrain): Linear(D, mlp) -> Linear(mlp, mlp) -> Linear(mlp, classes), nothing in between
+    // ViT from scratch (is_pretrain): Linear(D, mlp) -> Linear(mlp, mlp) -> Linear(mlp, classes), nothing between
     Linear l1(8, 16, rng), l2(16, 16, rng), l3(16, 5, rng);
     for (Linear* l : {&l1, &l2, &l3}) scramble_parameters(*l, rng);
     // The composition as a single Linear: W = W3 W2 W1, b = W3 (W2 b1 + b2) + b3
@@ -295,12 +296,12 @@ TEST_CASE("vit_config: the paper's Table 1 and the CIFAR configurations", "[vit]
     for (const std::string& name : vit_config_names()) CHECK_NOTHROW(validate(vit_config(name)));
 }
 
-TEST_CASE("vit_config: ViT-Huge has MLP 5120 (Table 1); seed 000's 4096 gives 548M parameters, not 632M",
-          "[vit][layer:VisionTransformer][seeds][ex:summary-block-rows]") {
+TEST_CASE("vit_config: ViT-Huge has MLP 5120 (Table 1); ViT from scratch's 4096 gives 548M parameters, not 632M",
+          "[vit][layer:VisionTransformer][documents][ex:summary-block-rows]") {
     ViTConfig huge = vit_config("vit-h14");
     CHECK(huge.mlp_hidden() == 5120);
     CHECK(summarize(huge).total_parameters() / 1000000 == 632);  // Table 1: 632M
-    huge.mlp_dim = 4096;                                         // seed 000's ViT_Huge
+    huge.mlp_dim = 4096;                                         // ViT from scratch's ViT_Huge
     CHECK(summarize(huge).total_parameters() == 548126952);
 }
 

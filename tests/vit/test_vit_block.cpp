@@ -64,15 +64,16 @@ TEST_CASE("ViTBlock: with the attention and MLP outputs zeroed, the residual blo
     require_close(block->forward(z), z, 0);
 }
 
-TEST_CASE("ViTBlock: seed 000's forward feeds LN(x) to the MLP, which is not eq. (3)", "[vit][layer:ViTBlock][seeds]") {
+TEST_CASE("ViTBlock: ViT from scratch's forward feeds LN(x) to the MLP, which is not eq. (3)",
+          "[vit][layer:ViTBlock][documents]") {
     auto block = random_block(6);
     Rng rng(7);
     Tensor z = rand_tensor({2, 7, 8}, rng, -1, 1, false);
-    // seed 000: out = self.mhsa(self.layernorm1(x)) + x
+    // ViT from scratch: out = self.mhsa(self.layernorm1(x)) + x
     //           out = self.feedforward(self.layernorm2(x)) + out
     Tensor out = block->attn->forward(block->norm1->forward(z)) + z;
-    Tensor seed000 = block->mlp->forward(block->norm2->forward(z)) + out;
-    CHECK(max_abs_difference(block->forward(z), seed000) > 1e-2);
+    Tensor scratch = block->mlp->forward(block->norm2->forward(z)) + out;
+    CHECK(max_abs_difference(block->forward(z), scratch) > 1e-2);
 }
 
 TEST_CASE("ViTBlock: gradcheck w.r.t. the input and every parameter", "[vit][layer:ViTBlock][gradcheck][ex:vit-block-forward]") {

@@ -82,6 +82,8 @@ void storage_and_shape() {
     // [/snippet:arange-reshape]
     std::cout << "t = " << t << "\n";
     std::cout << "t.numel() = " << t.numel() << ", t.dim() = " << t.dim() << ", t.size(-1) = " << t.size(-1) << "\n";
+
+    tutorial::heading("2. row-major layout: from an index to an offset");
     const Shape strides = row_major_strides(t.shape());
     std::cout << "row-major strides of " << shape_str(t.shape()) << ": " << shape_str(strides) << "\n";
     const std::vector<int64_t> index = {1, 2, 3};
@@ -93,7 +95,7 @@ void storage_and_shape() {
 }
 
 void views_and_copies() {
-    tutorial::heading("2. views share memory, permutes copy");
+    tutorial::heading("3. views share memory, permutes copy");
     Tensor t = reshape(Tensor::arange(0, 24), {2, 3, 4});
     // [snippet:views]
     Tensor r = reshape(t, {6, 4});    // the same 24 elements in the same order: a view
@@ -116,7 +118,7 @@ void views_and_copies() {
 }
 
 void broadcasting() {
-    tutorial::heading("3. broadcasting");
+    tutorial::heading("4. broadcasting");
     // [snippet:broadcast-examples]
     Tensor x = Tensor::from_vector({2, 3}, {1, 2, 3, 4, 5, 6});
     Tensor bias = Tensor::from_vector({3}, {10, 20, 30});       // [3]    -> each row
@@ -151,7 +153,7 @@ void broadcasting() {
 }
 
 void reductions() {
-    tutorial::heading("4. reductions along an axis");
+    tutorial::heading("5. reductions along an axis");
     Tensor t = reshape(Tensor::arange(0, 24), {2, 3, 4});
     for (int64_t axis = 0; axis < 3; ++axis) {
         int64_t outer = 1, inner = 1;
@@ -165,7 +167,7 @@ void reductions() {
 }
 
 void float_and_double() {
-    tutorial::heading("5. float and double");
+    tutorial::heading("6. float and double");
     std::cout << "this program links patchgrad_vit64: real is " << (sizeof(real) == 8 ? "double" : "float") << " ("
               << sizeof(real) << " bytes)\n";
     std::cout.precision(15);

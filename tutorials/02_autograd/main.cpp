@@ -72,7 +72,7 @@ void scalar_example() {
 }
 
 void accumulation() {
-    tutorial::heading("3. gradients are added, not assigned");
+    tutorial::heading("4. gradients are added, not assigned");
     // [snippet:used-twice]
     Tensor x = Tensor::scalar(3, true);
     Tensor y = x * x + x;  // dy/dx = 2x + 1 = 7: x reaches y along three edges
@@ -90,7 +90,7 @@ void accumulation() {
 }
 
 void deep_graph() {
-    tutorial::heading("2. a graph 100,000 ops deep");
+    tutorial::heading("3. a graph 100,000 ops deep");
     // [snippet:deep-chain]
     Tensor x = Tensor::scalar(1, true);
     Tensor y = x;
@@ -104,7 +104,7 @@ void deep_graph() {
 }
 
 void tensors() {
-    tutorial::heading("4. tensors: a broadcast operand's gradient is a sum");
+    tutorial::heading("5. tensors: a broadcast operand's gradient is a sum");
     // [snippet:bias-backward]
     Tensor x = Tensor::from_vector({2, 3}, {1, 2, 3, 4, 5, 6}, true);
     Tensor bias = Tensor::from_vector({3}, {0.1, 0.2, 0.3}, true);
@@ -130,7 +130,7 @@ void tensors() {
 }
 
 void finite_difference() {
-    tutorial::heading("5. checking one gradient with a finite difference");
+    tutorial::heading("6. checking one gradient with a finite difference");
     // [snippet:finite-difference]
     auto L = [](real a) {  // L(a) = (a * b + c) * f with b = -3, c = 10, f = -2
         Tensor ta = Tensor::scalar(a);

@@ -116,16 +116,16 @@ void softmax_section() {
     std::cout << "patchgrad, x = [1000, 1001, 1002]     "
               << softmax(Tensor::from_vector({3}, {1000, 1001, 1002}), 0) << "\n";
 
-    // The backward as a Jacobian-vector product, against backward().
+    // The backward as a vector-Jacobian product, against backward().
     const Tensor x = Tensor::from_vector({4}, {0.5, -1, 2, 0}, true);
     const Tensor dy = Tensor::from_vector({4}, {1, 0, -2, 0.5});
     const Tensor y = softmax(x, 0);
     sum(y * dy).backward();
-    // [snippet:softmax-jvp]
+    // [snippet:softmax-vjp]
     // dx = y * (dy - sum(dy * y)): no [n, n] Jacobian is ever built.
     const Tensor yv = y.detach();
     const Tensor dx = yv * (dy - sum(dy * yv));
-    // [/snippet:softmax-jvp]
+    // [/snippet:softmax-vjp]
     std::cout << "y = softmax(x)          " << yv << "\n";
     std::cout << "y * (dy - sum(dy * y))  " << dx << "\n";
     std::cout << "x.grad                  " << x.grad() << "\n";

@@ -1,8 +1,9 @@
 // Chapter 5, "From an image to patches": cuts images into P x P patches with unfold and the
 // Patcher, checks the index arithmetic, shows that a convolution is unfold + matmul, cuts a
-// non-square image, shows unfold's backward (fold: a scatter-add), prints seed 004's
-// transpose(1,0) and seeds 002/003's (p1 p2 c) order next to the right ones, and draws the
-// patch grid of a synthetic image (patches.png in --out DIR).
+// non-square image, shows unfold's backward (fold: a scatter-add), prints ViTs Explained's
+// transpose(1,0) and the (p1 p2 c) order of Visual Transformer in CV and the ViT notebook
+// next to the right ones, and draws the patch grid of a synthetic image (patches.png in
+// --out DIR).
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -143,7 +144,7 @@ int main(int argc, char** argv) {
         return 2;
     }
 
-    tutorial::heading("1. A 4x4 image, 2x2 patches");
+    tutorial::heading("2. A 4x4 image, 2x2 patches");
     // [snippet:first-unfold]
     Tensor x = reshape(Tensor::arange(1, 17), {1, 1, 4, 4});  // [B=1, C=1, H=4, W=4]: pixels 1..16
     Tensor columns = unfold(x, 2, 2, 2, 2);                   // kernel 2x2, stride 2: [1, 1*2*2, 4]
@@ -152,12 +153,12 @@ int main(int argc, char** argv) {
     // [/snippet:first-unfold]
     std::cout << "image x " << shape_str(x.shape()) << ":\n";
     print_matrix(reshape(x, {4, 4}));
-    std::cout << "unfold(x, 2, 2, 2, 2) " << shape_str(columns.shape()) << ": column l = patch l\n";
+    std::cout << "unfold(x, 2, 2, 2, 2) " << shape_str(columns.shape()) << ": column l = patch l + 1\n";
     print_matrix(reshape(columns, {4, 4}));
-    std::cout << "Patcher(1, 2)(x) " << shape_str(patches.shape()) << ": row n = patch n\n";
+    std::cout << "Patcher(1, 2)(x) " << shape_str(patches.shape()) << ": row n = patch n + 1\n";
     print_matrix(reshape(patches, {4, 4}));
 
-    tutorial::heading("2. Where every number comes from: C=2, P=2, row n=3 (the bottom-right patch) of a 4x4 image");
+    tutorial::heading("3. Where every number comes from: C=2, P=2, patch 4 (Patcher row 3, bottom right) of a 4x4 image");
     {
         // pixel value 100*(c+1) + 10*h + w names its own channel and position
         Tensor img = Tensor::zeros({1, 2, 4, 4});
@@ -178,7 +179,7 @@ int main(int argc, char** argv) {
         }
     }
 
-    tutorial::heading("3. The patch grid: N = HW / P^2");
+    tutorial::heading("4. The patch grid: N = HW / P^2");
     {
         struct Case { int64_t C, H, W, P; };
         for (Case k : {Case{3, 32, 32, 4}, Case{3, 224, 224, 16}, Case{3, 224, 224, 32}, Case{3, 32, 48, 8}}) {
@@ -190,14 +191,14 @@ int main(int argc, char** argv) {
         }
     }
 
-    tutorial::heading("4. A non-square image: 32x48, P = 8");
+    tutorial::heading("5. A non-square image: 32x48, P = 8");
     Tensor image = synthetic_image(32, 48);
     Tensor rows = Patcher(3, 8)(image);
     std::cout << "image " << shape_str(image.shape()) << " -> patches " << shape_str(rows.shape())
               << ": 4 rows of 6 patches\n";
-    for (int64_t n : {0, 5, 6, 23})
-        std::cout << "patch " << n + 1 << " (row " << n / 6 << ", column " << n % 6 << ") starts at pixel (" << n / 6 * 8
-                  << ", " << n % 6 * 8 << ")\n";
+    for (int64_t n : {0, 5, 6, 23})  // Patcher rows; patches and grid places count from 1
+        std::cout << "patch " << n + 1 << " (grid row " << n / 6 + 1 << ", column " << n % 6 + 1 << ") is row " << n
+                  << ", starts at pixel (" << n / 6 * 8 << ", " << n % 6 * 8 << ")\n";
     try {
         Patcher(3, 8)(Tensor::zeros({1, 3, 30, 48}));
     } catch (const std::invalid_argument& e) {
@@ -206,7 +207,7 @@ int main(int argc, char** argv) {
     save(patch_picture(image, rows, 8), out_dir + "/patches.png");
     std::cout << "wrote patches.png\n";
 
-    tutorial::heading("5. A convolution is unfold + matmul");
+    tutorial::heading("6. A convolution is unfold + matmul");
     {
         Rng rng(5);
         struct Case { int64_t B, C, H, W, D, k, s; const char* what; };
@@ -223,7 +224,7 @@ int main(int argc, char** argv) {
         }
     }
 
-    tutorial::heading("6. Backward: fold adds the gradients back");
+    tutorial::heading("7. Backward: fold adds the gradients back");
     {
         // [snippet:fold-counts]
         Tensor pixels = Tensor::zeros({1, 1, 5, 5}, true);
@@ -239,12 +240,12 @@ int main(int argc, char** argv) {
         print_matrix(reshape(squares.grad(), {4, 4}), 2);
     }
 
-    tutorial::heading("7. Where the documents go wrong");
+    tutorial::heading("8. Where the documents go wrong");
     {
         Rng rng(5);
         Tensor images = Tensor::uniform({2, 3, 8, 12}, -1, 1, rng);
-        Tensor split = unfold(images, 4, 4, 4, 4);  // seed 004's nn.Unfold: [B, C*P*P, N]
-        std::cout << "seed 004: split(x) " << shape_str(split.shape()) << ", .transpose(1,0) "
+        Tensor split = unfold(images, 4, 4, 4, 4);  // ViTs Explained's nn.Unfold: [B, C*P*P, N]
+        std::cout << "ViTs Explained: split(x) " << shape_str(split.shape()) << ", .transpose(1,0) "
                   << shape_str(transpose(split, 1, 0).shape()) << " (batch and features swapped), .transpose(2,1) "
                   << shape_str(transpose(split, 2, 1).shape()) << " = Patcher: "
                   << (max_abs_difference(transpose(split, 2, 1), Patcher(3, 4)(images)) == 0 ? "yes" : "NO") << "\n";
@@ -259,8 +260,8 @@ int main(int argc, char** argv) {
         for (int64_t i = 0; i < 2; ++i)  // einops 'b c (h p1) (w p2) -> b (h w) (p1 p2 c)': c varies fastest
             for (int64_t j = 0; j < 2; ++j)
                 for (int64_t c = 0; c < 2; ++c) p1_p2_c += " " + std::to_string(int(img.at({0, c, i, j})));
-        std::cout << "patch 1 of the 2-channel image, (c p1 p2) as unfold/Conv2d:" << c_p1_p2 << "\n";
-        std::cout << "patch 1 of the 2-channel image, (p1 p2 c) as seeds 002/003:" << p1_p2_c << "\n";
+        std::cout << "patch 1 of the 2-channel image, (c p1 p2) as unfold/Conv2d:   " << c_p1_p2 << "\n";
+        std::cout << "patch 1 of the 2-channel image, (p1 p2 c) as einops:          " << p1_p2_c << "\n";
     }
     return 0;
 }

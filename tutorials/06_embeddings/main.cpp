@@ -1,7 +1,7 @@
 // Chapter 6, "Patch embedding, class token and position encoding": builds z_0 of the ViT
 // paper's eq. (1) step by step — the projection E (as a Linear and as a Conv2d), the class
-// token, the sinusoidal and the learned position embedding — prints each step, compares seed
-// 000's "Method 1" table with the right one, and draws the sinusoidal table as a heatmap
+// token, the sinusoidal and the learned position embedding — prints each step, compares ViT
+// from scratch's "Method 1" table with the right one, and draws the sinusoidal table as a heatmap
 // (sinusoidal.png in --out DIR).
 #include <cmath>
 #include <cstdio>
@@ -56,8 +56,8 @@ Tensor conv_patch_embedding(const Tensor& x, const Tensor& weight, const Tensor&
     return out;
 }
 
-// Seed 000's commented-out "Method 1": sin(p / 10000^(i/D)) written into columns i AND i+1.
-Tensor seed000_method1(int64_t num_patches, int64_t D) {
+// ViT from scratch's commented-out "Method 1": sin(p / 10000^(i/D)) in columns i AND i+1.
+Tensor scratch_method1(int64_t num_patches, int64_t D) {
     Tensor t = Tensor::zeros({1, num_patches, D});
     for (int64_t p = 0; p < num_patches; ++p)
         for (int64_t i = 0; i < D; i += 2) {
@@ -198,10 +198,10 @@ int main(int argc, char** argv) {
                   << "\n";
     }
 
-    tutorial::heading("6. Seed 000's Method 1");
+    tutorial::heading("6. ViT from scratch's Method 1");
     {
         Tensor ours = sinusoidal_positional_encoding(17, 8);
-        Tensor method1 = seed000_method1(17, 8);
+        Tensor method1 = scratch_method1(17, 8);
         std::cout << "pos 1, ours:    " << row_str(ours, 1, 0, 8) << "\n";
         std::cout << "pos 1, Method 1:" << row_str(method1, 1, 0, 8) << "\n";
         char line[256];

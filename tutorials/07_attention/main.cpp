@@ -1,9 +1,9 @@
 // Chapter 7, "Multi-head self-attention": rebuilds MultiHeadSelfAttention::forward op by op
 // (the fused qkv projection, the split into heads, softmax(q k^T / sqrt(d_head)) v, the
 // concatenation and the output projection) and checks it against the layer; measures why the
-// scale belongs before the softmax and to d_head (against seeds 002 and 003); shows what a
-// patch mask does; and draws two heads' attention maps for a synthetic sequence
-// (attention.png in --out DIR).
+// scale belongs before the softmax and to d_head (against Visual Transformer in CV and the
+// ViT notebook); shows what a patch mask does; and draws two heads' attention maps for a
+// synthetic sequence (attention.png in --out DIR).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
         return 2;
     }
 
-    tutorial::heading("1. The layer: D = 8, 2 heads of d_head = 4");
+    tutorial::heading("2. The layer: D = 8, 2 heads of d_head = 4");
     const int64_t B = 1, N = 5, D = 8, heads = 2, head_dim = D / heads;
     Rng rng(7);
     MultiHeadSelfAttention msa(D, heads, rng, /*dropout_rng=*/nullptr);
@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
     for (const auto& [name, p] : msa.named_parameters()) std::cout << "  " << name << " " << shape_str(p.shape()) << "\n";
     std::cout << "parameters: " << msa.num_parameters() << " = 4 * D * D + 4 * D\n";
 
-    tutorial::heading("2. Step by step");
+    tutorial::heading("2. The layer step by step");
     Tensor x = Tensor::uniform({B, N, D}, -1, 1, rng);  // token 0 plays the class token
     Tensor qkv = (*msa.qkv)(x);                                      // [B, N, 3D]
     Tensor split = reshape(qkv, {B, N, 3, heads, head_dim});         // [B, N, 3, heads, d_head]
@@ -181,10 +181,10 @@ int main(int argc, char** argv) {
         Rng normal_rng(70);
         struct Way { const char* name; double logit_scale, output_scale; };
         const std::vector<Way> ways{
-            {"none:     softmax(q k^T)             ", 1.0, 1.0},
-            {"ours:     softmax(q k^T / sqrt(d))   ", 1 / std::sqrt(double(d)), 1.0},
-            {"seed 002: softmax(q k^T) / sqrt(D)   ", 1.0, 1 / std::sqrt(double(d * h))},
-            {"seed 003: softmax(q k^T / sqrt(h d)) ", 1 / std::sqrt(double(d * h)), 1.0}};
+            {"none:                     softmax(q k^T)            ", 1.0, 1.0},
+            {"ours:                     softmax(q k^T / sqrt(d))  ", 1 / std::sqrt(double(d)), 1.0},
+            {"Visual Transformer in CV: softmax(q k^T) / sqrt(D)  ", 1.0, 1 / std::sqrt(double(d * h))},
+            {"ViT notebook:             softmax(q k^T / sqrt(h d))", 1 / std::sqrt(double(d * h)), 1.0}};
         std::vector<RowStats> mean(ways.size());
         for (int64_t r = 0; r < rows; ++r) {
             std::vector<double> qv(d), s(keys);
@@ -200,7 +200,7 @@ int main(int argc, char** argv) {
             }
         }
         std::cout << "d = 64, h = 12, D = 768, 16 keys; means over 400 rows\n";
-        std::cout << "way                                    logit variance   largest share   row sum\n";
+        std::cout << "way                                              logit variance   largest share   row sum\n";
         for (size_t w = 0; w < ways.size(); ++w) {
             char line[256];
             std::snprintf(line, sizeof line, "%s %14.3f %15.3f %9.3f\n", ways[w].name, mean[w].variance,

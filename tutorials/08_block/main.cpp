@@ -4,8 +4,8 @@
 // eqs. 2-3) and takes it apart step by step: its parameters, each step's shape, the MLP on
 // its own (it acts on every token alone, unlike attention), the gradient through a deep
 // stack with and without the residual connections (grad_norms.png in --out), dropout and
-// drop path, and seed 000's block that feeds LN(x) to the MLP. Everything is float64 and
-// seeded, so the printed numbers are the same on every machine.
+// drop path, and ViT from scratch's block that feeds LN(x) to the MLP. Everything is float64
+// and seeded, so the printed numbers are the same on every machine.
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -59,9 +59,9 @@ std::string first_features(const Tensor& x, int64_t t, int64_t n) {
     return s;
 }
 
-// ---- 1. one block and its parameters -------------------------------------------------
+// ---- 2. one block and its parameters -------------------------------------------------
 void parameters_of_a_block() {
-    tutorial::heading("1. one ViTBlock: D = 8, 2 heads, MLP ratio 4");
+    tutorial::heading("2. one ViTBlock: D = 8, 2 heads, MLP ratio 4");
     // [snippet:build-block]
     Rng rng(8);
     const int64_t D = 8, heads = 2;
@@ -73,9 +73,9 @@ void parameters_of_a_block() {
     // [/snippet:build-block]
 }
 
-// ---- 2. the block step by step ---------------------------------------------------------
+// ---- 3. the block step by step ---------------------------------------------------------
 void block_step_by_step() {
-    tutorial::heading("2. the block step by step, B = 2 images, N + 1 = 5 tokens");
+    tutorial::heading("3. the block step by step, B = 2 images, N + 1 = 5 tokens");
     Rng rng(8);
     const int64_t D = 8;
     ViTBlock block(D, 2, mlp_hidden_dim(D, 0, 4), rng, nullptr);
@@ -104,9 +104,9 @@ void block_step_by_step() {
               << ", |MLP(LN(z'))| = " << fixed(l2_norm(mlp), 4) << "\n";
 }
 
-// ---- 3. the MLP -------------------------------------------------------------------------
+// ---- 4. the MLP -------------------------------------------------------------------------
 void the_mlp() {
-    tutorial::heading("3. the MLP: Linear -> GELU -> Linear, applied to every token alone");
+    tutorial::heading("4. the MLP: Linear -> GELU -> Linear, applied to every token alone");
     std::cout << "mlp_hidden_dim(768, 0, 4) = " << mlp_hidden_dim(768, 0, 4)
               << "   (ViT-B: D = 768, ratio 4)\n";
     std::cout << "mlp_hidden_dim(768, 3072, 4) = " << mlp_hidden_dim(768, 3072, 4) << "   (mlp_dim given: used as is)\n";
@@ -121,7 +121,7 @@ void the_mlp() {
     std::cout << "x " << shape_str(x.shape()) << " -> fc1 " << shape_str(h.shape()) << " -> GELU "
               << shape_str(a.shape()) << " -> fc2 " << shape_str(mlp.fc2->forward(a).shape()) << "\n";
     std::cout << "fc1.weight " << shape_str(mlp.fc1->weight.shape()) << ", fc2.weight "
-              << shape_str(mlp.fc2->weight.shape()) << ", parameters 2 D H + H + D = " << mlp.num_parameters()
+              << shape_str(mlp.fc2->weight.shape()) << ", parameters 2 D F + F + D = " << mlp.num_parameters()
               << "\n";
 
     // Change token 3 of the input and see which output tokens move.
@@ -143,7 +143,7 @@ void the_mlp() {
     // [/snippet:token-mixing]
 }
 
-// ---- 4. residual connections and the gradient -----------------------------------------
+// ---- 5. residual connections and the gradient -----------------------------------------
 struct GradientNorms {
     std::vector<double> with_residuals, without_residuals;
 };
@@ -181,7 +181,7 @@ GradientNorms gradient_through_depth(int64_t L) {
 }
 
 void residuals(const std::string& dir) {
-    tutorial::heading("4. residual connections: |dL/dz_l| through 24 blocks");
+    tutorial::heading("5. residual connections: |dL/dz_l| through 24 blocks");
     const int64_t L = 24;
     GradientNorms g = gradient_through_depth(L);
     std::cout << "layer l   with residuals   without\n";
@@ -201,9 +201,9 @@ void residuals(const std::string& dir) {
     std::cout << "wrote " << "grad_norms.png" << "\n";
 }
 
-// ---- 5. dropout and drop path ----------------------------------------------------------
+// ---- 6. dropout and drop path ----------------------------------------------------------
 void dropout_and_drop_path() {
-    tutorial::heading("5. dropout and drop path (stochastic depth)");
+    tutorial::heading("6. dropout and drop path (stochastic depth)");
     Rng rng(5);
     auto dropout_rng = std::make_shared<Rng>(6);
     const int64_t D = 8;
@@ -230,24 +230,24 @@ void dropout_and_drop_path() {
     std::cout << "eval: two forwards differ by " << max_abs_difference(block.forward(z), block.forward(z)) << "\n";
 }
 
-// ---- 6. seed 000's block ---------------------------------------------------------------
-void seed_000() {
-    tutorial::heading("6. where the documents go wrong: seed 000 feeds LN(x) to the MLP");
+// ---- 7. ViT from scratch's block --------------------------------------------------------
+void scratch_block() {
+    tutorial::heading("7. where the documents go wrong: ViT from scratch feeds LN(x) to the MLP");
     Rng rng(6);
     const int64_t D = 8;
     ViTBlock block(D, 2, mlp_hidden_dim(D, 0, 4), rng, nullptr);
     scramble_parameters(block, rng);
     Tensor x = Tensor::uniform({1, 5, D}, -1, 1, rng);
-    // [snippet:seed-000-block]
-    // seed 000:  out = self.mhsa(self.layernorm1(x)) + x
-    //            out = self.feedforward(self.layernorm2(x)) + out
+    // [snippet:scratch-block]
+    // ViT from scratch:  out = self.mhsa(self.layernorm1(x)) + x
+    //                   out = self.feedforward(self.layernorm2(x)) + out
     Tensor out = block.attn->forward(block.norm1->forward(x)) + x;
-    Tensor seed000 = block.mlp->forward(block.norm2->forward(x)) + out;
+    Tensor scratch = block.mlp->forward(block.norm2->forward(x)) + out;
     Tensor paper = block.forward(x);  // eq. (3): MLP(LN(z')) + z'
-    // [/snippet:seed-000-block]
-    std::cout << "paper,    token 0: " << first_features(paper, 0, 4) << " ...\n";
-    std::cout << "seed 000, token 0: " << first_features(seed000, 0, 4) << " ...\n";
-    std::cout << "max |difference| = " << fixed(max_abs_difference(paper, seed000), 4) << "\n";
+    // [/snippet:scratch-block]
+    std::cout << "paper,            token 0: " << first_features(paper, 0, 4) << " ...\n";
+    std::cout << "ViT from scratch, token 0: " << first_features(scratch, 0, 4) << " ...\n";
+    std::cout << "max |difference| = " << fixed(max_abs_difference(paper, scratch), 4) << "\n";
 }
 
 }  // namespace
@@ -260,7 +260,7 @@ int main(int argc, char** argv) {
         the_mlp();
         residuals(dir);
         dropout_and_drop_path();
-        seed_000();
+        scratch_block();
         return 0;
     } catch (const std::exception& e) {
         std::cerr << "tutorial_08_block: " << e.what() << "\n";

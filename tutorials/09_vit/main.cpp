@@ -2,8 +2,8 @@
 //
 // It assembles a small VisionTransformer and runs its forward pass piece by piece (patcher ->
 // E -> class token -> position embedding -> blocks -> pooling -> norm -> head), compares
-// cls, mean and timm's avg pooling on the same weights, looks at the two heads (and seed
-// 000's three-Linear pre-training head), counts the parameters of the paper's variants with
+// cls, mean and timm's avg pooling on the same weights, looks at the two heads (and ViT from
+// scratch's three-Linear pre-training head), counts the parameters of the paper's variants with
 // a formula checked against summarize() and against real models, and gradient-checks a
 // whole small model. Everything is float64 and seeded; nothing big is allocated (ViT-H/14
 // in float64 would need 5 GB: its count comes from the formula and summarize()).
@@ -60,9 +60,9 @@ ViTConfig small_config() {
     return c;
 }
 
-// ---- 1. assembling the model -----------------------------------------------------------
+// ---- 3. assembling the model, 4. the forward pass -----------------------------------------
 void assemble() {
-    tutorial::heading("1. the whole model, piece by piece");
+    tutorial::heading("3. the whole model, piece by piece");
     const ViTConfig c = small_config();
     std::cout << describe(c) << "\n";
     VisionTransformer model(c, 9);
@@ -72,6 +72,7 @@ void assemble() {
         std::cout << name << " (" << child->type_name() << ") " << child->num_parameters() << " parameters\n";
     std::cout << "total " << model.num_parameters() << " parameters\n";
 
+    tutorial::heading("4. the forward pass, step by step");
     Rng rng(10);
     scramble_parameters(model, rng);
     Tensor images = Tensor::uniform({2, 3, 16, 16}, -1, 1, rng);
@@ -92,9 +93,9 @@ void assemble() {
     std::cout << "max |logits - model.forward(images)| = " << max_abs_difference(logits, model.forward(images)) << "\n";
 }
 
-// ---- 2. cls or mean pooling ------------------------------------------------------------
+// ---- 5. cls or mean pooling ------------------------------------------------------------
 void pooling() {
-    tutorial::heading("2. pooling: the class token, or the mean of the tokens");
+    tutorial::heading("5. pooling: the class token, or the mean of the tokens");
     ViTConfig c = small_config();
     VisionTransformer cls_model(c, 9);
     c.pool = "mean";
@@ -127,9 +128,9 @@ void pooling() {
               << max_abs_difference(mean_model.forward(images), logits(mean_all)) << "\n";
 }
 
-// ---- 3. the classification head --------------------------------------------------------
+// ---- 6. the classification head --------------------------------------------------------
 void heads() {
-    tutorial::heading("3. the head: one Linear (fine-tuning) or pre_logits + Linear (pre-training)");
+    tutorial::heading("6. the head: one Linear (fine-tuning) or pre_logits + Linear (pre-training)");
     ViTConfig c = vit_config("vit-b16");
     const ModelSummary linear_head = summarize(c);
     c.head = "mlp";
@@ -137,9 +138,9 @@ void heads() {
     std::cout << "ViT-B/16, head linear: " << with_thousands(linear_head.total_parameters()) << " parameters\n";
     std::cout << "ViT-B/16, head mlp:    " << with_thousands(mlp_head.total_parameters())
               << " (+ pre_logits.fc 768 x 768 + 768 = " << with_thousands(768 * 768 + 768) << ")\n";
-    // seed 000's is_pretrain head: Linear(768, 3072) -> Linear(3072, 3072) -> Linear(3072, 1000)
-    const int64_t seed000_head = (768 * 3072 + 3072) + (3072 * 3072 + 3072) + (3072 * 1000 + 1000);
-    std::cout << "seed 000's three-Linear head for ViT-B/16: " << with_thousands(seed000_head) << " parameters\n";
+    // ViT from scratch's is_pretrain head: Linear(768, 3072) -> Linear(3072, 3072) -> Linear(3072, 1000)
+    const int64_t scratch_head = (768 * 3072 + 3072) + (3072 * 3072 + 3072) + (3072 * 1000 + 1000);
+    std::cout << "ViT from scratch's three-Linear head for ViT-B/16: " << with_thousands(scratch_head) << " parameters\n";
 
     // Three Linear layers with nothing between them are one affine map (W3 W2 W1, W3 (W2 b1 + b2) + b3).
     Rng rng(30);
@@ -150,22 +151,22 @@ void heads() {
     Tensor b = reshape(l3(l2(reshape(l1.bias, {1, 16}))), {5});      // [5]
     Tensor x = Tensor::uniform({4, 8}, -2, 2, rng);
     const double gap = max_abs_difference(l3(l2(l1(x))), linear(x, W, b));
-    std::cout << "seed 000's head vs one Linear(W, b): max |difference| < 1e-12: " << (gap < 1e-12 ? "yes" : "no")
+    std::cout << "ViT from scratch's head vs one Linear(W, b): max |difference| < 1e-12: " << (gap < 1e-12 ? "yes" : "no")
               << "\n";
     // [/snippet:collapse]
 }
 
-// ---- 4. the paper's variants and their parameter counts --------------------------------
+// ---- 7. the paper's variants and their parameter counts --------------------------------
 // The number of parameters of `c`, from the shapes alone (the chapter derives it):
 //   patch embedding E and its bias, x_class and E_pos, L blocks, the final LN and the head.
 // [snippet:parameter-formula]
 int64_t vit_parameters(const ViTConfig& c) {
-    const int64_t D = c.dim, H = c.mlp_hidden(), N = c.num_patches(), K = c.num_classes;
+    const int64_t D = c.dim, F = c.mlp_hidden(), N = c.num_patches(), K = c.num_classes;
     const int64_t CPP = c.channels * c.patch_size * c.patch_size;
     const int64_t embedding = CPP * D + D;                                   // E [D, C P P], bias [D]
     const int64_t tokens = D + (c.learnable_pos_embed ? (N + 1) * D : 0);    // x_class, E_pos
     const int64_t attention = 3 * D * D + (c.qkv_bias ? 3 * D : 0) + D * D + D;  // qkv, proj
-    const int64_t mlp = D * H + H + H * D + D;                               // fc1, fc2
+    const int64_t mlp = D * F + F + F * D + D;                               // fc1, fc2
     const int64_t block = 2 * D + attention + 2 * D + mlp;                   // norm1, norm2
     const int64_t head = 2 * D + (c.head == "mlp" ? D * D + D : 0) + D * K + K;  // norm, pre_logits, head
     return embedding + tokens + c.depth * block + head;
@@ -173,7 +174,7 @@ int64_t vit_parameters(const ViTConfig& c) {
 // [/snippet:parameter-formula]
 
 void variants() {
-    tutorial::heading("4. the paper's variants (Table 1) and the CIFAR configurations");
+    tutorial::heading("7. the paper's variants (Table 1) and the CIFAR configurations");
     std::printf("%-12s %5s %5s %5s %5s %5s %5s %14s %14s\n", "config", "patch", "D", "L", "heads", "MLP", "N",
                 "formula", "summarize()");
     for (const std::string& name : vit_config_names()) {
@@ -206,35 +207,35 @@ void variants() {
 
     // ViT-B/16 term by term.
     const ViTConfig b16 = vit_config("vit-b16");
-    const int64_t D = b16.dim, H = b16.mlp_hidden();
+    const int64_t D = b16.dim, F = b16.mlp_hidden();
     std::cout << "ViT-B/16: E " << with_thousands(768 * D + D) << " + x_class " << D << " + E_pos "
               << with_thousands(197 * D) << " + 12 blocks x " << with_thousands(12 * D * D + 13 * D)
               << " + norm " << with_thousands(2 * D) << " + head " << with_thousands(D * 1000 + 1000) << " = "
               << with_thousands(vit_parameters(b16)) << "\n";
-    std::cout << "one block: 4 D^2 + 2 D H + 9 D + H = " << with_thousands(4 * D * D + 2 * D * H + 9 * D + H)
-              << " (= 12 D^2 + 13 D when H = 4 D)\n";
+    std::cout << "one block: 4 D^2 + 2 D F + 9 D + F = " << with_thousands(4 * D * D + 2 * D * F + 9 * D + F)
+              << " (= 12 D^2 + 13 D when F = 4 D)\n";
 }
 
-// ---- 5. where the documents go wrong: the counts ----------------------------------------
-void seed_counts() {
-    tutorial::heading("5. seed 002's total and seed 000's ViT-Huge");
+// ---- 7. where the documents go wrong: the counts ----------------------------------------
+void document_counts() {
+    tutorial::heading("7. Visual Transformer in CV's total and ViT from scratch's ViT-Huge");
     const ModelSummary b16 = summarize(vit_config("vit-b16"));
     std::cout << "ViT-B/16 total:                " << with_thousands(b16.total_parameters()) << "\n";
     std::cout << "cls_token + pos_embed:         " << with_thousands(b16.parameters_outside_layers()) << "\n";
-    std::cout << "without them (seed 002's sum): "
+    std::cout << "without them (Visual Transformer in CV's sum): "
               << with_thousands(b16.total_parameters() - b16.parameters_outside_layers()) << "\n";
 
     ViTConfig huge = vit_config("vit-h14");
     std::cout << "ViT-H/14, MLP 5120 (Table 1):  " << with_thousands(vit_parameters(huge)) << "\n";
     huge.mlp_dim = 4096;
-    std::cout << "ViT-H/14, MLP 4096 (seed 000): " << with_thousands(vit_parameters(huge)) << "\n";
+    std::cout << "ViT-H/14, MLP 4096 (ViT from scratch): " << with_thousands(vit_parameters(huge)) << "\n";
     huge.patch_size = 16;
-    std::cout << "seed 000's ViT_Huge defaults (patch 16, MLP 4096): " << with_thousands(vit_parameters(huge)) << "\n";
+    std::cout << "ViT from scratch's ViT_Huge defaults (patch 16, MLP 4096): " << with_thousands(vit_parameters(huge)) << "\n";
 }
 
-// ---- 6. the whole model's gradient -----------------------------------------------------
+// ---- 8. the whole model's gradient -----------------------------------------------------
 void whole_model_gradcheck() {
-    tutorial::heading("6. a gradient check of the whole model");
+    tutorial::heading("8. a gradient check of the whole model");
     ViTConfig c = small_config();
     c.image_height = c.image_width = 8;  // 4 patches
     c.dim = 8;
@@ -268,7 +269,7 @@ int main(int argc, char** argv) {
         pooling();
         heads();
         variants();
-        seed_counts();
+        document_counts();
         whole_model_gradcheck();
         return 0;
     } catch (const std::exception& e) {

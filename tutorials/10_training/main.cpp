@@ -231,7 +231,7 @@ int main(int argc, char** argv) {
 
     // ---- 8. label smoothing --------------------------------------------------------------------------
     std::printf("\n== 8. Label smoothing (K = 4 classes, label 0) ==\n");
-    std::printf("%-22s %12s %12s\n", "logits", "CE", "CE, eps 0.1");
+    std::printf("%-22s %12s %12s\n", "logits", "CE", "CE, s = 0.1");
     for (const std::vector<real>& z : {std::vector<real>{2, 0, 0, 0}, {5, 0, 0, 0}, {10, 0, 0, 0}, {20, 0, 0, 0}}) {
         const Tensor logits = Tensor::from_vector({1, 4}, z);
         std::printf("%-22s %12.6f %12.6f\n", ("[" + std::to_string(int(z[0])) + ", 0, 0, 0]").c_str(),

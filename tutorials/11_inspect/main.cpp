@@ -80,16 +80,16 @@ int main(int argc, char** argv) {
                 static_cast<long long>(grid.patch), static_cast<long long>(grid.patch),
                 static_cast<long long>(grid.size()), static_cast<long long>(grid.size() + 1));
 
-    // ---- 1. position-embedding similarity ---------------------------------------------------
-    std::printf("\n== 1. Cosine similarity of position embeddings, patch (4, 4) with ... ==\n");
+    // ---- 2. position-embedding similarity ---------------------------------------------------
+    std::printf("\n== 2. Cosine similarity of position embeddings, patch (4, 4) with ... ==\n");
     std::printf("%-30s %9s %9s %9s %9s\n", "", "(4, 5)", "(5, 4)", "(4, 8)", "(8, 8)");
     print_similarities("learned, as initialised", cosine_similarity_matrix(patch_position_embeddings(model)), grid);
     const VisionTransformer sinusoidal(small_config(false), 0);
     const Matrix fixed = cosine_similarity_matrix(patch_position_embeddings(sinusoidal));
     print_similarities("sinusoidal (fixed)", fixed, grid);
 
-    // ---- 2. attention maps and rollout ---------------------------------------------------------
-    std::printf("\n== 2. Attention maps of image 3, as initialised ==\n");
+    // ---- 3. attention maps and rollout ---------------------------------------------------------
+    std::printf("\n== 3. Attention maps of image 3, as initialised ==\n");
     // [snippet:record-attention]
     const std::vector<Tensor> attention = record_attention_maps(model, to_tensor(images.subset({3}), stats));
     const Matrix rollout = attention_rollout(attention, 0);
@@ -104,21 +104,21 @@ int main(int argc, char** argv) {
                 patch_share, 1 - patch_share, top, 1.0 / 65);
     std::printf("rollout row 0 sums to %.6f; it keeps %.4f on the class token itself\n", rollout_sum, rollout(0, 0));
 
-    // ---- 3. mean attention distance ---------------------------------------------------------------
-    std::printf("\n== 3. Mean attention distance in pixels, [layers, heads], first 32 images ==\n");
+    // ---- 4. mean attention distance ---------------------------------------------------------------
+    std::printf("\n== 4. Mean attention distance in pixels, [layers, heads], first 32 images ==\n");
     std::printf("uniform attention would give %.3f pixels\n", mean_patch_distance(grid));
     std::vector<int64_t> first(32);
     for (int64_t i = 0; i < 32; ++i) first[static_cast<size_t>(i)] = i;
     const Tensor batch = to_tensor(images.subset(first), stats);
     print_distances(mean_attention_distance(record_attention_maps(model, batch), grid));
 
-    // ---- 4. principal components of E ---------------------------------------------------------------
-    std::printf("\n== 4. Principal components of E [%lld, %lld], as initialised ==\n",
+    // ---- 5. principal components of E ---------------------------------------------------------------
+    std::printf("\n== 5. Principal components of E [%lld, %lld], as initialised ==\n",
                 static_cast<long long>(config.dim), static_cast<long long>(config.channels * config.patch_size * config.patch_size));
     print_components(principal_components(embedding_filters(model), 6));
 
-    // ---- 5. a few training steps ------------------------------------------------------------------------
-    std::printf("\n== 5. After 40 AdamW steps (batch 16) on the synthetic images ==\n");
+    // ---- 6. a few training steps ------------------------------------------------------------------------
+    std::printf("\n== 6. After 40 AdamW steps (batch 16) on the synthetic images ==\n");
     // [snippet:few-steps]
     AdamW optimizer(split_weight_decay(model.named_parameters()), 2e-3, {0.9, 0.999}, 1e-8, 0.05);
     for (int64_t step = 0; step < 40; ++step) {
@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
     print_distances(mean_attention_distance(record_attention_maps(model, batch), grid));
     print_components(principal_components(embedding_filters(model), 6));
 
-    // ---- 6. the pictures --------------------------------------------------------------------------------
+    // ---- the pictures -----------------------------------------------------------------------------------
     // [snippet:write-inspection]
     InspectOptions options;
     options.model_name = "tutorial-small after 40 steps on synthetic data";
@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
     options.distance_images = 32;
     const Inspection inspection = write_inspection(model, images, stats, out, options);
     // [/snippet:write-inspection]
-    save(position_similarity_picture(fixed, grid, "fixed sinusoidal encoding (seed 000), no training"),
+    save(position_similarity_picture(fixed, grid, "fixed sinusoidal encoding (ViT from scratch), no training"),
          (fs::path(out) / "pos_similarity_sinusoidal.png").string());
     std::printf("\nwrote");
     for (const std::string& file : inspection.files) std::printf(" %s", fs::path(file).filename().string().c_str());

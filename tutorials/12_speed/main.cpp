@@ -1,5 +1,5 @@
 // tutorial: float32
-// Chapter 12: making it fast. Times C = A @ B for 256 x 256 matrices three ways: the naive
+// Chapter 12: making it fast. Times C[256, 256] = A[256, 512] @ B[512, 256] three ways: the naive
 // triple loop (i, j, k), the same loop reordered (i, k, j) so the inner loop runs along rows,
 // and patchgrad's blocked, packed, register-tiled gemm (autograd/gemm.cpp), with one and two
 // threads. Checks that they agree, and that the thread count does not change a single bit.
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "autograd/gemm.h"
+#include "autograd/gemm_kernels.h"
 #include "autograd/parallel.h"
 #include "autograd/rng.h"
 
@@ -23,7 +24,10 @@ using namespace patchgrad;
 
 namespace {
 
-constexpr int64_t M = 256, N = 256, K = 256;
+// K spans two of gemm's K blocks, so gemm adds two partial sums per element of C and rounds
+// differently from the naive loop, which the check below shows.
+constexpr int64_t M = 256, N = 256, K = 512;
+static_assert(K > kGemmKC, "the rounding check needs more than one K block");
 
 // [snippet:naive-ijk]
 // C[M, N] = A[M, K] @ B[K, N], one dot product per element of C: the inner loop walks down

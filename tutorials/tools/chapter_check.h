@@ -17,6 +17,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -555,13 +556,22 @@ inline OutputMatch find_block(const std::vector<std::string>& block, const std::
     return m;
 }
 
+// Where an output block was found: fences[fence] is output lines [at, at + size).
+struct BlockMatch {
+    size_t fence = 0, at = 0, size = 0;
+};
+
 // Rule (c): the output blocks of `fences` appear in `output` in order. `target` is the chapter's
-// program target name; `output_name` names the captured stdout in messages.
-inline void check_output_blocks(const std::vector<Fence>& fences, const std::vector<std::string>& output,
-                                const std::string& target, const std::string& path, const std::string& output_name,
-                                std::vector<Problem>& problems) {
+// program target name; `output_name` names the captured stdout in messages. Returns the blocks
+// found.
+inline std::vector<BlockMatch> check_output_blocks(const std::vector<Fence>& fences,
+                                                   const std::vector<std::string>& output, const std::string& target,
+                                                   const std::string& path, const std::string& output_name,
+                                                   std::vector<Problem>& problems) {
+    std::vector<BlockMatch> found;
     size_t from = 0;
-    for (const Fence& f : fences) {
+    for (size_t index = 0; index < fences.size(); ++index) {
+        const Fence& f = fences[index];
         if (f.marker_kind != "output") continue;
         std::string arg = f.marker_arg;
         bool vary = false;
@@ -589,6 +599,7 @@ inline void check_output_blocks(const std::vector<Fence>& fences, const std::vec
         const OutputMatch m = find_block(block, output, from, vary);
         if (m.found) {
             from = m.at + block.size();
+            found.push_back({index, m.at, block.size()});
             continue;
         }
         const OutputMatch anywhere = from > 0 ? find_block(block, output, 0, vary) : OutputMatch{};
@@ -638,6 +649,7 @@ inline void check_output_blocks(const std::vector<Fence>& fences, const std::vec
                                 (out_line < output.size() ? quote_line(output[out_line]) + " (" + why + ")"
                                                           : std::string("nothing more"))});
     }
+    return found;
 }
 
 // Relative links and images in the Markdown ([text](path), ![alt](path)) outside code: the
@@ -675,6 +687,388 @@ inline std::vector<std::pair<int, std::string>> local_links(const std::string& m
         }
     }
     return links;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sections. A chapter's sections are its "## N. Title" or "## C.N Title" headings (C = the
+// chapter's number), and its program prints "== N. title ==" where the part that section N
+// shows begins. So "section N" means one thing in the text, the program's output and main.cpp.
+
+// The lines of `markdown` outside fenced blocks, with their 1-based numbers.
+inline std::vector<std::pair<int, std::string>> prose_lines(const std::string& markdown) {
+    std::vector<std::pair<int, std::string>> prose;
+    const std::vector<std::string> lines = split_lines(markdown);
+    bool in_fence = false;
+    for (size_t i = 0; i < lines.size(); ++i) {
+        if (trim(lines[i]).rfind("```", 0) == 0) {
+            in_fence = !in_fence;
+            continue;
+        }
+        if (!in_fence) prose.push_back({static_cast<int>(i) + 1, lines[i]});
+    }
+    return prose;
+}
+
+struct Section {
+    int line = 0;    // 1-based line of the "## " heading
+    int number = 0;  // N of "## N. Title" or "## C.N Title"; 0 when unnumbered ("## Exercises")
+};
+
+inline bool is_word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+inline bool is_digit_char(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+
+// The number (at most 6 digits) at s[i], advancing i past it; -1 when s[i] is no digit.
+inline int leading_number(const std::string& s, size_t& i) {
+    int n = 0;
+    const size_t start = i;
+    while (i < s.size() && is_digit_char(s[i]) && i - start < 6) n = 10 * n + (s[i++] - '0');
+    return i > start ? n : -1;
+}
+
+inline std::vector<Section> chapter_sections(const std::string& markdown) {
+    std::vector<Section> sections;
+    for (const auto& [line, text] : prose_lines(markdown)) {
+        if (text.rfind("## ", 0) != 0) continue;
+        Section s{line, 0};
+        size_t i = 3;
+        const int first = leading_number(text, i);
+        if (first >= 0 && i < text.size() && text[i] == '.') {
+            ++i;
+            const int second = leading_number(text, i);
+            s.number = second >= 0 ? second : first;
+        }
+        sections.push_back(s);
+    }
+    return sections;
+}
+
+// N of a program's heading line "== N. title ==", else 0.
+inline int program_heading_number(const std::string& line) {
+    const std::string t = trim(line);
+    if (t.size() < 8 || t.rfind("== ", 0) != 0 || t.compare(t.size() - 3, 3, " ==") != 0) return 0;
+    size_t i = 3;
+    const int n = leading_number(t, i);
+    return n > 0 && i < t.size() && t[i] == '.' ? n : 0;
+}
+
+// The number of the section that markdown line `line` stands in (0: unnumbered or before any).
+inline int section_at(const std::vector<Section>& sections, int line) {
+    int number = 0;
+    for (const Section& s : sections)
+        if (s.line < line) number = s.number;
+    return number;
+}
+
+// Rule (g): a block of output stands in the section of the program's part it comes from: the
+// nearest heading above the block's first line, and every heading inside it, carry the number
+// of the section the block stands in.
+inline void check_block_sections(const std::vector<Fence>& fences, const std::vector<BlockMatch>& found,
+                                 const std::vector<std::string>& output, const std::vector<Section>& sections,
+                                 const std::string& path, std::vector<Problem>& problems) {
+    for (const BlockMatch& m : found) {
+        const Fence& f = fences[m.fence];
+        const int section = section_at(sections, f.open_line);
+        size_t k = std::min(m.at, output.size());
+        while (k > 0 && !program_heading_number(output[k - 1])) --k;  // the nearest heading above
+        std::vector<size_t> headings;
+        if (k > 0 && !(m.at < output.size() && program_heading_number(output[m.at]))) headings.push_back(k - 1);
+        for (size_t i = m.at; i < m.at + m.size && i < output.size(); ++i)
+            if (program_heading_number(output[i])) headings.push_back(i);
+        for (size_t h : headings)
+            if (program_heading_number(output[h]) != section)
+                problems.push_back({path, f.open_line + 1, f.marker_text,
+                                    "the block shows the program's part " + quote_line(output[h]) + " in " +
+                                        (section ? "section " + std::to_string(section) : "no numbered section") +
+                                        ": number the program's headings like the sections that show them"});
+    }
+}
+
+// One "section N" (or "section C.N") in a chapter's text.
+struct SectionReference {
+    int line = 0;
+    int number = 0;
+    bool program = false;  // "section N of main.cpp", "section N's program": the program's part N
+    std::string text;      // as written, for messages
+};
+
+// The chapter's references to its own sections: "section 4", "sections 3 and 4", "Section 7.4",
+// "section 5 of [main.cpp](main.cpp)". References to other documents are left out: "chapter
+// 4's section 2", "section 3.1 of the paper", a C.N whose C is not `chapter`; so is inline code.
+inline std::vector<SectionReference> section_references(const std::string& markdown, int chapter) {
+    std::vector<SectionReference> refs;
+    std::string text;
+    std::vector<std::pair<size_t, int>> starts;  // (offset in text, markdown line)
+    for (const auto& [line, l] : prose_lines(markdown)) {
+        starts.push_back({text.size(), line});
+        text += l + "\n";
+    }
+    auto line_of = [&](size_t offset) {
+        int line = 0;
+        for (const auto& [at, l] : starts)
+            if (at <= offset) line = l;
+        return line;
+    };
+    auto lower = [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); };
+    auto starts_with = [&](size_t i, const std::string& word) {
+        if (i + word.size() > text.size()) return false;
+        for (size_t k = 0; k < word.size(); ++k)
+            if (lower(text[i + k]) != word[k]) return false;
+        return true;
+    };
+    auto skip_space = [&](size_t i) {
+        while (i < text.size() && (text[i] == ' ' || text[i] == '\n')) ++i;
+        return i;
+    };
+    for (size_t p = 0; p + 7 < text.size(); ++p) {
+        if (!starts_with(p, "section") || (p > 0 && is_word_char(text[p - 1]))) continue;
+        const size_t line_start = text.rfind('\n', p) == std::string::npos ? 0 : text.rfind('\n', p);
+        if (std::count(text.begin() + static_cast<std::ptrdiff_t>(line_start), text.begin() + static_cast<std::ptrdiff_t>(p),
+                       '`') % 2)
+            continue;  // inside inline code
+        // "chapter 4's section 2", "the paper's section 3": someone else's section.
+        if (p >= 3 && text.compare(p - 3, 3, "'s ") == 0) continue;
+        size_t i = p + 7;
+        if (i < text.size() && text[i] == 's') ++i;
+        if (i >= text.size() || (text[i] != ' ' && text[i] != '\n')) continue;
+        i = skip_space(i);
+        std::vector<std::pair<int, int>> numbers;  // (C or -1, N)
+        for (;;) {
+            size_t j = i;
+            const int a = leading_number(text, j);
+            if (a < 0) break;
+            int c = -1, n = a;
+            if (j + 1 < text.size() && text[j] == '.' && is_digit_char(text[j + 1])) {
+                ++j;
+                c = a;
+                n = leading_number(text, j);
+            }
+            numbers.push_back({c, n});
+            i = j;
+            size_t k = i;
+            if (k < text.size() && (text[k] == ',' || text[k] == '-')) ++k;
+            else if (text.compare(k, 3, "\xe2\x80\x93") == 0) k += 3;  // an en dash
+            k = skip_space(k);
+            if (starts_with(k, "and ") || starts_with(k, "to ")) k = skip_space(k + (text[k] == 'a' ? 3 : 2));
+            if (k == i || k >= text.size() || !is_digit_char(text[k])) break;
+            i = k;
+        }
+        if (numbers.empty()) continue;
+        // What follows: "of main.cpp" / "'s program" is the program's part; "of chapter 3",
+        // "of the paper", "in chapter 4" are other documents.
+        bool program = starts_with(i, "'s program");
+        const size_t k = skip_space(i);
+        if (starts_with(k, "of ") || starts_with(k, "in ")) {
+            const size_t what = skip_space(k + 3);
+            program = starts_with(what, "main.cpp") || starts_with(what, "[main.cpp]") ||
+                      starts_with(what, "`main.cpp`") || starts_with(what, "[`main.cpp`]");
+            if (!program) continue;
+        }
+        for (const auto& [c, n] : numbers) {
+            if (c >= 0 && c != chapter) continue;
+            refs.push_back({line_of(p), n, program, trim(text.substr(p, i - p))});
+        }
+    }
+    return refs;
+}
+
+// Rule (h): every "section N" of a chapter exists: a numbered section, and for "section N of
+// main.cpp" also a heading of the program's output (when the program ran: `headings`).
+inline void check_section_references(const std::vector<SectionReference>& refs, const std::vector<Section>& sections,
+                                     const std::optional<std::vector<int>>& headings, const std::string& path,
+                                     std::vector<Problem>& problems) {
+    std::string numbers;
+    for (const Section& s : sections)
+        if (s.number) numbers += (numbers.empty() ? "" : ", ") + std::to_string(s.number);
+    for (const SectionReference& r : refs) {
+        const bool exists =
+            std::any_of(sections.begin(), sections.end(), [&](const Section& s) { return s.number == r.number; });
+        if (!exists)
+            problems.push_back({path, r.line, "\"" + r.text + "\"",
+                                "the chapter has no section " + std::to_string(r.number) + " (its sections: " +
+                                    (numbers.empty() ? std::string("none numbered") : numbers) + ")"});
+        else if (r.program && headings && std::find(headings->begin(), headings->end(), r.number) == headings->end())
+            problems.push_back({path, r.line, "\"" + r.text + "\"",
+                                "the program prints no heading \"== " + std::to_string(r.number) + ". ... ==\""});
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exercises in the text.
+
+// An exercise region and what the chapters say about it.
+struct ExerciseInfo {
+    std::string name;
+    std::string file;      // relative to the repository root, e.g. "autograd/gelu.cpp"
+    std::string function;  // the function the region is in, unqualified ("" when not found)
+};
+
+// The function whose body holds line `line` (1-based) of `lines`: the nearest line above it
+// that starts in column 0 and names something followed by "(" ("Tensor unfold(...) {",
+// "void Tensor::backward(...)", "PATCHGRAD_LOOP void gelu_backward_loop(...)"), unqualified.
+inline std::string enclosing_function(const std::vector<std::string>& lines, int line) {
+    for (int i = std::min<int>(line - 1, static_cast<int>(lines.size())) - 1; i >= 0; --i) {
+        const std::string& l = lines[static_cast<size_t>(i)];
+        if (l.empty() || std::string(" \t}{#/").find(l[0]) != std::string::npos) continue;
+        const size_t paren = l.find('(');
+        if (paren == std::string::npos) continue;
+        size_t begin = paren;
+        while (begin > 0 && is_word_char(l[begin - 1])) --begin;
+        return l.substr(begin, paren - begin);
+    }
+    return "";
+}
+
+// Rule (i): "exercise `NAME`" and "[ex:NAME]" in a chapter name an exercise that exists (a
+// function's name there, `backward_rows`, is not one).
+inline void check_exercise_mentions(const std::string& markdown, const std::vector<ExerciseInfo>& exercises,
+                                    const std::string& path, std::vector<Problem>& problems) {
+    auto known = [&](const std::string& name) {
+        return std::any_of(exercises.begin(), exercises.end(), [&](const ExerciseInfo& e) { return e.name == name; });
+    };
+    const std::vector<std::string> lines = split_lines(markdown);
+    std::string text;
+    std::vector<int> line_of;  // markdown line of each character of text
+    for (size_t i = 0; i < lines.size(); ++i) {
+        text += lines[i] + "\n";
+        line_of.resize(text.size(), static_cast<int>(i) + 1);
+    }
+    for (size_t p = text.find("[ex:"); p != std::string::npos; p = text.find("[ex:", p + 1)) {
+        const size_t end = text.find(']', p);
+        if (end == std::string::npos) break;
+        const std::string name = text.substr(p + 4, end - p - 4);
+        if (!known(name))
+            problems.push_back({path, line_of[p], "[ex:" + name + "]", "no exercise region is named '" + name + "'"});
+    }
+    for (size_t p = 0; p < text.size(); ++p) {
+        if (text.compare(p, 8, "exercise") != 0 && text.compare(p, 8, "Exercise") != 0) continue;
+        if (p > 0 && (is_word_char(text[p - 1]) || text[p - 1] == '`')) continue;
+        size_t i = p + 8;
+        if (i < text.size() && text[i] == 's') ++i;
+        if (i >= text.size() || (text[i] != ' ' && text[i] != '\n')) continue;
+        int breaks = 0;  // the name may start the next line, but not a paragraph or a fence later
+        while (i < text.size() && (text[i] == ' ' || text[i] == '\n' || text[i] == '*')) breaks += text[i++] == '\n';
+        if (breaks > 1 || i >= text.size() || text[i] != '`') continue;
+        const size_t end = text.find('`', i + 1);
+        if (end == std::string::npos) continue;
+        const std::string name = text.substr(i + 1, end - i - 1);
+        if (!name.empty() && name.find('\n') == std::string::npos && !known(name))
+            problems.push_back({path, line_of[p], "`" + name + "`",
+                                "named as an exercise, but no exercise region is named '" + name + "'"});
+    }
+}
+
+// Rule (j): in the chapter's "## Exercises", the item of exercise NAME (an item, "1. ...",
+// "**...", "### ...", whose first line shows `NAME`) names the student's copy `student/FILE`,
+// shows the name of the function the region is in, in code, and does not link to FILE: the
+// library's file holds the answer. `chapter_dir` is the chapter's folder from the root.
+inline void check_exercise_items(const std::string& markdown, const std::string& chapter_dir,
+                                 const std::vector<ExerciseInfo>& exercises, const std::string& path,
+                                 std::vector<Problem>& problems) {
+    const std::vector<std::pair<int, std::string>> prose = prose_lines(markdown);
+    size_t begin = 0;
+    while (begin < prose.size() && trim(prose[begin].second) != "## Exercises") ++begin;
+    if (begin == prose.size()) return;
+    size_t end = begin + 1;
+    while (end < prose.size() && prose[end].second.rfind("## ", 0) != 0) ++end;
+    auto starts_item = [](const std::string& l) {
+        size_t i = 0;
+        return l.rfind("**", 0) == 0 || l.rfind("### ", 0) == 0 ||
+               (leading_number(l, i) >= 0 && l.compare(i, 2, ". ") == 0);
+    };
+    std::vector<size_t> items;
+    for (size_t k = begin + 1; k < end; ++k)
+        if (starts_item(prose[k].second)) items.push_back(k);
+    items.push_back(end);
+    auto code_spans = [](const std::string& text) {
+        std::vector<std::string> spans;
+        for (size_t a = text.find('`'); a != std::string::npos; a = text.find('`', a + 1)) {
+            const size_t b = text.find('`', a + 1);
+            if (b == std::string::npos) break;
+            spans.push_back(text.substr(a + 1, b - a - 1));
+            a = b;
+        }
+        return spans;
+    };
+    auto names_word = [](const std::string& text, const std::string& word) {
+        for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) {
+            const size_t after = at + word.size();
+            if ((at == 0 || !is_word_char(text[at - 1])) && (after == text.size() || !is_word_char(text[after])))
+                return true;
+        }
+        return false;
+    };
+    for (size_t k = 0; k + 1 < items.size(); ++k) {
+        const std::vector<std::string> first = code_spans(prose[items[k]].second);
+        if (first.empty()) continue;
+        const auto e = std::find_if(exercises.begin(), exercises.end(),
+                                    [&](const ExerciseInfo& x) { return x.name == first[0]; });
+        if (e == exercises.end()) continue;
+        std::string item;
+        for (size_t j = items[k]; j < items[k + 1]; ++j) item += prose[j].second + "\n";
+        const int line = prose[items[k]].first;
+        const std::string marker = "exercise " + e->name;
+        if (item.find("student/" + e->file) == std::string::npos)
+            problems.push_back(
+                {path, line, marker, "the item does not name the student's copy `student/" + e->file + "`"});
+        if (!e->function.empty()) {
+            const std::vector<std::string> spans = code_spans(item);
+            if (std::none_of(spans.begin(), spans.end(),
+                             [&](const std::string& c) { return names_word(c, e->function); }))
+                problems.push_back({path, line, marker,
+                                    "the item does not name `" + e->function + "`, the function " + e->file +
+                                        " holds the exercise in"});
+        }
+        for (size_t j = items[k]; j < items[k + 1]; ++j)
+            for (const auto& link : local_links(prose[j].second)) {
+                const std::string& target = link.second;
+                if ((std::filesystem::path(chapter_dir) / target).lexically_normal().generic_string() == e->file)
+                    problems.push_back({path, prose[j].first, "](" + target + ")",
+                                        "links to the library's " + e->file +
+                                            ", which holds the answer: name the student's copy `student/" + e->file +
+                                            "` instead"});
+            }
+    }
+}
+
+// The chapters tutorials/README.md says end with graded exercises, from its sentence
+// "Chapters 1–10 and 12 end with exercises" (numbers, ranges with an en dash or '-', commas,
+// "and"); nullopt when it has no such sentence. `line` receives the sentence's first line.
+inline std::optional<std::vector<int>> chapters_said_to_have_exercises(const std::string& index, int* line = nullptr) {
+    const std::vector<std::string> lines = split_lines(index);
+    std::string text;
+    std::vector<int> line_of;
+    for (size_t i = 0; i < lines.size(); ++i) {
+        text += lines[i] + " ";
+        line_of.resize(text.size(), static_cast<int>(i) + 1);
+    }
+    const size_t tail = text.find(" end with exercises");
+    if (tail == std::string::npos) return std::nullopt;
+    const size_t head = text.rfind("Chapters ", tail);
+    if (head == std::string::npos) return std::nullopt;
+    if (line) *line = line_of[head];
+    std::vector<int> chapters;
+    std::string rest = text.substr(head + 9, tail - head - 9);
+    for (const std::string& dash : {std::string("\xe2\x80\x93"), std::string("-")})
+        for (size_t d = rest.find(dash); d != std::string::npos; d = rest.find(dash, d + 1))
+            rest.replace(d, dash.size(), " ~ ");
+    size_t i = 0;
+    int range_from = -1;
+    while (i < rest.size()) {
+        if (is_digit_char(rest[i])) {
+            const int n = leading_number(rest, i);
+            if (range_from >= 0)
+                for (int c = range_from + 1; c <= n; ++c) chapters.push_back(c);
+            else
+                chapters.push_back(n);
+            range_from = -1;
+        } else if (rest[i] == '~' && !chapters.empty()) {
+            range_from = chapters.back();
+            ++i;
+        } else {
+            ++i;
+        }
+    }
+    return chapters;
 }
 
 }  // namespace patchgrad::tutorials

@@ -5,11 +5,16 @@
 // Reads REPO/tutorials/NN_slug/README.md and checks, with the rules of chapter_check.h:
 // every ```cpp block is marked; each snippet block equals its source region (an exercise's
 // code elided); no block shows three lines of any exercise's reference code; the markers in
-// the files it reads are balanced; relative links and pictures exist; and, when a program is
-// given, runs it once as `EXE --out DIR` (stdout to DIR/stdout.txt, stderr to DIR/stderr.txt),
-// requires exit code 0 and finds every output block in its stdout, in order. Prints one line
-// per problem ("file:line: marker: what differs") and exits 1 if there is any.
+// the files it reads are balanced; relative links and pictures exist; the exercises the text
+// names exist, and each exercise item names the student's copy and the function, not the
+// answer's file; tutorials/README.md lists the chapter among those with exercises exactly
+// when it has some; every "section N" exists; and, when a program is given, runs it once as
+// `EXE --out DIR` (stdout to DIR/stdout.txt, stderr to DIR/stderr.txt), requires exit code 0,
+// finds every output block in its stdout, in order, each in the section whose number the
+// program's heading above it carries. Prints one line per problem ("file:line: marker: what
+// differs") and exits 1 if there is any.
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -18,7 +23,6 @@
 #include <optional>
 #include <sstream>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "chapter_check.h"
@@ -29,10 +33,15 @@ using namespace patchgrad::tutorials;
 
 namespace {
 
-// (file, reference lines, name) of every exercise region in the files that may hold one (the
-// .cpp files of autograd/ layers/ vit/ datasets/ and the chapter programs).
-std::vector<std::tuple<std::string, std::vector<std::string>, std::string>> exercise_bodies(const std::string& root) {
-    std::vector<std::tuple<std::string, std::vector<std::string>, std::string>> out;
+// Every exercise region in the files that may hold one (the .cpp files of autograd/ layers/
+// vit/ datasets/ and the chapter programs), with its reference lines.
+struct Exercise {
+    ExerciseInfo info;
+    std::vector<std::string> body;
+};
+
+std::vector<Exercise> find_exercises(const std::string& root) {
+    std::vector<Exercise> out;
     std::vector<fs::path> files;
     for (const char* dir : {"autograd", "layers", "vit", "datasets"}) {
         std::error_code ec;
@@ -46,13 +55,13 @@ std::vector<std::tuple<std::string, std::vector<std::string>, std::string>> exer
     for (const fs::path& file : files) {
         const auto text = read_file(file);
         if (!text || text->find("// [exercise:") == std::string::npos) continue;
-        const std::string rel = fs::relative(file, root).string();
+        const std::string rel = fs::relative(file, root).generic_string();
         std::vector<Problem> ignored;  // the files' own checks report malformed markers
         const std::vector<std::string> lines = split_lines(*text);
         for (const Region& r : find_regions(*text, rel, ignored))
             if (r.kind == "exercise")
-                out.emplace_back(rel, std::vector<std::string>(lines.begin() + r.begin_line, lines.begin() + r.end_line - 1),
-                                 r.name);
+                out.push_back({{r.name, rel, enclosing_function(lines, r.begin_line)},
+                               std::vector<std::string>(lines.begin() + r.begin_line, lines.begin() + r.end_line - 1)});
     }
     return out;
 }
@@ -132,15 +141,41 @@ int main(int argc, char** argv) {
 
     // (f) no block shows an exercise's code: every exercise of the library and the chapter
     // programs against every block but the program's output.
-    for (const auto& [rel, body, name] : exercise_bodies(root))
+    const std::vector<Exercise> exercises = find_exercises(root);
+    std::vector<ExerciseInfo> infos;
+    for (const Exercise& e : exercises) {
+        infos.push_back(e.info);
         for (const Fence& f : fences) {
             if (f.marker_kind == "output") continue;
-            const int at = shows_exercise_code(f.body, body);
+            const int at = shows_exercise_code(f.body, e.body);
             if (at >= 0)
-                problems.push_back({readme_rel, f.open_line + 1 + at, "exercise " + name,
-                                    "the chapter shows the code of exercise '" + name + "' (" + rel +
+                problems.push_back({readme_rel, f.open_line + 1 + at, "exercise " + e.info.name,
+                                    "the chapter shows the code of exercise '" + e.info.name + "' (" + e.info.file +
                                         "): a chapter must not print an exercise's answer"});
         }
+    }
+
+    // (i), (j) exercises named in the text exist; each one's item names the student's copy and
+    // the function, and does not link to the answer.
+    check_exercise_mentions(*markdown, infos, readme_rel, problems);
+    check_exercise_items(*markdown, "tutorials/" + chapter, infos, readme_rel, problems);
+
+    // tutorials/README.md's list of the chapters with exercises includes this one exactly when
+    // it names the tag of an exercise (the tag selects the exercise with the chapter's number).
+    const auto index = read_file(fs::path(root) / "tutorials/README.md");
+    int list_line = 0;
+    const auto listed = index ? chapters_said_to_have_exercises(*index, &list_line) : std::nullopt;
+    const int number = std::atoi(chapter.c_str());
+    if (listed && !chapter.empty() && std::isdigit(static_cast<unsigned char>(chapter[0]))) {
+        const bool said = std::find(listed->begin(), listed->end(), number) != listed->end();
+        const bool has = std::any_of(infos.begin(), infos.end(), [&](const ExerciseInfo& e) {
+            return markdown->find("[ex:" + e.name + "]") != std::string::npos;
+        });
+        if (said != has)
+            problems.push_back({"tutorials/README.md", list_line, "Chapters ... end with exercises",
+                                "chapter " + std::to_string(number) +
+                                    (has ? " has exercises but is not in the list" : " has none but is in the list")});
+    }
 
     // Links and pictures.
     for (const auto& [line, target] : local_links(*markdown))
@@ -174,9 +209,21 @@ int main(int argc, char** argv) {
                                     out_dir + "; its stderr is " + err_file});
         }
     }
-    check_output_blocks(fences, output, target, readme_rel,
-                        program.empty() ? "the program's output" : (fs::path(out_dir) / "stdout.txt").string(),
-                        problems);
+    const std::vector<BlockMatch> found =
+        check_output_blocks(fences, output, target, readme_rel,
+                            program.empty() ? "the program's output" : (fs::path(out_dir) / "stdout.txt").string(),
+                            problems);
+
+    // (g), (h) sections: output stands in the section of its program part; "section N" exists.
+    const std::vector<Section> sections = chapter_sections(*markdown);
+    check_block_sections(fences, found, output, sections, readme_rel, problems);
+    std::optional<std::vector<int>> headings;
+    if (!program.empty()) {
+        headings.emplace();
+        for (const std::string& line : output)
+            if (program_heading_number(line)) headings->push_back(program_heading_number(line));
+    }
+    check_section_references(section_references(*markdown, number), sections, headings, readme_rel, problems);
 
     std::stable_sort(problems.begin(), problems.end(), [](const Problem& a, const Problem& b) {
         return a.file != b.file ? a.file < b.file : a.line < b.line;

@@ -27,9 +27,9 @@ Two cases, one file each in tests/data/:
 
 Where patchgrad's options go beyond timm, this script follows patchgrad's documented
 semantics (vit/vision_transformer.h): "mean" pooling averages all N+1 tokens, the class
-token included (lucidrains/seed 001; timm's global_pool="avg" leaves it out), and the final
-LayerNorm, named "norm", is applied to the pooled vector (timm's fc_norm); a hidden patch
-gets -inf scores as a key, for every query; the fixed table is seed 000's
+token included (lucidrains, the ViT study notes; timm's global_pool="avg" leaves it out), and
+the final LayerNorm, named "norm", is applied to the pooled vector (timm's fc_norm); a hidden patch
+gets -inf scores as a key, for every query; the fixed table is ViT from scratch's
 PE(pos, 2i) = sin(pos / 10000^(2i/D)), PE(pos, 2i+1) = cos(same).
 
 File layout (safetensors, all float32 except the I64 ones):

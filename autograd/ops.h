@@ -101,7 +101,7 @@ Tensor unfold(const Tensor& x, int64_t kh, int64_t kw, int64_t sh, int64_t sw);
 Tensor softmax(const Tensor& x, int64_t axis);
 Tensor log_softmax(const Tensor& x, int64_t axis);
 
-// ---- layer normalisation (layernorm.cpp) -----------------------------------------------
+// ---- layer normalisation (layer_norm.cpp) -----------------------------------------------
 // Over the last dimension D: (x - mean) / sqrt(var + eps) * weight + bias, with the biased
 // variance like PyTorch. weight and bias are [D] or undefined (then 1 and 0).
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, real eps = 1e-5);

@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "parallel.h"
+#include "autograd/cpu/parallel.h"
 
 namespace patchgrad {
 

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <unordered_set>
 
-#include "parallel.h"
+#include "autograd/cpu/parallel.h"
 #include "rng.h"
 
 namespace patchgrad {

@@ -10,8 +10,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "autograd/atomic_file.h"
-#include "autograd/files.h"
+#include "autograd/io/atomic_file.h"
+#include "autograd/io/files.h"
 #include "autograd/rng.h"
 #include "batcher.h"
 

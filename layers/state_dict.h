@@ -3,13 +3,13 @@
 // Like PyTorch's model.state_dict() / model.load_state_dict(): the names are the dotted
 // parameter names ("blocks.0.attn.qkv.weight"), the same as timm's, so a file written here
 // loads into timm and the other way round (see vit/ for the one reshape, the patch
-// projection). Files are safetensors (autograd/safetensors.h).
+// projection). Files are safetensors (autograd/io/safetensors.h).
 #pragma once
 
 #include <map>
 #include <string>
 
-#include "autograd/safetensors.h"
+#include "autograd/io/safetensors.h"
 #include "layers/module.h"
 
 namespace patchgrad {

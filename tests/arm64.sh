@@ -3,7 +3,7 @@
 # g++-aarch64-linux-gnu and runs the float32 tests (gemm at the NEON level, every op with a
 # per-level kernel, the golden ViT) and the float64 gemm, matmul and gradient-check tests of
 # the ops under qemu-user-static. Not part of CI (the emulated run is slow); run it after
-# touching the kernels (autograd/gemm_tile.h, cpu_isa.h, fast_math.h):
+# touching the kernels (autograd/cpu/gemm_tile.h, cpu_isa.h, fast_math.h):
 #
 #   bash tests/arm64.sh                        # build in build-arm64/, run the tests
 #   BUILD_DIR=/tmp/arm bash tests/arm64.sh

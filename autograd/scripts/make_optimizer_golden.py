@@ -1,5 +1,5 @@
 """Writes tests/data/optimizer_golden.txt: trajectories of torch.optim's SGD, Adam and AdamW
-that tests/autograd/test_optimizer.cpp reproduces with patchgrad's optimizers (float64,
+that tests/autograd/optim/test_optimizer.cpp reproduces with patchgrad's optimizers (float64,
 relative error 1e-10).
 
 Run by hand from the repository root, with a Python that has PyTorch (Debian's

@@ -1,5 +1,5 @@
 """Writes tests/data/unfold_golden.txt: inputs and torch.nn.functional.unfold outputs that
-tests/autograd/test_unfold.cpp compares patchgrad's unfold against.
+tests/autograd/ops/test_unfold.cpp compares patchgrad's unfold against.
 
 Run by hand from the repository root, with a Python that has PyTorch (Debian's
 python3-torch 1.13 lives in the system Python, not in a pyenv one):

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "autograd/cpu_isa.h"
+#include "autograd/cpu/cpu_isa.h"
 #include "autograd/ops.h"
-#include "autograd/parallel.h"
+#include "autograd/cpu/parallel.h"
 #include "test_util.h"
 
 namespace patchgrad::test {

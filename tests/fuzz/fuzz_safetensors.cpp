@@ -1,5 +1,5 @@
 // fuzz_safetensors.cpp — a libFuzzer entry point for the safetensors reader
-// (autograd/safetensors.h), for clang users who want to fuzz it for longer than the tests do.
+// (autograd/io/safetensors.h), for clang users who want to fuzz it for longer than the tests do.
 //
 // Build it in a build directory of its own (the libraries get coverage instrumentation and
 // the sanitizers, which turn silent memory errors into findings):
@@ -18,13 +18,13 @@
 // that takes longer than -timeout seconds is a finding; libFuzzer saves it as crash-<hash>
 // or timeout-<hash>, and `build-fuzz/tests/fuzz_safetensors crash-<hash>` replays it.
 // Every test run covers a few thousand fixed mutations of the same reader: the [fuzz] test
-// in tests/autograd/test_safetensors.cpp.
+// in tests/autograd/io/test_safetensors.cpp.
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 
-#include "autograd/safetensors.h"
+#include "autograd/io/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {

@@ -141,9 +141,11 @@ class Build:
         self.v3 = catch2_v3()
         self.flags = [*CXXFLAGS, f"-I{self.src}", f"-I{self.src / 'tests'}",
                       f'-DPATCHGRAD_TEST_DATA="{self.src / "tests" / "data"}"']
-        self.ops = sorted(p.relative_to(self.src).as_posix() for p in (self.src / "autograd").glob("*.cpp"))
-        tests = sorted(p.relative_to(self.src).as_posix() for p in (self.src / "tests" / "autograd").glob("test_*.cpp")
-                       if not p.name.endswith("_f32.cpp"))
+        # The library's files, in autograd/ and its job folders (ops/, cpu/, ...), not the demo.
+        self.ops = sorted(p.relative_to(self.src).as_posix() for pattern in ("*.cpp", "*/*.cpp")
+                          for p in (self.src / "autograd").glob(pattern) if p.parent.name != "demo")
+        tests = sorted(p.relative_to(self.src).as_posix() for pattern in ("test_*.cpp", "*/test_*.cpp")
+                       for p in (self.src / "tests" / "autograd").glob(pattern) if not p.name.endswith("_f32.cpp"))
         self.sources = self.ops + tests + ([] if self.v3 else ["tests/catch_main.cpp"])
 
     def object_of(self, source: str) -> Path:

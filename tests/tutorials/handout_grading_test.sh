@@ -19,14 +19,14 @@ fail() { echo "handout_grading_test: $*" >&2; exit 1; }
 
 # The handout.
 "$root/tutorials/tools/handout.sh" --exercises 04 --out "$work/handout"
-grep -q 'exercise gelu-backward: not implemented yet' "$work/handout/autograd/gelu.cpp" ||
-    fail "the handout's autograd/gelu.cpp holds no stub"
+grep -q 'exercise gelu-backward: not implemented yet' "$work/handout/autograd/ops/gelu.cpp" ||
+    fail "the handout's autograd/ops/gelu.cpp holds no stub"
 [ "$(git -C "$work/handout" rev-list --count HEAD)" = 1 ] || fail "the handout's history is not one commit"
 [ ! -e "$work/handout/student" ] || fail "the handout has a student/ folder"
 [ "$(cat "$work/handout/tutorials/handout-exercises.txt")" = \
   "cross-entropy-backward,gelu-backward,layernorm-backward,matmul-backward,softmax-backward" ] ||
     fail "the handout records another selection: $(cat "$work/handout/tutorials/handout-exercises.txt")"
-sed -n '/\[exercise:gelu-backward\]/,/\[\/exercise:gelu-backward\]/p' "$root/autograd/gelu.cpp" \
+sed -n '/\[exercise:gelu-backward\]/,/\[\/exercise:gelu-backward\]/p' "$root/autograd/ops/gelu.cpp" \
     > "$work/handout/tutorials/notes.txt"
 if "$root/tutorials/tools/handout.sh" --check "$work/handout" 2> "$work/check.log"; then
     fail "the leak check missed gelu-backward's reference code in tutorials/notes.txt"
@@ -37,15 +37,15 @@ rm "$work/handout/tutorials/notes.txt"
 "$root/tutorials/tools/handout.sh" --check "$work/handout"
 
 # Three hand-ins.
-mkdir -p "$work/in/stubs" "$work/in/exact/student/autograd" "$work/in/wrong/autograd"
+mkdir -p "$work/in/stubs" "$work/in/exact/student/autograd/ops" "$work/in/wrong/autograd/ops"
 cp -R "$work/handout/." "$work/in/stubs/"
 rm -rf "$work/in/stubs/.git"
-for f in gelu softmax layernorm matmul cross_entropy; do cp "$root/autograd/$f.cpp" "$work/in/exact/student/autograd/"; done
+for f in gelu softmax layernorm matmul cross_entropy; do cp "$root/autograd/ops/$f.cpp" "$work/in/exact/student/autograd/ops/"; done
 (cd "$work/in" && tar -czf exact.tar.gz exact && rm -rf exact)
-cp "$root/autograd/gelu.cpp" "$work/in/wrong/autograd/gelu.cpp"
-sed -i.orig 's/dx\[i\] += dy\[i\] \* (cdf + v \* pdf);/dx[i] += dy[i] * (cdf - v * pdf);/' "$work/in/wrong/autograd/gelu.cpp"
-rm "$work/in/wrong/autograd/gelu.cpp.orig"
-grep -q 'cdf - v \* pdf' "$work/in/wrong/autograd/gelu.cpp" || fail "could not plant the wrong GELU backward"
+cp "$root/autograd/ops/gelu.cpp" "$work/in/wrong/autograd/ops/gelu.cpp"
+sed -i.orig 's/dx\[i\] += dy\[i\] \* (cdf + v \* pdf);/dx[i] += dy[i] * (cdf - v * pdf);/' "$work/in/wrong/autograd/ops/gelu.cpp"
+rm "$work/in/wrong/autograd/ops/gelu.cpp.orig"
+grep -q 'cdf - v \* pdf' "$work/in/wrong/autograd/ops/gelu.cpp" || fail "could not plant the wrong GELU backward"
 before=$(cd "$work/in" && find . -type f -exec cksum {} + | sort)
 
 "$root/tutorials/tools/grade_handins.sh" --exercises 04 --work "$work/grading" \

@@ -290,7 +290,7 @@ TEST_CASE("tutorials: \"section N\" names a section of the chapter, and of main.
 }
 
 TEST_CASE("tutorials: the exercises a chapter names exist", "[tutorials][checker]") {
-    const std::vector<ExerciseInfo> exercises = {{"broadcast-backward", "autograd/elementwise.cpp", "backward_row"}};
+    const std::vector<ExerciseInfo> exercises = {{"broadcast-backward", "autograd/ops/elementwise.cpp", "backward_row"}};
     std::vector<Problem> problems;
     check_exercise_mentions("the exercise `broadcast-backward`, the tag `[ex:broadcast-backward]`, a stub that throws\n"
                             "`exercise NAME: not implemented yet`, and the exercises\n\n```sh\nmake\n```\n",
@@ -317,26 +317,26 @@ TEST_CASE("tutorials: an exercise item names the student's copy and the function
     CHECK(enclosing_function({"double LRSchedule::lr_at(int64_t step) const {", "    // [exercise:x]"}, 2) == "lr_at");
     CHECK(enclosing_function({"// [exercise:x]"}, 1).empty());
 
-    const std::vector<ExerciseInfo> exercises = {{"broadcast-backward", "autograd/elementwise.cpp", "backward_row"}};
+    const std::vector<ExerciseInfo> exercises = {{"broadcast-backward", "autograd/ops/elementwise.cpp", "backward_row"}};
     auto check = [&](const std::string& item) {
         std::vector<Problem> problems;
         // A link in another item (an explore exercise reading the library) is fine.
         check_exercise_items("## 5. Text\n\n## Exercises\n\n" + item +
-                                 "\n2. *(explore)* Read [it](../../autograd/elementwise.cpp).\n",
+                                 "\n2. *(explore)* Read [it](../../autograd/ops/elementwise.cpp).\n",
                              "tutorials/02_autograd", exercises, "chapter.md", problems);
         return problems;
     };
-    CHECK(check("1. **`broadcast-backward`** — `student/autograd/elementwise.cpp`, the body of\n"
+    CHECK(check("1. **`broadcast-backward`** — `student/autograd/ops/elementwise.cpp`, the body of\n"
                 "   `backward_row<SG>(n, g)`.\n")
               .empty());
-    const auto problems = check("1. **`broadcast-backward`** — [autograd/elementwise.cpp](../../autograd/elementwise.cpp)"
+    const auto problems = check("1. **`broadcast-backward`** — [autograd/ops/elementwise.cpp](../../autograd/ops/elementwise.cpp)"
                                 ",\n   the body of `backward_rows`.\n");
     const std::string all = joined(problems);
     INFO(all);
     REQUIRE(problems.size() == 3);
-    CHECK(all.find("does not name the student's copy `student/autograd/elementwise.cpp`") != std::string::npos);
+    CHECK(all.find("does not name the student's copy `student/autograd/ops/elementwise.cpp`") != std::string::npos);
     CHECK(all.find("does not name `backward_row`") != std::string::npos);
-    CHECK(all.find("chapter.md:5: ](../../autograd/elementwise.cpp): links to the library's") != std::string::npos);
+    CHECK(all.find("chapter.md:5: ](../../autograd/ops/elementwise.cpp): links to the library's") != std::string::npos);
 }
 
 TEST_CASE("tutorials: the index's list of the chapters with exercises is read with ranges", "[tutorials][checker]") {

@@ -1,6 +1,6 @@
 #include <set>
 
-#include "autograd/parallel.h"
+#include "autograd/cpu/parallel.h"
 #include "catch.h"
 #include "test_util.h"
 #include "vit/summary.h"

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "autograd/ops.h"
-#include "autograd/safetensors.h"
+#include "autograd/io/safetensors.h"
 #include "catch.h"
 #include "layers/state_dict.h"
 #include "test_util.h"

@@ -11,7 +11,7 @@
 #include "catch.h"
 #include "datasets/cifar10.h"
 #include "datasets/datasets_test_util.h"
-#include "vit/trainer.h"
+#include "vit/train/trainer.h"
 #include "vit/vision_transformer.h"
 
 namespace patchgrad::test {

@@ -18,8 +18,8 @@
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "autograd/rng.h"
-#include "vit/canvas.h"
-#include "vit/chart.h"
+#include "vit/pictures/canvas.h"
+#include "vit/pictures/chart.h"
 #include "tutorials/tutorial.h"
 
 using namespace patchgrad;

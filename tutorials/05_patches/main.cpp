@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "vit/canvas.h"
+#include "vit/pictures/canvas.h"
 #include "vit/patcher.h"
 #include "tutorials/tutorial.h"
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "vit/canvas.h"
+#include "vit/pictures/canvas.h"
 #include "vit/patch_embedding.h"
 #include "vit/positional_encoding.h"
 #include "tutorials/tutorial.h"

@@ -13,7 +13,7 @@
 
 #include "autograd/ops.h"
 #include "layers/attention.h"
-#include "vit/canvas.h"
+#include "vit/pictures/canvas.h"
 #include "vit/positional_encoding.h"
 #include "tutorials/tutorial.h"
 

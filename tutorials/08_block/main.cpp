@@ -18,8 +18,8 @@
 #include "autograd/rng.h"
 #include "layers/drop_path.h"
 #include "layers/feed_forward.h"
-#include "vit/canvas.h"
-#include "vit/chart.h"
+#include "vit/pictures/canvas.h"
+#include "vit/pictures/chart.h"
 #include "vit/vit_block.h"
 #include "tutorials/tutorial.h"
 

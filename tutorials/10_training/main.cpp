@@ -14,18 +14,18 @@
 #include <string>
 #include <vector>
 
-#include "autograd/lr_schedule.h"
+#include "autograd/optim/lr_schedule.h"
 #include "autograd/ops.h"
-#include "autograd/optimizer.h"
+#include "autograd/optim/optimizer.h"
 #include "datasets/augment.h"
 #include "datasets/cifar10.h"
 #include "datasets/mixup.h"
 #include "datasets/normalize.h"
 #include "datasets/split.h"
-#include "vit/canvas.h"
-#include "vit/chart.h"
-#include "vit/inspect.h"
-#include "vit/trainer.h"
+#include "vit/pictures/canvas.h"
+#include "vit/pictures/chart.h"
+#include "vit/pictures/inspect.h"
+#include "vit/train/trainer.h"
 #include "tutorials/tutorial.h"
 
 using namespace patchgrad;

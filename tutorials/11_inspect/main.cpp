@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "autograd/optimizer.h"
+#include "autograd/optim/optimizer.h"
 #include "datasets/cifar10.h"
 #include "datasets/normalize.h"
-#include "vit/inspect.h"
+#include "vit/pictures/inspect.h"
 #include "tutorials/tutorial.h"
 
 using namespace patchgrad;

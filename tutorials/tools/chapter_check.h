@@ -2,7 +2,7 @@
 //
 // A chapter (tutorials/NN_slug/README.md) shows code and program output in fenced blocks,
 // each preceded (on the previous non-blank line) by a marker comment:
-//     <!-- snippet: autograd/gelu.cpp#gelu-backward -->   the block equals the source region
+//     <!-- snippet: autograd/ops/gelu.cpp#gelu-backward -->   the block equals the source region
 //                                                          between `// [snippet:gelu-backward]`
 //                                                          and `// [/snippet:gelu-backward]`
 //     <!-- not-compiled: REASON -->                        a C++ sketch that is not real code
@@ -898,7 +898,7 @@ inline void check_section_references(const std::vector<SectionReference>& refs, 
 // An exercise region and what the chapters say about it.
 struct ExerciseInfo {
     std::string name;
-    std::string file;      // relative to the repository root, e.g. "autograd/gelu.cpp"
+    std::string file;      // relative to the repository root, e.g. "autograd/ops/gelu.cpp"
     std::string function;  // the function the region is in, unqualified ("" when not found)
 };
 

@@ -45,7 +45,7 @@ std::vector<Exercise> find_exercises(const std::string& root) {
     std::vector<fs::path> files;
     for (const char* dir : {"autograd", "layers", "vit", "datasets"}) {
         std::error_code ec;
-        for (const auto& e : fs::directory_iterator(fs::path(root) / dir, ec))
+        for (const auto& e : fs::recursive_directory_iterator(fs::path(root) / dir, ec))
             if (e.path().extension() == ".cpp") files.push_back(e.path());
     }
     std::error_code ec;

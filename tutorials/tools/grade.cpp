@@ -179,7 +179,7 @@ std::vector<Exercise> scan(const fs::path& root, std::vector<Problem>& problems)
     std::vector<fs::path> files;
     for (const char* module : {"autograd", "layers", "vit", "datasets"}) {
         if (!fs::is_directory(root / module)) continue;
-        for (const auto& entry : fs::directory_iterator(root / module))
+        for (const auto& entry : fs::recursive_directory_iterator(root / module))
             if (entry.path().extension() == ".cpp") files.push_back(entry.path());
     }
     if (fs::is_directory(root / "tutorials"))

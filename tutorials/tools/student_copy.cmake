@@ -36,12 +36,18 @@ set(PATCHGRAD_EXERCISE_NAMES "")
 set(PATCHGRAD_EXERCISE_FILES "")
 set(PATCHGRAD_EXERCISE_SOURCES "")
 
-file(GLOB _pg_exercise_candidates
-     ${CMAKE_SOURCE_DIR}/autograd/*.cpp ${CMAKE_SOURCE_DIR}/layers/*.cpp ${CMAKE_SOURCE_DIR}/vit/*.cpp
-     ${CMAKE_SOURCE_DIR}/datasets/*.cpp ${CMAKE_SOURCE_DIR}/tutorials/*/main.cpp)
-file(GLOB _pg_exercise_headers
-     ${CMAKE_SOURCE_DIR}/autograd/*.h ${CMAKE_SOURCE_DIR}/layers/*.h ${CMAKE_SOURCE_DIR}/vit/*.h
-     ${CMAKE_SOURCE_DIR}/datasets/*.h)
+# (The library folders and their job folders one level down: autograd/ops/, vit/train/, ...)
+set(_pg_modules autograd layers vit datasets)
+set(_pg_exercise_candidates "")
+set(_pg_exercise_headers "")
+foreach(_pg_module ${_pg_modules})
+  file(GLOB _pg_found ${CMAKE_SOURCE_DIR}/${_pg_module}/*.cpp ${CMAKE_SOURCE_DIR}/${_pg_module}/*/*.cpp)
+  list(APPEND _pg_exercise_candidates ${_pg_found})
+  file(GLOB _pg_found ${CMAKE_SOURCE_DIR}/${_pg_module}/*.h ${CMAKE_SOURCE_DIR}/${_pg_module}/*/*.h)
+  list(APPEND _pg_exercise_headers ${_pg_found})
+endforeach()
+file(GLOB _pg_found ${CMAKE_SOURCE_DIR}/tutorials/*/main.cpp)
+list(APPEND _pg_exercise_candidates ${_pg_found})
 
 # Headers cannot hold exercises: a student copy of a header would not be the one included.
 foreach(_pg_file ${_pg_exercise_headers})

@@ -22,14 +22,14 @@
 #include <string>
 #include <vector>
 
-#include "autograd/cpu_isa.h"
-#include "autograd/gemm.h"
+#include "autograd/cpu/cpu_isa.h"
+#include "autograd/cpu/gemm.h"
 #include "autograd/ops.h"
-#include "autograd/optimizer.h"
-#include "autograd/parallel.h"
+#include "autograd/optim/optimizer.h"
+#include "autograd/cpu/parallel.h"
 #include "autograd/rng.h"
 #include "autograd/storage.h"
-#include "autograd/thread_choice.h"
+#include "autograd/cpu/thread_choice.h"
 #include "vit/cli/cli.h"
 #include "vit/vision_transformer.h"
 

@@ -4,8 +4,8 @@
 #include <csignal>
 #include <limits>
 
-#include "autograd/parallel.h"
-#include "autograd/thread_choice.h"
+#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/thread_choice.h"
 
 namespace patchgrad::cli {
 

@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "autograd/parallel.h"
+#include "autograd/cpu/parallel.h"
 #include "datasets/cifar10.h"
 #include "datasets/normalize.h"
-#include "vit/checkpoint.h"
+#include "vit/train/checkpoint.h"
 #include "vit/cli/cli.h"
-#include "vit/trainer.h"
+#include "vit/train/trainer.h"
 
 namespace patchgrad::cli {
 

@@ -1,4 +1,4 @@
-// `patchgrad train`: trains a ViT on CIFAR-10 (vit/trainer.h does the work; this file turns
+// `patchgrad train`: trains a ViT on CIFAR-10 (vit/train/trainer.h does the work; this file turns
 // the command line into TrainOptions and Ctrl-C into a clean stop).
 //
 //   patchgrad train [--preset quick|default] [--config NAME] [--data DIR] [--epochs N] ...
@@ -22,9 +22,9 @@
 #include <vector>
 
 #include "datasets/cifar10.h"
-#include "vit/checkpoint.h"
+#include "vit/train/checkpoint.h"
 #include "vit/cli/cli.h"
-#include "vit/trainer.h"
+#include "vit/train/trainer.h"
 
 namespace patchgrad::cli {
 

@@ -6,7 +6,7 @@ Python) and OpenBLAS (libopenblas0-pthread; see bench_torch.blas_library):
     /usr/bin/python3 vit/scripts/train_torch.py --data ../shared/cifar10 [--preset quick]
         [--threads 1] [--epochs E] [--seed 0] [--out runs/torch-quick] [--resume]
 
-It reads the recipe from patchgrad's preset table (kPresets in vit/trainer.cpp) and the model
+It reads the recipe from patchgrad's preset table (kPresets in vit/train/trainer.cpp) and the model
 shape from bench_torch.py's CONFIGS (which bench_torch.py checks against patchgrad), so the two
 cannot drift apart. It trains the independent timm-style ViT of make_golden.py with what
 `patchgrad train --preset NAME` does:
@@ -21,7 +21,7 @@ cannot drift apart. It trains the independent timm-style ViT of make_golden.py w
   - truncated-normal(0.02) weights, class token and position embedding; zero biases;
   - AdamW (betas 0.9/0.999, eps 1e-8) with no weight decay on biases, LayerNorm parameters,
     class token and position embedding; per-step linear warmup then cosine to min_lr
-    (autograd/lr_schedule.cpp); cross-entropy with label smoothing; optional gradient clipping.
+    (autograd/optim/lr_schedule.cpp); cross-entropy with label smoothing; optional gradient clipping.
 It prints one line per epoch, then the test accuracy and wall time. After each epoch it rewrites
 metrics.csv and state.pt (model, optimiser, random-number generators, position) in --out, so an
 interrupted run continues with --resume and ends with the same weights as an uninterrupted one;
@@ -56,7 +56,7 @@ PRESET_FIELDS = ["name", "config", "epochs", "batch", "optimizer", "lr", "weight
 
 
 def read_presets():
-    """kPresets of vit/trainer.cpp, the region between its [snippet:presets] markers."""
+    """kPresets of vit/train/trainer.cpp, the region between its [snippet:presets] markers."""
     with open(os.path.join(ROOT, "vit", "trainer.cpp")) as f:
         text = f.read()
     region = text.split("// [snippet:presets]")[1].split("// [/snippet:presets]")[0]
@@ -65,7 +65,7 @@ def read_presets():
     for row in re.findall(r"\{([^{}]*)\}", region):
         values = [v.strip() for v in row.split(",") if v.strip()]
         if len(values) != len(PRESET_FIELDS):
-            sys.exit("train_torch.py: cannot read a kPresets row of vit/trainer.cpp: {%s}" % row)
+            sys.exit("train_torch.py: cannot read a kPresets row of vit/train/trainer.cpp: {%s}" % row)
         p = {k: (v.strip('"') if v.startswith('"') else float(v)) for k, v in zip(PRESET_FIELDS, values)}
         presets[p["name"]] = p
     return presets
@@ -135,7 +135,7 @@ def random_erasing(images, prob, generator):
 
 
 def lr_at(step, p, total, warmup):
-    """autograd/lr_schedule.cpp's LRSchedule::lr_at for the cosine and constant kinds."""
+    """autograd/optim/lr_schedule.cpp's LRSchedule::lr_at for the cosine and constant kinds."""
     if step < warmup:
         return p["lr"] * (step + 1) / warmup
     if p["schedule"] == "constant":

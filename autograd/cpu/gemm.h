@@ -1,0 +1,46 @@
+// gemm.h — general matrix multiply, the kernel under matmul and linear.
+//
+//     C[M, N] = alpha * op(A)[M, K] @ op(B)[K, N] + beta * C
+//
+// All matrices are row-major. op(A) is A, or A^T when trans_a: then A is stored as [K, M].
+// The leading dimension lda is the distance between consecutive stored rows of A (the
+// stored row length for a dense matrix: K for A [M, K], M for A^T stored as [K, M]); the
+// same for B and C. Transposes are read in place, never materialised. As in BLAS, beta == 0
+// means C is only written, never read (so garbage in C does not leak into the result).
+//
+// `bias`, when given, is an [N] vector added to every row of C, as in torch.addmm:
+//     C = alpha * op(A) @ op(B) + beta * C + bias
+// The fast kernel adds it while it writes the tile (linear's bias costs no pass of its own).
+//
+// Every version is deterministic: each C element is summed over k in a fixed order that
+// depends only on M, N, K and the transposes, never on timing or threads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "autograd/tensor.h"
+
+namespace patchgrad {
+
+// The readable definition: one dot product per C element, k in increasing order.
+void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha,
+                    const real* A, int64_t lda, const real* B, int64_t ldb, real beta, real* C,
+                    int64_t ldc, const real* bias = nullptr);
+
+// patchgrad's own fast kernel: cache blocking, packed panels and a register-tiled
+// micro-kernel in plain C++ that the compiler vectorises (see gemm.cpp).
+void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha,
+                  const real* A, int64_t lda, const real* B, int64_t ldb, real beta, real* C,
+                  int64_t ldc, const real* bias = nullptr);
+
+// The gemm kernel in use (cpu_isa.h's active level) and its tile, e.g. "avx512, tile 12 x 32".
+std::string gemm_kernel_description();
+
+// What the ops call: cblas_sgemm / cblas_dgemm when built with PATCHGRAD_USE_OPENBLAS,
+// gemm_blocked otherwise.
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A,
+          int64_t lda, const real* B, int64_t ldb, real beta, real* C, int64_t ldc,
+          const real* bias = nullptr);
+
+}  // namespace patchgrad

@@ -1,0 +1,62 @@
+// gemm_kernels.h — the per-CPU pieces of gemm_blocked, as a table chosen at run time.
+//
+// gemm_blocked (gemm.cpp) does the blocking and the threads once, in portable code, and calls
+// three kernels through this table: pack a block of op(A), pack a panel of op(B), and the
+// micro-kernel that multiplies one packed MR-row sliver of A by one NR-column sliver of B
+// into a tile of C. Those three are compiled once per instruction-set level (cpu_isa.h), each
+// in its own file with its own compiler flags (gemm_baseline.cpp, gemm_avx2.cpp,
+// gemm_avx512.cpp), from the one template in gemm_tile.h.
+#pragma once
+
+#include <cstdint>
+
+#include "cpu_isa.h"
+#include "autograd/storage.h"
+
+namespace patchgrad {
+
+// C[mr, nr] = alpha * (A sliver @ B sliver) + beta * C + bias[0 .. nr), over kc terms, for
+// mr <= MR and nr <= the columns the kernel covers. Element (i, p) of the A sliver is
+// a[p * a_k + i * a_i] (packed: a_k = MR, a_i = 1); row p of the B sliver is b[p * NR ...].
+// beta == 0 never reads C; bias may be null.
+// The K block: how many terms of each dot product a micro-kernel call sums (gemm.cpp).
+constexpr int64_t kGemmKC = 256;
+
+using MicroKernel = void (*)(int64_t kc, const real* a, int64_t a_k, int64_t a_i, const real* b, real alpha,
+                             real beta, const real* bias, real* c, int64_t ldc, int64_t mr, int64_t nr);
+
+struct GemmKernels {
+    Isa isa;
+    int64_t mr;          // rows of the C tile
+    int64_t nr;          // columns of the C tile: a whole number of vectors
+    int64_t vector;      // reals per vector register
+    // Ap[s][p][i] = op(A)[r0 + s*MR + i, k0 + p] for `rows` rows and kc columns, zero-padded
+    // to whole MR-row slivers.
+    void (*pack_a)(bool trans_a, const real* A, int64_t lda, int64_t r0, int64_t k0, int64_t rows, int64_t kc,
+                   real* Ap);
+    // The same block of a row-major A (no transpose) packed row by row: Ap[s][i][p] =
+    // A[r0 + s*MR + i, k0 + p], each row kGemmKC long (kc used). A copy of runs of A, where the
+    // column-wise packing above would transpose element by element.
+    void (*pack_a_rows)(const real* A, int64_t lda, int64_t r0, int64_t k0, int64_t rows, int64_t kc, real* Ap);
+    // Bp[s][p][j] = op(B)[k0 + p, c0 + s*NR + j] for kc rows and `cols` columns, zero-padded
+    // to whole NR-column slivers.
+    void (*pack_b)(bool trans_b, const real* B, int64_t ldb, int64_t k0, int64_t c0, int64_t kc, int64_t cols,
+                   real* Bp);
+    // Micro-kernels by how many vectors of the B sliver they use (index v - 1, up to 3), so a
+    // narrow edge sliver costs only its width; null beyond nr / vector. `packed` reads the A
+    // sliver as pack_a writes it, `row_packed` as pack_a_rows does (in both the strides are
+    // compile-time constants, so the tile stays in registers), `strided` in place from op(A).
+    MicroKernel packed[3];
+    MicroKernel row_packed[3];
+    MicroKernel strided[3];
+};
+
+// The table for `isa` (which the CPU must support: see active_isa()).
+const GemmKernels& gemm_kernels(Isa isa);
+
+// Defined in gemm_baseline.cpp, gemm_avx2.cpp and gemm_avx512.cpp (the last two on x86-64).
+extern const GemmKernels gemm_kernels_baseline;
+extern const GemmKernels gemm_kernels_avx2;
+extern const GemmKernels gemm_kernels_avx512;
+
+}  // namespace patchgrad

@@ -1,0 +1,35 @@
+// parallel.h — the thread settings and the one parallel loop the heavy ops use.
+//
+// Determinism. parallel_for splits [0, n) into contiguous chunks, one per thread, and each
+// index is processed exactly as it would be on one thread: the ops only parallelise over
+// independent outputs (rows of a matmul result, rows of a softmax, elements of GELU), never
+// over the terms of one sum. So the thread count changes speed, never a single bit of a
+// result (tests/autograd/cpu/test_parallel.cpp runs the ops with 1, 2 and 3 threads and
+// compares bit for bit).
+//
+// The workers are started on first use. Between loops they spin for a moment, then sleep
+// (parallel.cpp says why). A parallel_for called from inside another one runs serially on
+// the calling thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace patchgrad {
+
+// The most threads set_num_threads accepts: more than any CPU this runs on has cores, and
+// far fewer than would exhaust the system (each is a real thread with its own stack).
+constexpr int kMaxThreads = 1024;
+
+// The number of threads parallel_for uses (default 1), 1 to kMaxThreads. Like
+// torch.set_num_threads.
+void set_num_threads(int threads);
+int num_threads();
+
+// Calls body(begin, end) on disjoint chunks covering [0, n), in parallel when there are at
+// least 2 * grain indices and more than one thread. Chunks hold at least `grain` indices
+// (except the last), so a loop of little work per index does not pay to wake threads.
+// An exception thrown by a body is rethrown on the calling thread.
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t begin, int64_t end)>& body);
+
+}  // namespace patchgrad

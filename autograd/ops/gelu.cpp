@@ -1,0 +1,92 @@
+// gelu.cpp — the Gaussian error linear unit, exact and tanh-approximated.
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "autograd/cpu/cpu_isa.h"
+#include "fast_math.h"
+#include "autograd/ops.h"
+#include "autograd/cpu/parallel.h"
+
+namespace patchgrad {
+
+namespace {
+constexpr real kSqrtHalf = static_cast<real>(0.70710678118654752440);       // 1 / sqrt(2)
+constexpr real kInvSqrt2Pi = static_cast<real>(0.39894228040143267794);     // 1 / sqrt(2 pi)
+constexpr real kSqrt2OverPi = static_cast<real>(0.79788456080286535588);    // sqrt(2 / pi)
+constexpr real kCubic = static_cast<real>(0.044715);
+constexpr int64_t kGrain = 1 << 15;  // elements per thread at least
+
+// y[i] = GELU(x[i]) for i in [0, n), compiled for each instruction-set level (cpu_isa.h).
+PATCHGRAD_LOOP void gelu_forward_loop(const real* xd, real* y, int64_t n, bool exact) {
+    // [snippet:gelu-forward]
+    if (exact) {
+        for (int64_t i = 0; i < n; ++i) y[i] = real(0.5) * xd[i] * (1 + vector_erf(xd[i] * kSqrtHalf));
+    } else {
+        for (int64_t i = 0; i < n; ++i) {
+            const real v = xd[i];
+            y[i] = real(0.5) * v * (1 + std::tanh(kSqrt2OverPi * (v + kCubic * v * v * v)));
+        }
+    }
+    // [/snippet:gelu-forward]
+}
+PATCHGRAD_MULTIVERSION(gelu_forward, (const real* x, real* y, int64_t n, bool exact), (x, y, n, exact))
+
+// dx[i] += dy[i] * GELU'(x[i]) for i in [0, n), likewise.
+PATCHGRAD_LOOP void gelu_backward_loop(const real* xd, const real* dy, real* dx, int64_t n, bool exact) {
+    if (exact) {
+        // [exercise:gelu-backward]
+        // [snippet:gelu-backward-exact]
+        for (int64_t i = 0; i < n; ++i) {
+            const real v = xd[i];
+            const real cdf = real(0.5) * (1 + vector_erf(v * kSqrtHalf));
+            const real pdf = kInvSqrt2Pi * vector_exp(real(-0.5) * v * v);
+            dx[i] += dy[i] * (cdf + v * pdf);
+        }
+        // [/snippet:gelu-backward-exact]
+        // [/exercise:gelu-backward]
+    } else {
+        // [snippet:gelu-backward-tanh]
+        for (int64_t i = 0; i < n; ++i) {
+            const real v = xd[i];
+            const real t = std::tanh(kSqrt2OverPi * (v + kCubic * v * v * v));
+            const real du = kSqrt2OverPi * (1 + 3 * kCubic * v * v);
+            dx[i] += dy[i] * (real(0.5) * (1 + t) + real(0.5) * v * (1 - t * t) * du);
+        }
+        // [/snippet:gelu-backward-tanh]
+    }
+}
+PATCHGRAD_MULTIVERSION(gelu_backward, (const real* x, const real* dy, real* dx, int64_t n, bool exact),
+                       (x, dy, dx, n, exact))
+}  // namespace
+
+// x [...] -> y [...], elementwise. None, with Phi / phi the standard normal cdf / pdf:
+//   y = x Phi(x) = 0.5 x (1 + erf(x / sqrt 2))      dy/dx = Phi(x) + x phi(x)
+// Tanh, with u = sqrt(2/pi) (x + 0.044715 x^3) and t = tanh(u):
+//   y = 0.5 x (1 + t)      dy/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)
+// The backward recomputes the derivative from x; nothing is saved. erf and exp are
+// fast_math.h's vectorisable forms in float32 (libm's in float64).
+Tensor gelu(const Tensor& x, GeluApproximation approximation) {
+    const bool exact = approximation == GeluApproximation::None;
+    if (!exact && approximation != GeluApproximation::Tanh)
+        throw std::invalid_argument("gelu: unknown approximation " +
+                                    std::to_string(static_cast<int>(approximation)) + " for input " +
+                                    shape_str(x.shape()));
+    const int64_t n = x.numel();
+    Tensor out = Tensor::empty(x.shape());
+    const real* xd = x.data();
+    real* y = out.data();
+    parallel_for(n, kGrain, [=](int64_t begin, int64_t end) { gelu_forward(xd + begin, y + begin, end - begin, exact); });
+
+    record(out, "gelu", {x}, [x, n, exact](Tensor& o) mutable {
+        const real* dy = o.grad_data();
+        const real* xd = x.data();
+        real* dx = x.grad_data();
+        parallel_for(n, kGrain, [=](int64_t begin, int64_t end) {
+            gelu_backward(xd + begin, dy + begin, dx + begin, end - begin, exact);
+        });
+    });
+    return out;
+}
+
+}  // namespace patchgrad

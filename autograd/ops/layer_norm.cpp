@@ -1,0 +1,142 @@
+// layer_norm.cpp — layer normalisation over the last dimension.
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "autograd/cpu/cpu_isa.h"
+#include "fast_math.h"
+#include "autograd/ops.h"
+#include "autograd/cpu/parallel.h"
+
+namespace patchgrad {
+
+namespace {
+void check_affine(const Tensor& param, const char* name, const Tensor& x) {
+    if (param.defined() && param.shape() != Shape{x.size(-1)})
+        throw std::invalid_argument(std::string("layer_norm: ") + name + " of shape " + shape_str(param.shape()) +
+                                    " does not match the normalised dimension [" + std::to_string(x.size(-1)) +
+                                    "] of input " + shape_str(x.shape()));
+}
+
+// Rows [r0, r1) of x [rows, D] -> y, with each row's mean and 1 / std. The three loops below
+// are compiled for each instruction-set level (cpu_isa.h); the sums run in lane_sum's 16
+// lanes (fast_math.h) so that they vectorise.
+PATCHGRAD_LOOP void forward_rows_loop(const real* xd, const real* w, const real* b, real eps, int64_t D, int64_t r0,
+                                      int64_t r1, real* yd, real* mean, real* rstd) {
+    for (int64_t r = r0; r < r1; ++r) {
+        // [snippet:layernorm-forward-row]
+        const real* xr = xd + r * D;
+        real* yr = yd + r * D;
+        const real mu = lane_sum(D, [&](int64_t j) { return xr[j]; }) / static_cast<real>(D);
+        const real squares = lane_sum(D, [&](int64_t j) { return (xr[j] - mu) * (xr[j] - mu); });
+        const real rs = 1 / std::sqrt(squares / static_cast<real>(D) + eps);
+        for (int64_t j = 0; j < D; ++j) yr[j] = (xr[j] - mu) * rs * (w ? w[j] : 1) + (b ? b[j] : 0);
+        mean[r] = mu;
+        rstd[r] = rs;
+        // [/snippet:layernorm-forward-row]
+    }
+}
+PATCHGRAD_MULTIVERSION(forward_rows,
+                       (const real* xd, const real* w, const real* b, real eps, int64_t D, int64_t r0, int64_t r1,
+                        real* yd, real* mean, real* rstd),
+                       (xd, w, b, eps, D, r0, r1, yd, mean, rstd))
+
+// dx of rows [r0, r1), added into dx.
+PATCHGRAD_LOOP void backward_rows_loop(const real* xd, const real* dy, const real* w, const real* mu, const real* rs,
+                                       int64_t D, int64_t r0, int64_t r1, real* dx) {
+    for (int64_t r = r0; r < r1; ++r) {
+        // [exercise:layernorm-backward]
+        const real* xr = xd + r * D;
+        const real* dyr = dy + r * D;
+        const auto dxhat = [&](int64_t j) { return dyr[j] * (w ? w[j] : 1); };
+        const auto xhat = [&](int64_t j) { return (xr[j] - mu[r]) * rs[r]; };
+        const real mean_dxhat = lane_sum(D, dxhat) / static_cast<real>(D);
+        const real mean_dxhat_xhat = lane_sum(D, [&](int64_t j) { return dxhat(j) * xhat(j); }) / static_cast<real>(D);
+        real* dxr = dx + r * D;
+        for (int64_t j = 0; j < D; ++j) dxr[j] += rs[r] * (dxhat(j) - mean_dxhat - xhat(j) * mean_dxhat_xhat);
+        // [/exercise:layernorm-backward]
+    }
+}
+PATCHGRAD_MULTIVERSION(backward_rows,
+                       (const real* xd, const real* dy, const real* w, const real* mu, const real* rs, int64_t D,
+                        int64_t r0, int64_t r1, real* dx),
+                       (xd, dy, w, mu, rs, D, r0, r1, dx))
+
+// dweight and dbias of columns [j0, j1), summed over all rows in row order.
+PATCHGRAD_LOOP void backward_affine_loop(const real* xd, const real* dy, const real* mu, const real* rs, int64_t rows,
+                                         int64_t D, int64_t j0, int64_t j1, real* dw, real* db) {
+    // [snippet:layernorm-backward-affine]
+    for (int64_t r = 0; r < rows; ++r) {
+        const real* xr = xd + r * D;
+        const real* dyr = dy + r * D;
+        for (int64_t j = j0; j < j1; ++j) {
+            const real xhat = (xr[j] - mu[r]) * rs[r];
+            if (dw) dw[j] += dyr[j] * xhat;
+            if (db) db[j] += dyr[j];
+        }
+    }
+    // [/snippet:layernorm-backward-affine]
+}
+PATCHGRAD_MULTIVERSION(backward_affine,
+                       (const real* xd, const real* dy, const real* mu, const real* rs, int64_t rows, int64_t D,
+                        int64_t j0, int64_t j1, real* dw, real* db),
+                       (xd, dy, mu, rs, rows, D, j0, j1, dw, db))
+}  // namespace
+
+// x [..., D], weight [D] or undefined (= 1), bias [D] or undefined (= 0) -> y [..., D]
+//   xhat = (x - mean) * rstd,  rstd = 1 / sqrt(var + eps),  y = xhat * weight + bias
+// Per row, with dxhat = dy * weight:
+//   dx      = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
+//   dweight = sum over rows of dy * xhat      dbias = sum over rows of dy
+// The forward saves mean and rstd per row; xhat is recomputed from x in the backward.
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, real eps) {
+    if (x.dim() == 0)
+        throw std::invalid_argument("layer_norm: input must have at least one dimension, got shape " +
+                                    shape_str(x.shape()));
+    check_affine(weight, "weight", x);
+    check_affine(bias, "bias", x);
+    if (!(eps >= 0)) {
+        std::ostringstream msg;
+        msg << "layer_norm: eps must be >= 0, got " << eps << " (input " << shape_str(x.shape()) << ")";
+        throw std::invalid_argument(msg.str());
+    }
+
+    const int64_t D = x.size(-1);
+    const int64_t rows = D > 0 ? shape_numel(x.shape()) / D : 0;  // D == 0: nothing to normalise
+    Tensor out = Tensor::empty(x.shape());
+    std::vector<real> mean(rows), rstd(rows);
+    const real* w = weight.defined() ? weight.data() : nullptr;
+    const real* b = bias.defined() ? bias.data() : nullptr;
+    const real* xd = x.data();
+    real* yd = out.data();
+    real* mean_d = mean.data();
+    real* rstd_d = rstd.data();
+    const int64_t grain = (1 << 14) / (D + 1) + 1;
+    parallel_for(rows, grain,
+                 [=](int64_t r0, int64_t r1) { forward_rows(xd, w, b, eps, D, r0, r1, yd, mean_d, rstd_d); });
+
+    // Rows go to threads for dx; columns for dweight and dbias, whose sums over the rows then
+    // run in row order whatever the thread count.
+    record(out, "layer_norm", {x, weight, bias},
+           [x, weight, bias, rows, D, grain, mean = std::move(mean), rstd = std::move(rstd)](Tensor& o) mutable {
+               const real* dy = o.grad_data();
+               const real* xd = x.data();
+               const real* w = weight.defined() ? weight.data() : nullptr;
+               const real* mu = mean.data();
+               const real* rs = rstd.data();
+               if (x.requires_grad()) {
+                   real* dx = x.grad_data();
+                   parallel_for(rows, grain,
+                                [=](int64_t r0, int64_t r1) { backward_rows(xd, dy, w, mu, rs, D, r0, r1, dx); });
+               }
+               real* dw = weight.defined() && weight.requires_grad() ? weight.grad_data() : nullptr;
+               real* db = bias.defined() && bias.requires_grad() ? bias.grad_data() : nullptr;
+               if (!dw && !db) return;
+               parallel_for(D, 16, [=](int64_t j0, int64_t j1) { backward_affine(xd, dy, mu, rs, rows, D, j0, j1, dw, db); });
+           });
+    return out;
+}
+
+}  // namespace patchgrad

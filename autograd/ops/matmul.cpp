@@ -1,0 +1,173 @@
+#include <algorithm>
+#include <unordered_set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "autograd/cpu/gemm.h"
+#include "autograd/ops.h"
+#include "autograd/cpu/parallel.h"
+
+namespace patchgrad {
+
+namespace {
+
+// The batch dimensions (all but the last two) of a and b broadcast against each other like
+// NumPy's. For every matrix of the output batch, a_index / b_index say which matrix of a
+// and of b it multiplies (flat indices into their own batches).
+struct BatchPlan {
+    Shape shape;
+    std::vector<int64_t> a_index, b_index;
+};
+
+BatchPlan plan_batches(const Shape& a_shape, const Shape& b_shape, const char* op) {
+    const Shape a_batch(a_shape.begin(), a_shape.end() - 2);
+    const Shape b_batch(b_shape.begin(), b_shape.end() - 2);
+    const size_t ndim = std::max(a_batch.size(), b_batch.size());
+    // Both batch shapes right-aligned and padded with leading 1s to ndim.
+    Shape a_dims(ndim, 1), b_dims(ndim, 1);
+    std::copy(a_batch.begin(), a_batch.end(), a_dims.end() - a_batch.size());
+    std::copy(b_batch.begin(), b_batch.end(), b_dims.end() - b_batch.size());
+
+    BatchPlan plan;
+    plan.shape.resize(ndim);
+    for (size_t d = 0; d < ndim; ++d) {
+        if (a_dims[d] != b_dims[d] && a_dims[d] != 1 && b_dims[d] != 1)
+            throw std::invalid_argument(std::string(op) + ": batch dimensions of " + shape_str(a_shape) + " and " +
+                                        shape_str(b_shape) + " cannot broadcast (" +
+                                        std::to_string(a_dims[d]) + " vs " + std::to_string(b_dims[d]) + ")");
+        plan.shape[d] = a_dims[d] == 1 ? b_dims[d] : a_dims[d];
+    }
+
+    const int64_t batch = shape_numel(plan.shape);
+    plan.a_index.resize(batch);
+    plan.b_index.resize(batch);
+    std::vector<int64_t> index(ndim, 0);  // multi-index of the output matrix t
+    for (int64_t t = 0; t < batch; ++t) {
+        int64_t ai = 0, bi = 0;
+        for (size_t d = 0; d < ndim; ++d) {
+            ai = ai * a_dims[d] + (a_dims[d] == 1 ? 0 : index[d]);
+            bi = bi * b_dims[d] + (b_dims[d] == 1 ? 0 : index[d]);
+        }
+        plan.a_index[t] = ai;
+        plan.b_index[t] = bi;
+        for (size_t d = ndim; d-- > 0;) {
+            if (++index[d] < plan.shape[d]) break;
+            index[d] = 0;
+        }
+    }
+    return plan;
+}
+
+bool all_different(std::vector<int64_t> index) {
+    std::sort(index.begin(), index.end());
+    return std::adjacent_find(index.begin(), index.end()) == index.end();
+}
+
+// gemm's beta for the t-th product into gradient matrix index[t]: `beta` (0 when the
+// gradient is fresh, uninitialised memory) for the first product that reaches a matrix, 1 (add)
+// for later ones. Every matrix of a broadcast input is reached at least once.
+std::vector<real> first_use_beta(const std::vector<int64_t>& index, real beta) {
+    std::vector<real> out(index.size(), real(1));
+    std::unordered_set<int64_t> seen;
+    for (size_t t = 0; t < index.size(); ++t)
+        if (seen.insert(index[t]).second) out[t] = beta;
+    return out;
+}
+
+// matrix(t) for t in [0, count): on several threads when `independent`, else in order.
+template <class F>
+void for_each_matrix(int64_t count, int64_t grain, bool independent, F&& matrix) {
+    if (!independent) {
+        for (int64_t t = 0; t < count; ++t) matrix(t);
+        return;
+    }
+    parallel_for(count, grain, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) matrix(t);
+    });
+}
+
+// The one implementation behind matmul and matmul_transposed: out = alpha * a @ op(b), with
+// op(b) = b^T read in place when trans_b (b stored [..., N, K]).
+Tensor batched_matmul(const Tensor& a, const Tensor& b, bool trans_b, real alpha, const char* op) {
+    if (a.dim() < 2 || b.dim() < 2)
+        throw std::invalid_argument(std::string(op) + ": both inputs need at least 2 dimensions, got " +
+                                    shape_str(a.shape()) + " and " + shape_str(b.shape()));
+    const int64_t b_inner = trans_b ? b.size(-1) : b.size(-2);
+    if (a.size(-1) != b_inner)
+        throw std::invalid_argument(std::string(op) + ": inner dimensions differ in " + shape_str(a.shape()) +
+                                    (trans_b ? " @ transpose of " : " @ ") + shape_str(b.shape()) + " (" +
+                                    std::to_string(a.size(-1)) + " vs " + std::to_string(b_inner) + ")");
+    BatchPlan plan = plan_batches(a.shape(), b.shape(), op);
+    int64_t M = a.size(-2);
+    const int64_t K = a.size(-1), N = trans_b ? b.size(-2) : b.size(-1);
+    const int64_t ldb = trans_b ? K : N;
+
+    Shape out_shape = plan.shape;
+    out_shape.push_back(M);
+    out_shape.push_back(N);
+    Tensor out = Tensor::empty(out_shape);
+
+    // One b for the whole batch (x [B, T, D] @ W [D, E]): a's matrices are consecutive rows
+    // of one tall [batch * M, K] matrix, and one big multiply is much faster than many
+    // small ones.
+    if (shape_numel(Shape(b.shape().begin(), b.shape().end() - 2)) == 1) {
+        M *= static_cast<int64_t>(plan.a_index.size());
+        plan.a_index = plan.b_index = {0};
+    }
+
+    // The batch's matrices go to the threads whole (attention's many small multiplies),
+    // unless several of them add into one gradient matrix (a broadcast input): then they run
+    // in order, so the sum's order never depends on the threads.
+    const int64_t count = static_cast<int64_t>(plan.a_index.size());
+    const int64_t grain = (int64_t(1) << 19) / (M * N * K + 1) + 1;
+    // [snippet:matmul-forward]
+    for_each_matrix(count, grain, true, [&](int64_t t) {
+        gemm(false, trans_b, M, N, K, alpha, a.data() + plan.a_index[t] * M * K, K,
+             b.data() + plan.b_index[t] * K * N, ldb, 0, out.data() + t * M * N, N);
+    });
+    // [/snippet:matmul-forward]
+
+    record(out, op, {a, b}, [a, b, plan, count, grain, M, K, N, ldb, trans_b, alpha](Tensor& o) mutable {
+        // [exercise:matmul-backward]
+        const real* dout = o.grad_data();
+        // The first gradient to reach a matrix of a or b is written, later ones are added
+        // (grad_target's beta; a broadcast matrix meets several).
+        if (a.requires_grad()) {  // dA = alpha dOut @ op(b)^T
+            const Tensor::GradTarget da = a.grad_target();
+            std::vector<real> beta = first_use_beta(plan.a_index, da.beta);
+            for_each_matrix(count, grain, all_different(plan.a_index), [&](int64_t t) {
+                gemm(false, !trans_b, M, K, N, alpha, dout + t * M * N, N, b.data() + plan.b_index[t] * K * N, ldb,
+                     beta[t], da.data + plan.a_index[t] * M * K, K);
+            });
+        }
+        if (b.requires_grad()) {  // dB = alpha A^T @ dOut, or its transpose alpha dOut^T @ A
+            const Tensor::GradTarget db = b.grad_target();
+            std::vector<real> beta = first_use_beta(plan.b_index, db.beta);
+            for_each_matrix(count, grain, all_different(plan.b_index), [&](int64_t t) {
+                const real* at = a.data() + plan.a_index[t] * M * K;
+                const real* dt = dout + t * M * N;
+                real* dbt = db.data + plan.b_index[t] * K * N;
+                if (trans_b) gemm(true, false, N, K, M, alpha, dt, N, at, K, beta[t], dbt, K);
+                else gemm(true, false, K, N, M, alpha, at, K, dt, N, beta[t], dbt, N);
+            });
+        }
+        // [/exercise:matmul-backward]
+    });
+    return out;
+}
+
+}  // namespace
+
+// matmul: a [..., M, K] @ b [..., K, N] -> out [..., M, N], batch dimensions broadcast
+//   dA = dOut @ B^T      dB = A^T @ dOut      (each summed over the batch matrices it met)
+Tensor matmul(const Tensor& a, const Tensor& b) { return batched_matmul(a, b, false, 1, "matmul"); }
+
+// matmul_transposed: alpha * a [..., M, K] @ b[..., N, K]^T -> out [..., M, N], without
+// materialising b^T (attention's q @ k^T / sqrt(d)).
+//   dA = alpha dOut @ B      dB = alpha dOut^T @ A
+Tensor matmul_transposed(const Tensor& a, const Tensor& b, real alpha) {
+    return batched_matmul(a, b, true, alpha, "matmul_transposed");
+}
+
+}  // namespace patchgrad

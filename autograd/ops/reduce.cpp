@@ -1,0 +1,162 @@
+// reduce.cpp — sum, mean and max, over the whole tensor or along one axis.
+//
+// A reduction along an axis sees the input as [outer, n, inner] (n is the reduced axis,
+// outer and inner the products of the axes before and after it) and the output as
+// [outer, inner], so whatever the axis the loops run over contiguous rows of inner elements.
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "autograd/ops.h"
+
+namespace patchgrad {
+
+namespace {
+
+// [snippet:axis-view]
+struct AxisView {
+    int64_t axis = 0;  // normalised
+    int64_t outer = 1, n = 1, inner = 1;
+    Shape out_shape;
+};
+
+AxisView view_axis(const Shape& shape, int64_t axis, bool keepdim, const char* op) {
+    AxisView v;
+    v.axis = normalize_axis(axis, shape, op);
+    v.n = shape[v.axis];
+    for (int64_t k = 0; k < v.axis; ++k) v.outer *= shape[k];
+    for (size_t k = v.axis + 1; k < shape.size(); ++k) v.inner *= shape[k];
+    v.out_shape = shape;
+    if (keepdim) v.out_shape[v.axis] = 1;
+    else v.out_shape.erase(v.out_shape.begin() + v.axis);
+    return v;
+}
+// [/snippet:axis-view]
+
+// scale * (sum of all elements) -> []
+//   dA = dOut * scale, everywhere
+// The running sum is a double: in float32 a sum of a million elements would keep only
+// about three correct digits.
+// [snippet:sum-all]
+Tensor sum_all(const char* op, const Tensor& a, real scale) {
+    const int64_t n = a.numel();
+    const real* x = a.data();
+    double s = 0;
+    for (int64_t i = 0; i < n; ++i) s += x[i];
+    Tensor out = Tensor::scalar(static_cast<real>(s * scale));
+    record(out, op, {a}, [a, n, scale](Tensor& o) mutable {
+        const real g = o.grad_data()[0] * scale;
+        real* ga = a.grad_data();
+        for (int64_t i = 0; i < n; ++i) ga[i] += g;
+    });
+    return out;
+}
+// [/snippet:sum-all]
+
+// [outer, n, inner] -> scale * (sum over n) [outer, inner]
+//   dA[o, k, i] = dOut[o, i] * scale
+Tensor sum_axis(const char* op, const Tensor& a, int64_t axis, bool keepdim, bool mean) {
+    const AxisView v = view_axis(a.shape(), axis, keepdim, op);
+    const real scale = mean ? real(1) / static_cast<real>(v.n) : real(1);
+    Tensor out = Tensor::zeros(v.out_shape);
+    const real* x = a.data();
+    real* y = out.data();
+    // [exercise:sum-axis-forward]
+    for (int64_t o = 0; o < v.outer; ++o) {
+        const real* src = x + o * v.n * v.inner;
+        real* dst = y + o * v.inner;
+        if (v.inner == 1) {
+            real s = 0;
+            for (int64_t k = 0; k < v.n; ++k) s += src[k];
+            dst[0] = s * scale;
+        } else {
+            for (int64_t k = 0; k < v.n; ++k)
+                for (int64_t i = 0; i < v.inner; ++i) dst[i] += src[k * v.inner + i];
+            for (int64_t i = 0; i < v.inner; ++i) dst[i] *= scale;
+        }
+    }
+    // [/exercise:sum-axis-forward]
+    record(out, op, {a}, [a, v, scale](Tensor& o) mutable {
+        // [exercise:sum-axis-backward]
+        const real* dout = o.grad_data();
+        real* ga = a.grad_data();
+        for (int64_t r = 0; r < v.outer; ++r)
+            for (int64_t k = 0; k < v.n; ++k) {
+                real* dst = ga + (r * v.n + k) * v.inner;
+                const real* g = dout + r * v.inner;
+                for (int64_t i = 0; i < v.inner; ++i) dst[i] += g[i] * scale;
+            }
+        // [/exercise:sum-axis-backward]
+    });
+    return out;
+}
+
+// Whether x replaces the running maximum `best`: when it is larger, or is the first nan, so
+// that like torch.max a nan anywhere makes the result nan. Ties keep the earlier position.
+bool beats(real x, real best) { return x > best || (std::isnan(x) && !std::isnan(best)); }
+
+}  // namespace
+
+Tensor sum(const Tensor& a) { return sum_all("sum", a, 1); }
+
+Tensor sum(const Tensor& a, int64_t axis, bool keepdim) { return sum_axis("sum", a, axis, keepdim, false); }
+
+// The mean of an empty tensor is 0/0 = nan, as in PyTorch.
+Tensor mean(const Tensor& a) { return sum_all("mean", a, real(1) / static_cast<real>(a.numel())); }
+
+Tensor mean(const Tensor& a, int64_t axis, bool keepdim) { return sum_axis("mean", a, axis, keepdim, true); }
+
+// max of all elements -> []
+//   dA[argmax] = dOut, 0 elsewhere; argmax is the first position holding the maximum
+Tensor max(const Tensor& a) {
+    const int64_t n = a.numel();
+    if (n == 0)
+        throw std::invalid_argument("max: cannot take the max of an empty tensor of shape " +
+                                    shape_str(a.shape()));
+    const real* x = a.data();
+    int64_t argmax = 0;
+    for (int64_t i = 1; i < n; ++i)
+        if (beats(x[i], x[argmax])) argmax = i;
+    Tensor out = Tensor::scalar(x[argmax]);
+    record(out, "max", {a}, [a, argmax](Tensor& o) mutable {
+        a.grad_data()[argmax] += o.grad_data()[0];
+    });
+    return out;
+}
+
+// [outer, n, inner] -> max over n [outer, inner]
+//   dA[o, argmax[o, i], i] = dOut[o, i], 0 elsewhere; argmax is the first maximum along n
+Tensor max(const Tensor& a, int64_t axis, bool keepdim) {
+    const AxisView v = view_axis(a.shape(), axis, keepdim, "max");
+    if (v.n == 0)
+        throw std::invalid_argument("max: cannot reduce axis " + std::to_string(axis) +
+                                    " of size 0 of a tensor of shape " + shape_str(a.shape()));
+    Tensor out = Tensor::empty(v.out_shape);
+    std::vector<int64_t> argmax(v.outer * v.inner, 0);
+    const real* x = a.data();
+    real* y = out.data();
+    for (int64_t o = 0; o < v.outer; ++o) {
+        const real* src = x + o * v.n * v.inner;
+        real* best = y + o * v.inner;
+        int64_t* index = argmax.data() + o * v.inner;
+        std::copy(src, src + v.inner, best);
+        for (int64_t k = 1; k < v.n; ++k) {
+            const real* row = src + k * v.inner;
+            for (int64_t i = 0; i < v.inner; ++i)
+                if (beats(row[i], best[i])) {
+                    best[i] = row[i];
+                    index[i] = k;
+                }
+        }
+    }
+    record(out, "max", {a}, [a, v, argmax = std::move(argmax)](Tensor& o) mutable {
+        const real* dout = o.grad_data();
+        real* ga = a.grad_data();
+        for (int64_t r = 0; r < v.outer; ++r)
+            for (int64_t i = 0; i < v.inner; ++i)
+                ga[(r * v.n + argmax[r * v.inner + i]) * v.inner + i] += dout[r * v.inner + i];
+    });
+    return out;
+}
+
+}  // namespace patchgrad

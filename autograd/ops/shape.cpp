@@ -1,0 +1,309 @@
+// shape.cpp — ops that move elements around without changing them: reshape, permute,
+// transpose, concat, slice, select. Tensors are always contiguous (see tensor.h), so each
+// op copies into a new tensor, and each backward routes every gradient element back to
+// the single input element it came from.
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "autograd/ops.h"
+#include "autograd/cpu/parallel.h"
+
+namespace patchgrad {
+
+namespace {
+
+// Product of shape[begin..end): the number of elements in one step along axis begin-1.
+int64_t dims_product(const Shape& shape, int64_t begin, int64_t end) {
+    int64_t n = 1;
+    for (int64_t k = begin; k < end; ++k) n *= shape[k];
+    return n;
+}
+
+// Visits the elements of a permuted copy in its row-major order and calls
+// f(out_offset, in_offset), where in_strides[k] is how far the input moves for one step
+// along output axis k. The last axis is a plain strided loop; the outer axes advance like
+// an odometer once per row. Rows are split over threads: each output element is written
+// by exactly one of them, so the result does not depend on the thread count. `block` is
+// the number of elements each call of f moves, to size the chunks.
+template <class F>
+void for_each_permuted(const Shape& out_shape, const Shape& in_strides, int64_t block, F f) {
+    const int64_t ndim = static_cast<int64_t>(out_shape.size());
+    const int64_t n = shape_numel(out_shape);
+    if (n == 0) return;
+    if (ndim == 0) {
+        f(0, 0);
+        return;
+    }
+    const int64_t row = out_shape[ndim - 1], step = in_strides[ndim - 1];
+    // A chunk of at least ~16k elements, so that a small copy stays on one thread.
+    const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 14) / (row * block));
+    parallel_for(n / row, grain, [&](int64_t row_begin, int64_t row_end) {
+        // The odometer's position at row_begin, read off its digits from the last outer axis.
+        std::vector<int64_t> index(ndim, 0);
+        int64_t in_row = 0;
+        for (int64_t axis = ndim - 2, rest = row_begin; axis >= 0; --axis) {
+            index[axis] = rest % out_shape[axis];
+            rest /= out_shape[axis];
+            in_row += index[axis] * in_strides[axis];
+        }
+        for (int64_t r = row_begin; r < row_end; ++r) {
+            const int64_t o = r * row;
+            for (int64_t k = 0; k < row; ++k) f(o + k, in_row + k * step);
+            for (int64_t axis = ndim - 2; axis >= 0; --axis) {
+                in_row += in_strides[axis];
+                if (++index[axis] < out_shape[axis]) break;
+                in_row -= in_strides[axis] * out_shape[axis];
+                index[axis] = 0;
+            }
+        }
+    });
+}
+
+// permute and transpose share this; `op` is the name in errors and in the graph.
+//   out[i_0, ..., i_k] = a[j] with j_{dims[m]} = i_m      dA[j] += dOut[i]
+Tensor permute_as(const Tensor& a, const std::vector<int64_t>& dims, const char* op) {
+    const Shape& in_shape = a.shape();
+    const int64_t ndim = a.dim();
+    std::vector<int64_t> axes(dims.size());
+    std::vector<bool> seen(ndim, false);
+    bool valid = static_cast<int64_t>(dims.size()) == ndim;
+    for (size_t m = 0; valid && m < dims.size(); ++m) {
+        axes[m] = dims[m] < 0 ? dims[m] + ndim : dims[m];
+        valid = axes[m] >= 0 && axes[m] < ndim && !seen[axes[m]];
+        if (valid) seen[axes[m]] = true;
+    }
+    if (!valid)
+        throw std::invalid_argument(std::string(op) + ": dims " + shape_str(dims) +
+                                    " are not a permutation of the " + std::to_string(ndim) +
+                                    " axes of shape " + shape_str(in_shape));
+
+    Shape out_shape(ndim), in_strides(ndim);
+    for (int64_t m = 0; m < ndim; ++m) {
+        out_shape[m] = in_shape[axes[m]];
+        in_strides[m] = dims_product(in_shape, axes[m] + 1, ndim);
+    }
+    // When the last axis stays last (attention's head split and merge), the copy moves whole
+    // rows of it: visit the permutation with that axis as one block of `run` elements.
+    int64_t run = 1;
+    Shape visit_shape = out_shape, visit_strides = in_strides;
+    if (ndim > 0 && axes[ndim - 1] == ndim - 1) {
+        run = out_shape[ndim - 1];
+        visit_shape.back() = 1;
+    }
+    Tensor out = Tensor::empty(out_shape);
+    const real* x = a.data();
+    real* y = out.data();
+    for_each_permuted(visit_shape, visit_strides, run, [x, y, run](int64_t o, int64_t i) {
+        std::copy(x + i, x + i + run, y + o * run);
+    });
+
+    record(out, op, {a}, [a, visit_shape, visit_strides, run](Tensor& o) mutable {
+        const real* dy = o.grad_data();
+        // Every element of dA is reached exactly once: a first gradient is written, not added
+        // to a zero-filled buffer (beta == 0 never reads the uninitialised memory).
+        const Tensor::GradTarget dx = a.grad_target();
+        for_each_permuted(visit_shape, visit_strides, run, [dx, dy, run](int64_t oi, int64_t i) {
+            const real* src = dy + oi * run;
+            if (dx.beta == 0) std::copy(src, src + run, dx.data + i);
+            else
+                for (int64_t k = 0; k < run; ++k) dx.data[i + k] += src[k];
+        });
+    });
+    return out;
+}
+
+}  // namespace
+
+// reshape: a [any] -> out [shape], the same elements in the same row-major order, sharing a's memory.
+//   dA = dOut (viewed in a's shape)
+Tensor reshape(const Tensor& a, Shape shape) {
+    int64_t inferred = -1;
+    int64_t known = 1;
+    for (size_t k = 0; k < shape.size(); ++k) {
+        if (shape[k] == -1) {
+            if (inferred >= 0)
+                throw std::invalid_argument("reshape: only one dimension can be -1, got shape " + shape_str(shape));
+            inferred = static_cast<int64_t>(k);
+        } else if (shape[k] < 0) {
+            throw std::invalid_argument("reshape: invalid dimension " + std::to_string(shape[k]) +
+                                        " in shape " + shape_str(shape));
+        } else {
+            if (!product_fits(known, shape[k]))
+                throw std::invalid_argument("reshape: shape " + shape_str(shape) +
+                                            " has more elements than a 64-bit integer holds");
+            known *= shape[k];
+        }
+    }
+    const Shape requested = shape;
+    if (inferred >= 0) {
+        if (known == 0 || a.numel() % known != 0)
+            throw std::invalid_argument("reshape: cannot reshape a tensor of shape " + shape_str(a.shape()) +
+                                        " (" + std::to_string(a.numel()) + " elements) into shape " +
+                                        shape_str(requested));
+        shape[inferred] = a.numel() / known;
+    }
+    if (shape_numel(shape) != a.numel())
+        throw std::invalid_argument("reshape: cannot reshape a tensor of shape " + shape_str(a.shape()) +
+                                    " (" + std::to_string(a.numel()) + " elements) into shape " +
+                                    shape_str(shape) + " (" + std::to_string(shape_numel(shape)) +
+                                    " elements)");
+
+    // [snippet:reshape-view]
+    Tensor out = Tensor::view(a, shape, 0);
+    record(out, "reshape", {a}, [a](Tensor& o) mutable { a.add_to_grad(o.grad_data()); });
+    // [/snippet:reshape-view]
+    return out;
+}
+
+// permute: out axis m is input axis dims[m] (negative dims count from the end), e.g.
+// [B, N, heads, Dh] with dims {0, 2, 1, 3} -> [B, heads, N, Dh].
+//   dA = dOut permuted back
+Tensor permute(const Tensor& a, const std::vector<int64_t>& dims) { return permute_as(a, dims, "permute"); }
+
+// transpose: swaps axis0 and axis1 (negative axes count from the end).
+//   dA = dOut with the same two axes swapped back
+Tensor transpose(const Tensor& a, int64_t axis0, int64_t axis1) {
+    const int64_t a0 = normalize_axis(axis0, a.shape(), "transpose");
+    const int64_t a1 = normalize_axis(axis1, a.shape(), "transpose");
+    std::vector<int64_t> dims(a.dim());
+    for (int64_t k = 0; k < a.dim(); ++k) dims[k] = k;
+    std::swap(dims[a0], dims[a1]);
+    return permute_as(a, dims, "transpose");
+}
+
+// concat: tensors t_0 [..., n_0, ...], t_1 [..., n_1, ...], ... -> out [..., n_0 + n_1 + ..., ...]
+// along `axis`. Seen as [outer, n_t * inner] blocks, each output row is the inputs' rows
+// one after another. The ViT prepends the class token this way: concat({cls [B, 1, D],
+// patches [B, N, D]}, 1) -> [B, 1 + N, D].
+//   dT_t = the block of dOut that t_t was copied to
+Tensor concat(const std::vector<Tensor>& tensors, int64_t axis) {
+    if (tensors.empty()) throw std::invalid_argument("concat: needs at least one tensor, got none");
+    for (size_t t = 0; t < tensors.size(); ++t)
+        if (!tensors[t].defined())
+            throw std::invalid_argument("concat: tensor " + std::to_string(t) + " is undefined");
+    const Shape& first = tensors[0].shape();
+    const int64_t ax = normalize_axis(axis, first, "concat");
+    Shape out_shape = first;
+    out_shape[ax] = 0;
+    for (size_t t = 0; t < tensors.size(); ++t) {
+        const Shape& s = tensors[t].shape();
+        bool fits = s.size() == first.size();
+        for (size_t k = 0; fits && k < s.size(); ++k) fits = static_cast<int64_t>(k) == ax || s[k] == first[k];
+        if (!fits)
+            throw std::invalid_argument("concat: along axis " + std::to_string(axis) +
+                                        " all tensors must agree on every other axis, but tensor 0 has shape " +
+                                        shape_str(first) + " and tensor " + std::to_string(t) + " has shape " +
+                                        shape_str(s));
+        out_shape[ax] += s[ax];
+    }
+
+    const int64_t outer = dims_product(first, 0, ax);
+    const int64_t inner = dims_product(first, ax + 1, static_cast<int64_t>(first.size()));
+    const int64_t out_row = out_shape[ax] * inner;
+    Tensor out = Tensor::empty(out_shape);
+    real* y = out.data();
+    int64_t offset = 0;
+    for (const Tensor& t : tensors) {
+        const int64_t row = t.shape()[ax] * inner;
+        const real* x = t.data();
+        for (int64_t o = 0; o < outer; ++o) std::copy(x + o * row, x + (o + 1) * row, y + o * out_row + offset);
+        offset += row;
+    }
+
+    record(out, "concat", tensors, [inputs = tensors, ax, outer, inner, out_row](Tensor& o) mutable {
+        const real* dy = o.grad_data();
+        int64_t offset = 0;
+        for (Tensor& t : inputs) {
+            const int64_t row = t.shape()[ax] * inner;
+            if (t.requires_grad()) {
+                real* dx = t.grad_data();
+                for (int64_t r = 0; r < outer; ++r) {
+                    const real* src = dy + r * out_row + offset;
+                    real* dst = dx + r * row;
+                    for (int64_t k = 0; k < row; ++k) dst[k] += src[k];
+                }
+            }
+            offset += row;
+        }
+    });
+    return out;
+}
+
+namespace {
+// The elements s..s+len-1 along axis `ax` of a, as a tensor of shape `out_shape` (the same
+// elements in the same order, with or without the axis). Seen as [outer, n, inner], each
+// outer row contributes one contiguous run of len*inner elements; with a single outer row
+// (slicing the first axis) that run is the whole result, and it shares a's memory.
+//   dA[..., s + k, ...] += dOut[..., k, ...], zero elsewhere
+Tensor take_along(const Tensor& a, int64_t ax, int64_t s, int64_t len, const Shape& out_shape, const char* op) {
+    const Shape& in_shape = a.shape();
+    const int64_t outer = dims_product(in_shape, 0, ax);
+    const int64_t inner = dims_product(in_shape, ax + 1, a.dim());
+    const int64_t in_row = in_shape[ax] * inner, out_row = len * inner, skip = s * inner;
+    // [snippet:take-along-view]
+    Tensor out;
+    if (outer == 1) {
+        out = Tensor::view(a, out_shape, skip);  // one contiguous run: share it
+    } else {
+        out = Tensor::empty(out_shape);
+        const real* x = a.data();
+        real* y = out.data();
+        for (int64_t o = 0; o < outer; ++o) std::copy(x + o * in_row + skip, x + o * in_row + skip + out_row, y + o * out_row);
+    }
+    // [/snippet:take-along-view]
+
+    record(out, op, {a}, [a, outer, in_row, out_row, skip](Tensor& o) mutable {
+        const real* dy = o.grad_data();
+        real* dx = a.grad_data();
+        // Element i of dOut is row i / out_row, position i % out_row: each lands in its own
+        // element of dA, so the elements can be split over threads.
+        parallel_for(outer * out_row, int64_t(1) << 15, [=](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end;) {
+                const int64_t r = i / out_row, k = i % out_row, stop = std::min(end - i, out_row - k);
+                const real* src = dy + r * out_row + k;
+                real* dst = dx + r * in_row + skip + k;
+                for (int64_t j = 0; j < stop; ++j) dst[j] += src[j];
+                i += stop;
+            }
+        });
+    });
+    return out;
+}
+}  // namespace
+
+// slice: a [..., n, ...] -> out [..., end - start, ...], elements start..end-1 along `axis`.
+// Unlike Python, a range that is empty or reaches outside 0..n is an error, not clamped:
+// in a model it is always a bug.
+Tensor slice(const Tensor& a, int64_t axis, int64_t start, int64_t end) {
+    const Shape& in_shape = a.shape();
+    const int64_t ax = normalize_axis(axis, in_shape, "slice");
+    const int64_t n = in_shape[ax];
+    const int64_t s = start < 0 ? start + n : start;
+    const int64_t e = end < 0 ? end + n : end;
+    if (s < 0 || e > n || s >= e)
+        throw std::invalid_argument("slice: range " + std::to_string(start) + ":" + std::to_string(end) +
+                                    " is empty or out of range for axis " + std::to_string(axis) +
+                                    " of shape " + shape_str(in_shape));
+    Shape out_shape = in_shape;
+    out_shape[ax] = e - s;
+    return take_along(a, ax, s, e - s, out_shape, "slice");
+}
+
+// select: a [..., n, ...] -> out [..., ...], element `index` along `axis`, which is removed
+// (the ViT head reads the class token as select(x, 1, 0): [B, 1 + N, D] -> [B, D]).
+Tensor select(const Tensor& a, int64_t axis, int64_t index) {
+    const Shape& in_shape = a.shape();
+    const int64_t ax = normalize_axis(axis, in_shape, "select");
+    const int64_t n = in_shape[ax];
+    const int64_t i = index < 0 ? index + n : index;
+    if (i < 0 || i >= n)
+        throw std::invalid_argument("select: index " + std::to_string(index) + " is out of range for axis " +
+                                    std::to_string(axis) + " of shape " + shape_str(in_shape));
+    Shape out_shape = in_shape;
+    out_shape.erase(out_shape.begin() + ax);
+    return take_along(a, ax, i, 1, out_shape, "select");
+}
+
+}  // namespace patchgrad

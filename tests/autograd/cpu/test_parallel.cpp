@@ -1,0 +1,117 @@
+// parallel_for, and the promise that the thread count changes speed, never results: every
+// op that uses threads gives the same bits with 1, 2 and 3 threads (a whole ViT is checked in
+// tests/vit/test_vision_transformer.cpp).
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "autograd/ops.h"
+#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/thread_choice.h"
+#include "autograd/determinism_util.h"
+#include "test_util.h"
+
+using namespace patchgrad;
+using namespace patchgrad::test;
+
+TEST_CASE("parallel: parallel_for covers every index exactly once, in chunks of at least grain",
+          "[parallel][ex:parallel-chunks]") {
+    for (int threads : {1, 2, 3, 5}) {
+        ThreadCount guard(threads);
+        for (int64_t n : {0, 1, 7, 100, 1001}) {
+            std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+            std::atomic<int> chunks{0};
+            parallel_for(n, 10, [&](int64_t begin, int64_t end) {
+                ++chunks;
+                REQUIRE(begin < end);
+                for (int64_t i = begin; i < end; ++i) ++hits[i];
+            });
+            for (int64_t i = 0; i < n; ++i) REQUIRE(hits[i] == 1);
+            REQUIRE(chunks <= std::max<int64_t>(1, std::min<int64_t>(threads, n / 10)));
+        }
+    }
+}
+
+TEST_CASE("parallel: a nested parallel_for runs inside its chunk; exceptions reach the caller",
+          "[parallel][errors][ex:parallel-chunks]") {
+    ThreadCount guard(2);
+    std::vector<std::atomic<int>> hits(400);
+    parallel_for(4, 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i)
+            parallel_for(100, 1, [&](int64_t b2, int64_t e2) {
+                for (int64_t j = b2; j < e2; ++j) ++hits[i * 100 + j];
+            });
+    });
+    for (auto& h : hits) REQUIRE(h == 1);
+    REQUIRE_THROWS_WITH(parallel_for(100, 1,
+                                     [](int64_t b, int64_t) {
+                                         if (b > 0) throw std::runtime_error("chunk failed");
+                                     }),
+                        "chunk failed");
+    // The pool still works afterwards.
+    std::atomic<int64_t> sum{0};
+    parallel_for(100, 1, [&](int64_t b, int64_t e) { sum += e - b; });
+    REQUIRE(sum == 100);
+}
+
+TEST_CASE("parallel: workers take loops back to back and after sleeping, on their own threads",
+          "[parallel]") {
+    // A waiting worker spins for a moment, then sleeps (parallel.cpp). Loops in quick
+    // succession meet a spinning worker, loops after a pause a sleeping one; both must run
+    // chunk 1 on the worker, and a lost wake-up would hang here.
+    ThreadCount guard(2);
+    const std::thread::id caller = std::this_thread::get_id();
+    for (int pause_ms : {0, 0, 0, 5, 0, 20}) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+        for (int loop = 0; loop < 500; ++loop) {
+            std::vector<std::thread::id> ran_on(2);
+            std::atomic<int64_t> covered{0};
+            parallel_for(2, 1, [&](int64_t b, int64_t e) {
+                ran_on[static_cast<size_t>(b)] = std::this_thread::get_id();
+                covered += e - b;
+            });
+            REQUIRE(covered == 2);
+            REQUIRE(ran_on[0] == caller);
+            REQUIRE(ran_on[1] != caller);
+        }
+    }
+}
+
+TEST_CASE("parallel: set_num_threads rejects fewer than one thread", "[parallel][errors]") {
+    require_error([] { set_num_threads(0); }, {"set_num_threads", "at least 1", "0"});
+    REQUIRE(num_threads() == 1);
+}
+
+// --threads 2147483648 passed the flag check and reached set_num_threads as -2147483648.
+TEST_CASE("parallel: set_num_threads rejects more than kMaxThreads", "[parallel][errors]") {
+    require_error([] { set_num_threads(kMaxThreads + 1); }, {"set_num_threads", "at most 1024", "1025"});
+    REQUIRE(num_threads() == 1);
+}
+
+TEST_CASE("parallel: matmul, linear, gelu, layer_norm, softmax, elementwise ops and copies give the same bits for 1, 2, 3 threads",
+          "[parallel][op:matmul][op:linear][op:gelu][op:layer_norm][op:softmax]") {
+    Rng rng(3);
+    for (const OpCase& c : threaded_op_cases(rng)) {
+        INFO(c.name);
+        require_same_bits_for_any_thread_count(c.f, c.inputs);
+    }
+}
+
+TEST_CASE("parallel: choose_thread_count picks a count it tried and leaves the setting alone", "[parallel]") {
+    ThreadCount guard(3);
+    const ThreadChoice one = choose_thread_count(1);  // nothing to choose: no measurement
+    CHECK(one.threads == 1);
+    CHECK(one.candidates == 1);
+    CHECK(one.speedup == 1);
+    const ThreadChoice choice = choose_thread_count(4);
+    CHECK(choice.candidates >= 1);
+    CHECK(choice.candidates <= 4);
+    CHECK(choice.threads >= 1);
+    CHECK(choice.threads <= choice.candidates);
+    CHECK((choice.threads == 1 ? choice.speedup == 1 : choice.speedup > 1));  // never slower than one
+    CHECK(choice.speedup * 1.05 >= choice.best_speedup);                       // within 5% of the fastest
+    if (choice.threads > 1) CHECK(choice.best_speedup > 1.05);                 // more threads must pay
+    CHECK(num_threads() == 3);
+}

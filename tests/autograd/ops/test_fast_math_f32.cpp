@@ -1,0 +1,44 @@
+// The vectorisable exp and erf of autograd/ops/fast_math.h against libm, over every range the
+// ops feed them (float32 only: the double build uses libm itself).
+#include <cmath>
+#include <limits>
+
+#include "autograd/ops/fast_math.h"
+#include "test_util.h"
+
+using namespace patchgrad;
+
+TEST_CASE("fast_math: fast_exp is within 2.5e-7 relative of std::exp on [-87, 88]", "[fast_math][forward]") {
+    double worst = 0;
+    float worst_x = 0;
+    for (float x = -87.0f; x <= 88.0f; x += 0.000731f) {
+        const double exact = std::exp(double(x));
+        const double err = std::abs(double(fast_exp(x)) - exact) / exact;
+        if (err > worst) worst = err, worst_x = x;
+    }
+    INFO("worst relative error " << worst << " at x = " << worst_x);
+    REQUIRE(worst < 2.5e-7);
+}
+
+TEST_CASE("fast_math: fast_exp at the edges: 0 at -inf and far below, exact 1 at 0, finite at the top",
+          "[fast_math][forward]") {
+    REQUIRE(fast_exp(-std::numeric_limits<float>::infinity()) == 0.0f);
+    REQUIRE(fast_exp(-1000.0f) == 0.0f);
+    REQUIRE(fast_exp(0.0f) == 1.0f);
+    REQUIRE(fast_exp(88.3f) == Approx(std::exp(88.3f)).epsilon(1e-6));
+    REQUIRE(std::isfinite(fast_exp(1000.0f)));  // saturates instead of overflowing
+}
+
+TEST_CASE("fast_math: fast_erf is within 2.5e-7 of std::erf and odd", "[fast_math][forward]") {
+    double worst = 0;
+    float worst_x = 0;
+    for (float x = -8.0f; x <= 8.0f; x += 0.0001373f) {
+        const double err = std::abs(double(fast_erf(x)) - std::erf(double(x)));
+        if (err > worst) worst = err, worst_x = x;
+        REQUIRE(fast_erf(-x) == -fast_erf(x));
+    }
+    INFO("worst absolute error " << worst << " at x = " << worst_x);
+    REQUIRE(worst < 2.5e-7);
+    REQUIRE(fast_erf(0.0f) == 0.0f);
+    REQUIRE(fast_erf(std::numeric_limits<float>::infinity()) == 1.0f);
+}

@@ -1,0 +1,528 @@
+// test_trainer.cpp — the training loop (vit/train/trainer.h) on a tiny ViT and a tiny synthetic
+// CIFAR-10: exact resume, thread independence, learning, the files a run writes, evaluation
+// and every bad input.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+#include "autograd/cpu/parallel.h"
+#include "datasets/normalize.h"
+#include "test_util.h"
+#include "vit/trainer_test_util.h"
+
+using namespace patchgrad;
+using namespace patchgrad::test;
+
+namespace {
+
+std::string last_of(const TrainOptions& o) { return o.out_dir + "/last.safetensors"; }
+
+// The metrics that must not depend on how a run was cut into sessions (times may).
+void require_same_learning(const std::vector<EpochRecord>& a, const std::vector<EpochRecord>& b) {
+    REQUIRE(a.size() == b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+        CHECK(a[i].epoch == b[i].epoch);
+        CHECK(a[i].step == b[i].step);
+        CHECK(a[i].lr == b[i].lr);
+        CHECK(a[i].train_loss == b[i].train_loss);
+        CHECK(a[i].train_acc == b[i].train_acc);
+        CHECK(a[i].eval_loss == b[i].eval_loss);
+        CHECK(a[i].eval_acc == b[i].eval_acc);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("train: a run stopped mid-epoch and resumed ends bit-identical to an uninterrupted one",
+          "[trainer][resume]") {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions straight = run.options;
+    straight.out_dir = run.out("straight");
+    const TrainResult reference = quiet(straight);
+    REQUIRE(reference.stop == StopReason::Finished);
+    REQUIRE(reference.state.global_step == 10);
+
+    // Session 1 stops by --max-steps in epoch 0, session 2 by a Ctrl-C in epoch 1 (2 steps
+    // into it), session 3 finishes. 5 steps per epoch.
+    TrainOptions pieces = run.options;
+    pieces.out_dir = run.out("pieces");
+    pieces.max_steps = 3;
+    const TrainResult first = quiet(pieces);
+    CHECK(first.stop == StopReason::MaxSteps);
+    CHECK(first.state.epoch == 0);
+    CHECK(first.state.step_in_epoch == 3);
+    CHECK(quiet.out.str().find("patchgrad train --resume --out " + pieces.out_dir) != std::string::npos);
+
+    pieces.resume = true;
+    pieces.max_steps = 0;
+    int steps = 0;
+    const TrainResult second = quiet(pieces, [&steps] { return ++steps > 4; });
+    CHECK(second.stop == StopReason::Interrupted);
+    CHECK(second.state.epoch == 1);
+    CHECK(second.state.step_in_epoch == 2);
+    CHECK(second.history.size() == 1);
+
+    const TrainResult third = quiet(pieces);
+    REQUIRE(third.stop == StopReason::Finished);
+    CHECK(third.state.global_step == 10);
+    require_identical_weights(last_of(straight), last_of(pieces));
+    // Earlier sessions' epochs come back from metrics.csv, rounded as written there.
+    require_same_learning(read_metrics_csv(straight.out_dir + "/metrics.csv"),
+                          read_metrics_csv(pieces.out_dir + "/metrics.csv"));
+    require_same_learning({reference.history.back()}, {third.history.back()});
+    REQUIRE(third.test.has_value());
+    CHECK(third.test->accuracy == reference.test->accuracy);
+    CHECK(third.test->loss == reference.test->loss);
+}
+
+TEST_CASE("train: the thread count does not change a single bit", "[trainer][threads]") {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions one = run.options, two = run.options, automatic = run.options;
+    one.epochs = two.epochs = automatic.epochs = 1;
+    one.out_dir = run.out("one");
+    two.out_dir = run.out("two");
+    automatic.out_dir = run.out("auto");
+    one.threads = 1;
+    two.threads = 2;
+    automatic.threads = 0;  // whatever choose_thread_count measures on this machine
+    const TrainResult a = quiet(one);
+    const TrainResult b = quiet(two);
+    const TrainResult c = quiet(automatic);
+    set_num_threads(1);
+    require_identical_weights(last_of(one), last_of(two));
+    require_identical_weights(last_of(one), last_of(automatic));
+    require_same_learning(a.history, b.history);
+    require_same_learning(a.history, c.history);
+    CHECK(quiet.log.str().find("threads: auto: the fastest of 1..") != std::string::npos);
+}
+
+TEST_CASE("train: the loss falls over a few epochs on an easy synthetic set", "[trainer]") {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions o = run.options;
+    o.epochs = 6;
+    o.config.drop_path = o.config.dropout = 0;
+    o.augment = o.rand_augment = "none";
+    o.erasing = o.mixup = o.cutmix = 0;
+    o.label_smoothing = 0;
+    const TrainResult r = quiet(o);
+    REQUIRE(r.history.size() == 6);
+    INFO(quiet.out.str());
+    CHECK(r.history.back().train_loss < 0.8 * r.history.front().train_loss);
+    CHECK(r.history.back().train_acc > r.history.front().train_acc);
+}
+
+TEST_CASE("train: writes metrics.csv, metrics.png, results.json, last and best checkpoints", "[trainer]") {
+    TinyRun run;
+    QuietTrain quiet;
+    const TrainResult r = quiet(run.options);
+    const std::string out = run.options.out_dir;
+
+    std::ifstream csv(out + "/metrics.csv");
+    std::string line;
+    REQUIRE(std::getline(csv, line));
+    CHECK(line == kMetricsHeader);
+    int rows = 0;
+    while (std::getline(csv, line)) {
+        ++rows;
+        CHECK(line.rfind(std::to_string(rows) + ",", 0) == 0);
+        CHECK(line.find(",validation,") != std::string::npos);
+    }
+    CHECK(rows == 2);
+
+    const std::string png = read_bytes(out + "/metrics.png");
+    REQUIRE(png.size() > 8);
+    CHECK(png.compare(0, 8, "\x89PNG\r\n\x1a\n") == 0);
+
+    for (const char* file : {"last.safetensors", "last.state.safetensors", "best.safetensors", "results.json"})
+        CHECK(std::filesystem::exists(out + "/" + file));
+    CHECK(files_ending_in(out, ".tmp").empty());
+
+    const std::string results = read_bytes(out + "/results.json");
+    CHECK(results.find("\"test_accuracy\": " + exact_text(r.test->accuracy)) != std::string::npos);
+    CHECK(results.find("\"test_images\": 10") != std::string::npos);
+    const ViTConfig& c = run.options.config;
+    CHECK(results.find("\"model\": {\"patch\": " + std::to_string(c.patch_size) + ", \"dim\": " + std::to_string(c.dim) +
+                       ", \"depth\": " + std::to_string(c.depth) + ", \"heads\": " + std::to_string(c.heads) +
+                       ", \"mlp\": " + std::to_string(c.mlp_hidden()) + "}") != std::string::npos);
+    const Checkpoint best = load_checkpoint(out + "/best.safetensors");
+    CHECK(best.state.best_accuracy == std::max(r.history[0].eval_acc, r.history[1].eval_acc));
+    // The progress went to the log, one line per epoch to out.
+    CHECK(quiet.log.str().find("epoch 1/2 step 5/5") != std::string::npos);
+    CHECK(quiet.out.str().find("epoch 2/2: train loss") != std::string::npos);
+    CHECK(quiet.out.str().find("test accuracy") != std::string::npos);
+}
+
+TEST_CASE("train: --validation 0 evaluates each epoch on the test set and says so", "[trainer]") {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions o = run.options;
+    o.epochs = 1;
+    o.validation = 0;
+    const TrainResult r = quiet(o);
+    REQUIRE(r.history.size() == 1);
+    CHECK(r.history[0].eval_set == "test");
+    CHECK(r.history[0].eval_acc == r.test->accuracy);
+    CHECK(read_bytes(o.out_dir + "/metrics.csv").find(",test,") != std::string::npos);
+}
+
+TEST_CASE("train: bad options are refused naming the flag", "[trainer][errors]") {
+    TinyRun run;
+    QuietTrain quiet;
+    auto refused = [&](auto change, std::vector<std::string> fragments) {
+        TrainOptions o = run.options;
+        change(o);
+        require_error([&] { quiet(o); }, fragments);
+    };
+    refused([](TrainOptions& o) { o.epochs = -3; }, {"--epochs", "-3"});
+    refused([](TrainOptions& o) { o.lr = 0; }, {"--lr must be positive", "0"});
+    refused([](TrainOptions& o) { o.optimizer = "lamb"; }, {"--optimizer", "lamb"});
+    refused([](TrainOptions& o) { o.schedule = "poly"; }, {"--schedule", "poly"});
+    refused([](TrainOptions& o) { o.rand_augment = "rand-q3"; }, {"--rand-augment", "rand-q3"});
+    refused([](TrainOptions& o) { o.augment = "flip"; }, {"--augment", "flip"});
+    refused([](TrainOptions& o) { o.label_smoothing = 1; }, {"--label-smoothing"});
+    refused([](TrainOptions& o) { o.validation = 15; }, {"--validation", "15"});
+    refused([](TrainOptions& o) { o.config = vit_config("vit-b16"); }, {"224x224", "CIFAR-10"});
+    refused([](TrainOptions& o) { o.config.heads = 3; }, {"dim 16 is not divisible by heads 3"});
+    require_error([] { preset_options("slow"); }, {"unknown preset 'slow'", "default", "quick"});
+    // Accepted before, and then SGD's Nesterov switch was silently ignored by AdamW.
+    refused([](TrainOptions& o) { o.nesterov = true; }, {"--nesterov is for --optimizer sgd, not adamw"});
+    // 2147483648 became -2147483648 on its way to set_num_threads, after the output existed.
+    refused([](TrainOptions& o) { o.threads = 2147483648; }, {"--threads", "2147483648"});
+    // rand-m9-n1000000000 never finished its first batch.
+    refused([](TrainOptions& o) { o.rand_augment = "rand-m9-n1000000000"; }, {"--rand-augment", "from 0 to 15"});
+    refused([](TrainOptions& o) { o.config.depth = 999999999999; }, {"train options", "more than this machine's"});
+    // Overflows only once the steps per epoch are known, from the data: still before --out.
+    refused([](TrainOptions& o) { o.epochs = int64_t(1) << 62; }, {"--epochs x steps per epoch", "64-bit"});
+    CHECK_FALSE(std::filesystem::exists(run.options.out_dir));  // nothing was started
+}
+
+// --warmup 1e19 failed after the output directory was made, with "warmup must be in
+// [0, total = 128] steps, got -9223372036854775808": more warmup than the run is capped at
+// the run, before it is converted to steps.
+TEST_CASE("train: a warmup longer than the run warms up over the whole run", "[trainer]") {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions o = run.options;
+    o.epochs = 1;
+    o.warmup_epochs = 1e19;
+    const TrainResult r = quiet(o);
+    REQUIRE(r.stop == StopReason::Finished);
+    CHECK(r.history[0].lr == Approx(o.lr));  // the last step of a 5-step warmup: 5/5 of the peak
+}
+
+TEST_CASE("train: data files named like the official ones but of another size are named in the log", "[trainer]") {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions o = run.options;
+    o.max_steps = 1;
+    quiet(o);
+    CHECK(quiet.log.str().find("warning: " + run.data_dir() + "/data_batch_3.bin holds 10 records") !=
+          std::string::npos);
+    CHECK(quiet.log.str().find("test_batch.bin holds 10 records; the official CIFAR-10 file has 10000") !=
+          std::string::npos);
+}
+
+TEST_CASE("train: missing data, an unwritable output and a bad --resume fail before training", "[trainer][errors]") {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions o = run.options;
+
+    o.data_dir = run.out("no-such-dir");
+    o.data_source = "PATCHGRAD_DATA";
+    require_error([&] { quiet(o); }, {run.out("no-such-dir"), "PATCHGRAD_DATA", "download_cifar10.sh"});
+    CHECK_FALSE(std::filesystem::exists(o.out_dir));  // no empty run directory left behind
+
+    o = run.options;
+    write_bytes(run.out("a-file"), "x");
+    o.out_dir = run.out("a-file") + "/run";
+    require_error([&] { quiet(o); }, {"output directory", o.out_dir});
+
+    o = run.options;
+    o.resume = true;
+    require_error([&] { quiet(o); }, {"--resume", last_of(o)});
+}
+
+TEST_CASE("train: --resume refuses a checkpoint of another model or recipe, or with a broken state file",
+          "[trainer][errors][resume]") {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions o = run.options;
+    o.max_steps = 2;
+    quiet(o);
+    o.max_steps = 0;
+    o.resume = true;
+
+    TrainOptions other = o;
+    other.config.dim = 32;
+    // (--resume reads the resume file, a complete save: checkpoint.h)
+    require_error([&] { quiet(other); },
+                  {optimizer_state_path(last_of(o)), "config dim 16 in the checkpoint, 32 requested"});
+    other = o;
+    other.lr = 0.5;
+    require_error([&] { quiet(other); },
+                  {optimizer_state_path(last_of(o)), "--lr 0.01 in the checkpoint, 0.5 requested"});
+
+    // Without its resume file, the weights file alone cannot continue the run exactly.
+    const std::string state = optimizer_state_path(last_of(o));
+    std::filesystem::remove(state);
+    require_error([&] { quiet(o); }, {state, "is missing"});
+}
+
+TEST_CASE("preset_options: the default and quick recipes", "[trainer]") {
+    const TrainOptions d = preset_options("default");
+    CHECK(d.config.name == "cifar-tiny");
+    CHECK(d.epochs == 45);
+    CHECK(d.optimizer == "adamw");
+    CHECK(d.lr == 1e-3);
+    CHECK(d.weight_decay == 0.05);
+    CHECK(d.batch == 128);
+    CHECK(d.warmup_epochs == 3);
+    CHECK(d.schedule == "cosine");
+    CHECK(d.label_smoothing == 0.1);
+    CHECK(d.augment == "crop-flip");
+    CHECK(d.rand_augment == "none");
+    CHECK(d.mixup == 0);
+    CHECK(d.cutmix == 0);
+    CHECK(d.erasing == 0.25);
+    CHECK(d.config.drop_path == static_cast<real>(0.1));
+    CHECK(d.config.dropout == 0);
+    CHECK(d.out_dir == "runs/cifar-tiny");
+    validate(d);
+
+    const TrainOptions q = preset_options("quick");
+    CHECK(q.config.name == "cifar-micro");
+    CHECK(q.epochs == 16);
+    CHECK(q.lr == 2e-3);
+    CHECK(q.warmup_epochs == 1);
+    CHECK(q.rand_augment == "none");
+    CHECK(q.erasing == 0);
+    CHECK(q.config.drop_path == 0);
+    validate(q);
+
+    // Another model keeps the preset's recipe.
+    const TrainOptions other_model = preset_options("default", "cifar-small");
+    CHECK(other_model.config.dim == 192);
+    CHECK(other_model.epochs == 45);
+    CHECK(other_model.out_dir == "runs/cifar-small");
+}
+
+TEST_CASE("recipe_metadata: a checkpoint's recipe reads back exactly and differences are named", "[trainer]") {
+    TinyRun run;
+    TrainOptions o = run.options;
+    o.lr = 0.1 + 0.2;  // not a short decimal
+    o.nesterov = true;
+    o.seed = 18446744073709551615ull;
+    Checkpoint checkpoint;
+    checkpoint.path = "ckpt";
+    checkpoint.config = o.config;
+    checkpoint.options = recipe_metadata(o);
+
+    TrainOptions back = preset_options("quick");
+    apply_checkpoint_recipe(back, checkpoint);
+    CHECK(back.lr == o.lr);
+    CHECK(back.nesterov);
+    CHECK(back.seed == o.seed);
+    CHECK(back.rand_augment == "rand-m9-n2");
+    CHECK(back.config.dim == 16);
+    CHECK(recipe_metadata(back) == recipe_metadata(o));
+    check_recipe(checkpoint, back);
+    const std::string flags = recipe_flags(back);
+    CHECK(flags.rfind(" --preset test --epochs 2 --batch 8 --optimizer adamw --lr 0.30000000000000004 ", 0) == 0);
+    CHECK(flags.find(" --nesterov --warmup 0.5 ") != std::string::npos);
+    CHECK(flags.find(" --seed 18446744073709551615") != std::string::npos);
+
+    back.mixup = 0.2;
+    require_error([&] { check_recipe(checkpoint, back); }, {"ckpt", "--mixup 0.8 in the checkpoint, 0.2 requested"});
+    checkpoint.options.erase("seed");
+    require_error([&] { apply_checkpoint_recipe(back, checkpoint); }, {"ckpt", "train.seed is missing"});
+}
+
+TEST_CASE("evaluate: accuracy, confusion matrix and per-class accuracy agree with the logits", "[trainer]") {
+    Rng rng(3);
+    VisionTransformer model(tiny_vit_config(), 5);
+    const ImageSet set = synthetic_cifar10(23, 2);
+    model.train();
+    const Evaluation e = evaluate(model, set, ChannelStats::cifar10(), 5);
+    CHECK(model.training());  // the mode is restored
+
+    model.eval();
+    NoGradGuard no_grad;
+    const Tensor logits = model.forward(to_tensor(set, ChannelStats::cifar10()));
+    int64_t correct = 0;
+    std::vector<int64_t> confusion(100, 0);
+    for (int64_t i = 0; i < set.size(); ++i) {
+        int64_t best = 0;
+        for (int64_t k = 1; k < 10; ++k)
+            if (logits.at({i, k}) > logits.at({i, best})) best = k;
+        ++confusion[set.labels[i] * 10 + best];
+        correct += best == set.labels[i];
+    }
+    CHECK(e.images == 23);
+    CHECK(e.confusion == confusion);
+    CHECK(e.accuracy == Approx(double(correct) / 23));
+    CHECK(e.loss == Approx(double(cross_entropy(logits, set.labels).item())));
+    const std::vector<double> per_class = e.class_accuracy();
+    REQUIRE(per_class.size() == 10);
+    CHECK(per_class[0] == Approx(double(confusion[0]) / 3));  // labels cycle: class 0 has 3 of 23 images
+
+    const std::string text = format_evaluation(e);
+    for (const char* name : {"airplane", "automobile", "truck", "confusion matrix", "autom"})
+        CHECK(text.find(name) != std::string::npos);
+    // Every row of the matrix is as wide as its header.
+    std::istringstream lines(text.substr(text.find("confusion matrix")));
+    std::string line, header;
+    std::getline(lines, line);
+    std::getline(lines, header);
+    for (int k = 0; k < 10; ++k) {
+        REQUIRE(std::getline(lines, line));
+        CHECK(line.size() == header.size());
+    }
+
+    require_error([&] { evaluate(model, synthetic_cifar10(4, 1), ChannelStats::cifar10(), 0); }, {"Batcher"});
+    // NaN weights evaluated to "accuracy 10.00%, mean loss nan" as if that were a result.
+    VisionTransformer broken(tiny_vit_config(), 5);
+    broken.blocks->layers[0]->mlp->fc2->bias.data()[3] = std::numeric_limits<real>::quiet_NaN();
+    require_error([&] { evaluate(broken, set, ChannelStats::cifar10(), 8); },
+                  {"evaluate", "mean loss is nan", "blocks.0.mlp.fc2.bias holds nan at element 3"});
+    VisionTransformer other(vit_config("cifar-tiny"), 0);
+    ImageSet wrong = set;
+    wrong.class_names.resize(5);
+    require_error([&] { evaluate(other, wrong, ChannelStats::cifar10(), 8); }, {"evaluate", "5 classes"});
+}
+
+TEST_CASE("metrics csv: rows read back as written, a foreign file is named", "[trainer]") {
+    TempDir dir;
+    EpochRecord r;
+    r.epoch = 1;
+    r.step = 352;
+    r.lr = 0.00125;
+    r.train_loss = 1.5;
+    r.train_acc = 0.25;
+    r.eval_set = "validation";
+    r.eval_loss = 1.25;
+    r.eval_acc = 0.5;
+    r.epoch_seconds = 12.5;
+    r.elapsed_seconds = 13;
+    r.img_per_s = 812.5;
+    EpochRecord r2 = r;
+    r2.epoch = 2;
+    write_metrics_csv(dir.file("m.csv"), {r, r2});
+    const std::vector<EpochRecord> back = read_metrics_csv(dir.file("m.csv"));
+    REQUIRE(back.size() == 2);
+    CHECK(back[1].epoch == 2);
+    CHECK(back[0].lr == 0.00125);
+    CHECK(back[0].eval_set == "validation");
+    CHECK(back[0].img_per_s == 812.5);
+    CHECK(files_ending_in(dir.path.string(), ".tmp").empty());
+
+    write_bytes(dir.file("bad.csv"), std::string(kMetricsHeader) + "\n1,2,3\n");
+    require_error([&] { read_metrics_csv(dir.file("bad.csv")); }, {"bad.csv", "line 2", "3 fields"});
+    write_bytes(dir.file("other.csv"), "a,b\n");
+    require_error([&] { read_metrics_csv(dir.file("other.csv")); }, {"other.csv", "header"});
+    require_error([&] { write_metrics_csv(dir.file("no/such/dir/m.csv"), {r}); }, {"no/such/dir/m.csv.tmp"});
+}
+
+// A second run into the same --out replaced best, last and metrics.csv silently and left the
+// first run's results.json beside the new checkpoints.
+TEST_CASE("train: a new run into a folder holding one is refused; --overwrite replaces it whole",
+          "[trainer][errors]") {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions o = run.options;
+    o.epochs = 1;
+    REQUIRE(quiet(o).stop == StopReason::Finished);
+    const std::string metrics = read_bytes(o.out_dir + "/metrics.csv");
+    const std::string weights = read_bytes(o.out_dir + "/last.safetensors");
+    require_error([&] { quiet(o); }, {"--out " + o.out_dir, "holds a run", "last.safetensors", "results.json",
+                                      "--resume", "--overwrite"});
+    CHECK(read_bytes(o.out_dir + "/metrics.csv") == metrics);  // nothing of the old run was touched
+    CHECK(read_bytes(o.out_dir + "/last.safetensors") == weights);
+
+    o.overwrite = true;
+    o.max_steps = 2;  // stops before the end, so it writes no results.json of its own
+    REQUIRE(quiet(o).stop == StopReason::MaxSteps);
+    CHECK_FALSE(std::filesystem::exists(o.out_dir + "/results.json"));  // the old one is gone
+    CHECK_FALSE(std::filesystem::exists(o.out_dir + "/best.safetensors"));
+    CHECK(read_bytes(o.out_dir + "/last.safetensors") != weights);
+}
+
+// A save writes the resume file, then the weights file. A crash between the two renames (a
+// SIGKILL, a full disk) used to leave state one save ahead of the weights, and --resume then
+// refused the run for ever. The resume file is a complete save on its own, so the run goes on
+// from it and ends exactly as an uninterrupted one.
+TEST_CASE("train: a crash between the two files of a save resumes from the newer, complete save",
+          "[trainer][resume]") {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions straight = run.options;
+    straight.out_dir = run.out("straight");
+    REQUIRE(quiet(straight).stop == StopReason::Finished);
+
+    TrainOptions pieces = run.options;
+    pieces.out_dir = run.out("pieces");
+    pieces.max_steps = 3;
+    REQUIRE(quiet(pieces).stop == StopReason::MaxSteps);
+    const std::string weights_at_3 = read_bytes(last_of(pieces));
+    pieces.resume = true;
+    pieces.max_steps = 4;
+    REQUIRE(quiet(pieces).stop == StopReason::MaxSteps);
+    // The crash: step 4's resume file renamed into place, its weights file not.
+    write_bytes(last_of(pieces), weights_at_3);
+    CHECK(load_checkpoint(last_of(pieces)).state.global_step == 3);
+    pieces.max_steps = 0;
+    const TrainResult finished = quiet(pieces);
+    REQUIRE(finished.stop == StopReason::Finished);
+    require_identical_weights(last_of(straight), last_of(pieces));
+
+    // A crash inside the very first save: the resume file exists, the weights file not yet.
+    TrainOptions first = run.options;
+    first.out_dir = run.out("first");
+    first.max_steps = 1;
+    REQUIRE(quiet(first).stop == StopReason::MaxSteps);
+    std::filesystem::remove(last_of(first));
+    first.resume = true;
+    first.max_steps = 0;
+    REQUIRE(quiet(first).stop == StopReason::Finished);
+    require_identical_weights(last_of(straight), last_of(first));
+}
+
+// A single malformed line in metrics.csv made --resume refuse the run.
+TEST_CASE("train: a damaged metrics.csv does not stop --resume; it is kept aside and named",
+          "[trainer][resume][errors]") {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions o = run.options;
+    o.max_steps = 6;  // into the second epoch: metrics.csv has the first
+    REQUIRE(quiet(o).stop == StopReason::MaxSteps);
+    const std::string metrics = o.out_dir + "/metrics.csv";
+    write_bytes(metrics, read_bytes(metrics) + "1,garbage\n");
+    o.resume = true;
+    o.max_steps = 0;
+    REQUIRE(quiet(o).stop == StopReason::Finished);
+    CHECK(quiet.log.str().find("warning: read_metrics_csv: " + metrics) != std::string::npos);
+    CHECK(read_bytes(metrics + ".unreadable").find("1,garbage") != std::string::npos);
+    CHECK(read_metrics_csv(metrics).size() == 1);  // the second epoch, written by this session
+}
+
+// A resume on another --data folder was accepted silently.
+TEST_CASE("train: --resume on another data folder says so", "[trainer][resume]") {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions o = run.options;
+    o.max_steps = 2;
+    REQUIRE(quiet(o).stop == StopReason::MaxSteps);
+    const std::string moved = run.out("moved-data");
+    std::filesystem::copy(run.data_dir(), moved);
+    o.resume = true;
+    o.max_steps = 3;
+    o.data_dir = moved;
+    REQUIRE(quiet(o).stop == StopReason::MaxSteps);
+    const std::string log = quiet.log.str();
+    CHECK(log.find("warning: the run was trained on " +
+                   std::filesystem::weakly_canonical(run.data_dir()).string()) != std::string::npos);
+    CHECK(log.find("it continues on " + std::filesystem::weakly_canonical(moved).string()) != std::string::npos);
+}

@@ -1,0 +1,380 @@
+// checkpoint.cpp — writing and reading training checkpoints: the weights in timm's layout, the
+// config, recipe and training position as metadata, the optimizer state beside them (see checkpoint.h).
+#include "vit/train/checkpoint.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "layers/state_dict.h"
+
+namespace patchgrad {
+
+namespace {
+
+const char* const kPatchWeight = "patch_embed.proj.weight";
+
+// The one list of ViTConfig fields: written, read and compared through it, so a field
+// cannot be saved but forgotten on load. `C` is ViTConfig or const ViTConfig.
+template <class C, class F>
+void for_each_config_field(C& c, F&& f) {
+    f("name", c.name);
+    f("image_height", c.image_height);
+    f("image_width", c.image_width);
+    f("channels", c.channels);
+    f("patch_size", c.patch_size);
+    f("dim", c.dim);
+    f("depth", c.depth);
+    f("heads", c.heads);
+    f("mlp_dim", c.mlp_dim);
+    f("mlp_ratio", c.mlp_ratio);
+    f("num_classes", c.num_classes);
+    f("pool", c.pool);
+    f("head", c.head);
+    f("dropout", c.dropout);
+    f("emb_dropout", c.emb_dropout);
+    f("attn_dropout", c.attn_dropout);
+    f("drop_path", c.drop_path);
+    f("qkv_bias", c.qkv_bias);
+    f("learnable_pos_embed", c.learnable_pos_embed);
+    f("gelu", c.gelu);
+    f("layer_norm_eps", c.layer_norm_eps);
+}
+
+// The same for TrainingState.
+template <class S, class F>
+void for_each_state_field(S& s, F&& f) {
+    f("epoch", s.epoch);
+    f("step_in_epoch", s.step_in_epoch);
+    f("global_step", s.global_step);
+    for (size_t i = 0; i < s.dropout_rng.size(); ++i) f("dropout_rng." + std::to_string(i), s.dropout_rng[i]);
+    f("loss_sum", s.loss_sum);
+    f("correct", s.correct);
+    f("seen", s.seen);
+    f("best_accuracy", s.best_accuracy);
+    f("elapsed_seconds", s.elapsed_seconds);
+    f("epoch_seconds", s.epoch_seconds);
+}
+
+// The entries of `metadata` whose key starts with `prefix`, with the prefix removed.
+Metadata with_prefix_removed(const Metadata& metadata, const std::string& prefix) {
+    Metadata out;
+    for (const auto& [key, value] : metadata)
+        if (key.compare(0, prefix.size(), prefix) == 0) out[key.substr(prefix.size())] = value;
+    return out;
+}
+
+const std::string& required(const Metadata& fields, const std::string& key, const std::string& where,
+                            const std::string& prefix) {
+    const auto it = fields.find(key);
+    if (it == fields.end()) throw std::invalid_argument(where + ": metadata entry " + prefix + key + " is missing");
+    return it->second;
+}
+
+Metadata state_to_metadata(const TrainingState& state) {
+    Metadata out;
+    for_each_state_field(state, [&](const std::string& key, const auto& value) { out[key] = metadata_text(value); });
+    return out;
+}
+
+TrainingState state_from_metadata(const Metadata& fields, const std::string& where) {
+    TrainingState state;
+    for_each_state_field(state, [&](const std::string& key, auto& value) {
+        read_metadata_text(required(fields, key, where, "state."), where, "state." + key, value);
+    });
+    return state;
+}
+
+// The shape `name` has in the file: timm's Conv2d [D, C, P, P] for the patch projection,
+// the parameter's own shape otherwise.
+Shape file_shape(const std::string& name, const Shape& shape, const ViTConfig& config) {
+    if (name != kPatchWeight) return shape;
+    return {config.dim, config.channels, config.patch_size, config.patch_size};
+}
+
+Tensor reshaped(const Tensor& t, const Shape& shape) {
+    NoGradGuard no_grad;
+    return reshape(t, shape);
+}
+
+// Compares a file's tensors with the parameters a model has, or would have, one parameter at
+// a time (so a config asking for millions of blocks is refused at the first tensor the file
+// lacks, long before a model of that size would be allocated).
+class WeightChecker {
+public:
+    WeightChecker(const NamedTensors& weights, const ViTConfig& config, std::string where)
+        : weights_(weights), config_(config), where_(std::move(where)) {
+        for (size_t i = 0; i < weights.tensors.size(); ++i) index_[weights.tensors[i].first] = i;
+    }
+
+    // The file's tensor for the parameter `name` of shape `model_shape` (the model's layout);
+    // throws naming it when the file has none or one of another shape.
+    const Tensor& expect(const std::string& name, const Shape& model_shape) {
+        const Shape expected = file_shape(name, model_shape, config_);
+        const auto it = index_.find(name);
+        if (it == index_.end())
+            throw std::invalid_argument(where_ + ": " + name + " is missing (the model expects shape " +
+                                        shape_str(expected) + ")");
+        const Tensor& t = weights_.tensors[it->second].second;
+        if (t.shape() != expected)
+            throw std::invalid_argument(where_ + ": " + name + " has shape " + shape_str(t.shape()) +
+                                        " but the model expects " + shape_str(expected));
+        const std::string non_finite = non_finite_element(name, t);
+        if (!non_finite.empty()) throw std::invalid_argument(where_ + ": " + non_finite + ": the weights are not finite");
+        seen_.insert(name);
+        return t;
+    }
+
+    // Throws naming the first tensor of the file that no expect() asked for.
+    void finish() const {
+        for (const auto& [name, t] : weights_.tensors)
+            if (!seen_.count(name))
+                throw std::invalid_argument(where_ + ": unexpected tensor " + name +
+                                            ": the model has no such parameter");
+    }
+
+private:
+    const NamedTensors& weights_;
+    const ViTConfig& config_;
+    const std::string where_;
+    std::unordered_map<std::string, size_t> index_;  // tensor name -> position in the file
+    std::unordered_set<std::string> seen_;
+};
+
+void check_format(const Metadata& metadata, const std::string& where) {
+    const auto format = metadata.find("format");
+    if (format == metadata.end())
+        throw std::invalid_argument(where + ": not a patchgrad checkpoint (no 'format' in its metadata; expected " +
+                                    kCheckpointFormat + ")");
+    if (format->second != kCheckpointFormat)
+        throw std::invalid_argument(where + ": format '" + format->second + "', expected " + kCheckpointFormat);
+}
+
+}  // namespace
+
+// ---- metadata values ---------------------------------------------------------------------
+
+namespace {
+
+// The fewest significant digits, from `fewest` up to `most`, whose text reads back as `value`.
+template <class T, class Read>
+std::string shortest_text(T value, int fewest, int most, Read read) {
+    char text[40];
+    for (int digits = fewest; digits <= most; ++digits) {
+        std::snprintf(text, sizeof text, "%.*g", digits, double(value));
+        if (read(text) == value) break;
+    }
+    return text;
+}
+
+}  // namespace
+
+std::string exact_text(double value) {
+    return shortest_text(value, 15, 17, [](const char* text) { return std::strtod(text, nullptr); });
+}
+
+std::string exact_text(float value) {
+    return shortest_text(value, 6, 9, [](const char* text) { return std::strtof(text, nullptr); });
+}
+
+double parse_double(const std::string& text, const std::string& where, const std::string& key) {
+    char* end = nullptr;
+    const double value = std::strtod(text.c_str(), &end);
+    if (text.empty() || end != text.c_str() + text.size())
+        throw std::invalid_argument(where + ": " + key + " '" + text + "' is not a number");
+    return value;
+}
+
+int64_t parse_int64(const std::string& text, const std::string& where, const std::string& key) {
+    char* end = nullptr;
+    errno = 0;
+    const long long value = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE)
+        throw std::invalid_argument(where + ": " + key + " '" + text + "' is not an integer");
+    return value;
+}
+
+uint64_t parse_uint64(const std::string& text, const std::string& where, const std::string& key) {
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+    if (text.empty() || text[0] == '-' || end != text.c_str() + text.size() || errno == ERANGE)
+        throw std::invalid_argument(where + ": " + key + " '" + text + "' is not an unsigned integer");
+    return value;
+}
+
+bool parse_bool(const std::string& text, const std::string& where, const std::string& key) {
+    if (text != "true" && text != "false")
+        throw std::invalid_argument(where + ": " + key + " '" + text + "' is not 'true' or 'false'");
+    return text == "true";
+}
+
+// ---- configurations ----------------------------------------------------------------------
+
+Metadata config_to_metadata(const ViTConfig& config) {
+    Metadata out;
+    for_each_config_field(config, [&](const std::string& key, const auto& value) { out[key] = metadata_text(value); });
+    return out;
+}
+
+ViTConfig config_from_metadata(const Metadata& fields, const std::string& where) {
+    ViTConfig config;
+    for_each_config_field(config, [&](const std::string& key, auto& value) {
+        read_metadata_text(required(fields, key, where, "config."), where, "config." + key, value);
+    });
+    return config;
+}
+
+void check_config(const Checkpoint& checkpoint, const ViTConfig& requested) {
+    const Metadata saved = config_to_metadata(checkpoint.config);
+    for_each_config_field(requested, [&](const std::string& key, const auto& value) {
+        const std::string wanted = metadata_text(value);
+        if (saved.at(key) != wanted)
+            throw std::invalid_argument("checkpoint " + checkpoint.path + ": config " + key + " " + saved.at(key) +
+                                        " in the checkpoint, " + wanted + " requested");
+    });
+}
+
+// ---- saving ------------------------------------------------------------------------------
+
+std::string optimizer_state_path(const std::string& weights_path) {
+    const std::string suffix = ".safetensors";
+    if (weights_path.size() > suffix.size() &&
+        weights_path.compare(weights_path.size() - suffix.size(), suffix.size(), suffix) == 0)
+        return weights_path.substr(0, weights_path.size() - suffix.size()) + ".state" + suffix;
+    return weights_path + ".state";
+}
+
+void save_checkpoint(const std::string& path, const VisionTransformer& model, const TrainingState& state,
+                     const Metadata& options, const Optimizer* optimizer) {
+    NamedTensors weights = state_dict(model);
+    for (auto& [name, t] : weights.tensors) t = reshaped(t, file_shape(name, t.shape(), model.config));
+    weights.metadata["format"] = kCheckpointFormat;
+    for (const auto& [key, value] : config_to_metadata(model.config)) weights.metadata["config." + key] = value;
+    for (const auto& [key, value] : options) weights.metadata["train." + key] = value;
+    for (const auto& [key, value] : state_to_metadata(state)) weights.metadata["state." + key] = value;
+    if (optimizer) {  // the resume file, a complete save on its own: first (see checkpoint.h)
+        NamedTensors resume = weights;
+        for (auto& [name, t] : optimizer->state_tensors()) resume.tensors.emplace_back("optimizer." + name, t);
+        save_safetensors(optimizer_state_path(path), resume);
+    }
+    save_safetensors(path, weights);
+}
+
+// ---- loading -----------------------------------------------------------------------------
+
+namespace {
+// load_checkpoint's checks on a file already read.
+Checkpoint checkpoint_from(NamedTensors file, const std::string& path) {
+    const std::string where = "checkpoint " + path;
+    check_format(file.metadata, where);
+    Checkpoint checkpoint;
+    checkpoint.path = path;
+    checkpoint.config = config_from_metadata(with_prefix_removed(file.metadata, "config."), where);
+    checkpoint.options = with_prefix_removed(file.metadata, "train.");
+    checkpoint.state = state_from_metadata(with_prefix_removed(file.metadata, "state."), where);
+    try {
+        validate(checkpoint.config);
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(where + ": " + e.what());
+    }
+    // A resume file's optimizer state travels beside the weights.
+    auto optimizer_begin = std::stable_partition(file.tensors.begin(), file.tensors.end(), [](const auto& named) {
+        return named.first.compare(0, 10, "optimizer.") != 0;
+    });
+    for (auto it = optimizer_begin; it != file.tensors.end(); ++it)
+        checkpoint.optimizer.emplace_back(it->first.substr(10), it->second);
+    file.tensors.erase(optimizer_begin, file.tensors.end());
+    // The tensors must be the ones the config describes before anyone builds its model: the
+    // metadata alone could ask for a model of any size.
+    WeightChecker check(file, checkpoint.config, where);
+    for_each_parameter(checkpoint.config, [&](const std::string& name, const Shape& shape) { check.expect(name, shape); });
+    check.finish();
+    checkpoint.weights = std::move(file);
+    return checkpoint;
+}
+}  // namespace
+
+Checkpoint load_checkpoint(const std::string& path) { return checkpoint_from(load_safetensors(path), path); }
+
+void load_weights(VisionTransformer& model, const Checkpoint& checkpoint) {
+    WeightChecker check(checkpoint.weights, model.config, "checkpoint " + checkpoint.path);
+    NamedTensors ours;
+    for (const auto& [name, p] : model.named_parameters())
+        ours.tensors.emplace_back(name, reshaped(check.expect(name, p.shape()), p.shape()));
+    check.finish();
+    load_state_dict(model, ours);
+}
+
+std::string non_finite_element(const std::string& name, const Tensor& t) {
+    const real* x = t.data();
+    for (int64_t i = 0; i < t.numel(); ++i)
+        if (!std::isfinite(x[i])) return name + " holds " + exact_text(double(x[i])) + " at element " + std::to_string(i);
+    return "";
+}
+
+namespace {
+// The optimizer state in optimizer_state_path(weights_path), checked to be from the same save
+// as the weights (`global_step`): a resume file's "optimizer.*" tensors (its weights are a
+// copy), or all of an older run's state file.
+std::vector<std::pair<std::string, Tensor>> read_optimizer_state(const std::string& weights_path,
+                                                                int64_t global_step) {
+    const std::string path = optimizer_state_path(weights_path);
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec))
+        throw std::invalid_argument("checkpoint " + weights_path + ": its optimizer state " + path +
+                                    " is missing (both files are needed to continue the run exactly)");
+    const NamedTensors file = load_safetensors(path);
+    const std::string where = "optimizer state " + path;
+    check_format(file.metadata, where);
+    const int64_t step = parse_int64(required(file.metadata, "state.global_step", where, ""), where, "state.global_step");
+    if (step != global_step)
+        throw std::invalid_argument(where + ": global step " + std::to_string(step) + " but " + weights_path +
+                                    " is at step " + std::to_string(global_step) +
+                                    ": the two files are from different saves");
+    const bool resume_file = file.metadata.count("config.dim") > 0;
+    std::vector<std::pair<std::string, Tensor>> tensors;
+    for (const auto& [name, t] : file.tensors) {
+        if (name.compare(0, 10, "optimizer.") == 0) tensors.emplace_back(name.substr(10), t);
+        else if (!resume_file)
+            throw std::invalid_argument(where + ": unexpected tensor " + name + " (expected optimizer.state.*)");
+    }
+    return tensors;
+}
+}  // namespace
+
+void load_optimizer_state(Optimizer& optimizer, const std::string& weights_path, int64_t global_step) {
+    optimizer.load_state_tensors(read_optimizer_state(weights_path, global_step));
+}
+
+bool has_resume_point(const std::string& weights_path) {
+    std::error_code ec;
+    return std::filesystem::exists(optimizer_state_path(weights_path), ec) ||
+           std::filesystem::exists(weights_path, ec);
+}
+
+Checkpoint load_resume_point(const std::string& weights_path) {
+    const std::string resume_path = optimizer_state_path(weights_path);
+    std::error_code ec;
+    if (std::filesystem::exists(resume_path, ec)) {
+        NamedTensors file = load_safetensors(resume_path);
+        if (file.metadata.count("config.dim")) {  // a resume file holds the weights; an older one only the step
+            Checkpoint checkpoint = checkpoint_from(std::move(file), resume_path);
+            if (checkpoint.optimizer.empty())
+                throw std::invalid_argument("checkpoint " + resume_path + ": holds no optimizer state (optimizer.*)");
+            return checkpoint;
+        }
+    }
+    Checkpoint checkpoint = load_checkpoint(weights_path);
+    checkpoint.optimizer = read_optimizer_state(weights_path, checkpoint.state.global_step);
+    return checkpoint;
+}
+
+}  // namespace patchgrad

@@ -19,8 +19,8 @@ std::string GradcheckResult::summary() const {
     os.precision(3);
     for (size_t i = 0; i < inputs.size(); ++i) {
         const InputReport& r = inputs[i];
-        os << "input " << i << ": " << (r.passed() ? "ok  " : "FAIL") << " checked " << r.checked
-           << ", max abs error " << r.max_abs_error << ", max rel error " << r.max_rel_error;
+        os << "input " << i << ": " << (r.passed() ? "ok  " : "FAIL") << " checked " << r.checked << ", max abs error "
+           << r.max_abs_error << ", max rel error " << r.max_rel_error;
         if (r.worst_index >= 0)
             os << " at element " << r.worst_index << " (analytic " << r.worst_analytic << ", numeric "
                << r.worst_numeric << ")";
@@ -86,8 +86,8 @@ GradcheckResult gradcheck(const ScalarFunction& f, std::vector<Tensor> inputs, c
             const double a = analytic[i];
             const double abs_err = std::abs(a - numeric);
             const double rel_err = abs_err / std::max({std::abs(a), std::abs(numeric), 1e-30});
-            const bool ok = rel_err <= options.max_rel_error ||
-                            abs_err <= options.atol + options.rtol * std::abs(numeric);
+            const bool ok =
+                rel_err <= options.max_rel_error || abs_err <= options.atol + options.rtol * std::abs(numeric);
             ++report.checked;
             report.failures += ok ? 0 : 1;
             report.max_abs_error = std::max(report.max_abs_error, abs_err);

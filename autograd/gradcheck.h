@@ -28,7 +28,7 @@ namespace patchgrad {
 
 // [snippet:gradcheck-options]
 struct GradcheckOptions {
-    double step = 1e-6;          // h
+    double step = 1e-6;           // h
     double max_rel_error = 1e-6;  // relative error (CS231n's formula; the bound is ours)
     double atol = 1e-8;           // PyTorch rule
     double rtol = 1e-6;
@@ -40,19 +40,19 @@ struct GradcheckOptions {
 // [/snippet:gradcheck-options]
 
 struct InputReport {
-    int64_t checked = 0;          // elements compared
-    double max_abs_error = 0;     // max |a - n|
-    double max_rel_error = 0;     // max relative error
-    int64_t worst_index = -1;     // flat index of the element with the largest relative error
+    int64_t checked = 0;       // elements compared
+    double max_abs_error = 0;  // max |a - n|
+    double max_rel_error = 0;  // max relative error
+    int64_t worst_index = -1;  // flat index of the element with the largest relative error
     double worst_analytic = 0, worst_numeric = 0;
-    int64_t failures = 0;         // elements failing both rules
+    int64_t failures = 0;  // elements failing both rules
     bool passed() const { return failures == 0; }
 };
 
 struct GradcheckResult {
     std::vector<InputReport> inputs;  // one per input; inputs without requires_grad are skipped (checked = 0)
     bool passed() const;
-    std::string summary() const;      // one line per input
+    std::string summary() const;  // one line per input
 };
 
 // [snippet:gradcheck-function]
@@ -60,8 +60,7 @@ using ScalarFunction = std::function<Tensor(const std::vector<Tensor>&)>;
 
 // `f` maps the inputs to a one-element tensor. The inputs' values are restored afterwards and
 // their .grad cleared. `f` must be deterministic: reseed any Rng it uses inside it.
-GradcheckResult gradcheck(const ScalarFunction& f, std::vector<Tensor> inputs,
-                          const GradcheckOptions& options = {});
+GradcheckResult gradcheck(const ScalarFunction& f, std::vector<Tensor> inputs, const GradcheckOptions& options = {});
 // [/snippet:gradcheck-function]
 
 }  // namespace patchgrad

@@ -55,8 +55,8 @@ Tensor broadcast_to(const Tensor& a, const Shape& shape);
 
 // ---- reductions (reduce.cpp) -----------------------------------------------------------
 // [snippet:reduce-decls]
-Tensor sum(const Tensor& a);                                       // -> []
-Tensor sum(const Tensor& a, int64_t axis, bool keepdim = false);   // axis removed (or kept as 1)
+Tensor sum(const Tensor& a);                                      // -> []
+Tensor sum(const Tensor& a, int64_t axis, bool keepdim = false);  // axis removed (or kept as 1)
 Tensor mean(const Tensor& a);
 Tensor mean(const Tensor& a, int64_t axis, bool keepdim = false);
 // Max: the gradient goes to the first position holding the maximum (like torch.max(dim)).
@@ -115,8 +115,7 @@ Tensor gelu(const Tensor& x, GeluApproximation approximation = GeluApproximation
 // logits [B, K], labels B integers in [0, K) -> [] the mean over the batch of
 // -log softmax(logits)[label]. With label smoothing e the target is (1-e) one-hot + e/K,
 // as in torch.nn.functional.cross_entropy(label_smoothing=e).
-Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& labels,
-                     real label_smoothing = 0);
+Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& labels, real label_smoothing = 0);
 
 // ---- dropout (dropout.cpp) -------------------------------------------------------------
 // Training: zero each element with probability p, scale the rest by 1/(1-p), mask drawn

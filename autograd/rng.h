@@ -16,10 +16,10 @@ public:
     explicit Rng(uint64_t seed = 0);
 
     uint64_t next_u64();
-    double uniform();                           // [0, 1), 53 random bits
-    double uniform(double low, double high);    // [low, high)
-    double normal();                            // N(0, 1), Box–Muller
-    uint64_t below(uint64_t n);                 // uniform integer in [0, n), unbiased
+    double uniform();                         // [0, 1), 53 random bits
+    double uniform(double low, double high);  // [low, high)
+    double normal();                          // N(0, 1), Box–Muller
+    uint64_t below(uint64_t n);               // uniform integer in [0, n), unbiased
     bool bernoulli(double p) { return uniform() < p; }
 
     // For checkpoints: the full generator state.

@@ -24,17 +24,9 @@
 #include <new>
 #include <string>
 
-namespace patchgrad {
+#include "autograd/real.h"
 
-// The scalar type of the whole library: float for training, double for gradient checks
-// (see the top of tensor.h).
-// [snippet:real]
-#ifdef PATCHGRAD_DOUBLE
-using real = double;
-#else
-using real = float;
-#endif
-// [/snippet:real]
+namespace patchgrad {
 
 // An owned array of `size()` reals, 64-byte aligned (a cache line, one AVX-512 vector).
 // Move-only; a copy is explicit (`clone`). New storage is uninitialised unless a fill value
@@ -42,7 +34,7 @@ using real = float;
 class Storage {
 public:
     Storage() = default;
-    explicit Storage(int64_t size);           // uninitialised
+    explicit Storage(int64_t size);  // uninitialised
     Storage(int64_t size, real fill);
     ~Storage();
     Storage(Storage&& other) noexcept;

@@ -1,3 +1,6 @@
+// tensor.cpp — Tensor: creation, views that share storage, element access, the backward
+// engine (the graph's topological order and the accumulation of gradients), printing, and
+// the grad mode that decides which ops are recorded.
 #include "tensor.h"
 
 #include <algorithm>
@@ -124,9 +127,8 @@ Tensor Tensor::arange(real start, real end, real step) {
 
 Tensor Tensor::from_vector(const Shape& shape, std::vector<real> values, bool requires_grad) {
     if (static_cast<int64_t>(values.size()) != shape_numel(shape))
-        throw std::invalid_argument("from_vector: " + std::to_string(values.size()) +
-                                    " values do not fill shape " + shape_str(shape) + " (" +
-                                    std::to_string(shape_numel(shape)) + " elements)");
+        throw std::invalid_argument("from_vector: " + std::to_string(values.size()) + " values do not fill shape " +
+                                    shape_str(shape) + " (" + std::to_string(shape_numel(shape)) + " elements)");
     return make(shape, std::move(values), requires_grad);
 }
 
@@ -142,8 +144,7 @@ Tensor Tensor::normal(const Shape& shape, real mean, real std, Rng& rng, bool re
     return make(shape, std::move(v), requires_grad);
 }
 
-Tensor Tensor::trunc_normal(const Shape& shape, real mean, real std, real a, real b, Rng& rng,
-                            bool requires_grad) {
+Tensor Tensor::trunc_normal(const Shape& shape, real mean, real std, real a, real b, Rng& rng, bool requires_grad) {
     if (!(a < b) || std <= 0)
         throw std::invalid_argument("trunc_normal: need a < b and std > 0, got a=" + std::to_string(a) +
                                     " b=" + std::to_string(b) + " std=" + std::to_string(std));
@@ -192,8 +193,8 @@ const real* Tensor::data() const { return impl().storage->data() + impl().offset
 
 real Tensor::item() const {
     if (numel() != 1)
-        throw std::invalid_argument("item: tensor of shape " + shape_str(shape()) +
-                                    " has " + std::to_string(numel()) + " elements, not 1");
+        throw std::invalid_argument("item: tensor of shape " + shape_str(shape()) + " has " + std::to_string(numel()) +
+                                    " elements, not 1");
     return data()[0];
 }
 
@@ -226,8 +227,9 @@ bool Tensor::requires_grad() const { return impl().requires_grad; }
 
 Tensor& Tensor::requires_grad_(bool on) {
     if (!is_leaf())
-        throw std::invalid_argument(std::string("requires_grad_: only leaves can change requires_grad; this tensor is the result of '") +
-                                    op() + "' (use detach() first)");
+        throw std::invalid_argument(
+            std::string("requires_grad_: only leaves can change requires_grad; this tensor is the result of '") + op() +
+            "' (use detach() first)");
     impl().requires_grad = on;
     return *this;
 }
@@ -268,9 +270,7 @@ void Tensor::add_to_grad(const real* g) const {
     });
 }
 
-void Tensor::zero_grad() {
-    impl().grad.reset();
-}
+void Tensor::zero_grad() { impl().grad.reset(); }
 
 Tensor Tensor::detach() const {
     Storage copy(numel());
@@ -288,8 +288,9 @@ void Tensor::backward() {
 
 void Tensor::backward(const Tensor& seed) {
     if (!requires_grad())
-        throw std::invalid_argument("backward: this tensor does not require grad (no input of the ops "
-                                    "that made it has requires_grad, or it was made under NoGradGuard)");
+        throw std::invalid_argument(
+            "backward: this tensor does not require grad (no input of the ops "
+            "that made it has requires_grad, or it was made under NoGradGuard)");
     if (seed.shape() != shape())
         throw std::invalid_argument("backward: seed of shape " + shape_str(seed.shape()) +
                                     " does not match the tensor's shape " + shape_str(shape()));
@@ -347,8 +348,10 @@ void Tensor::backward(const Tensor& seed) {
 namespace {
 // NaN prints as "nan" whatever its sign bit, as in PyTorch (the C library may say "-nan").
 void print_value(std::ostream& os, real v) {
-    if (std::isnan(v)) os << "nan";
-    else os << v;
+    if (std::isnan(v))
+        os << "nan";
+    else
+        os << v;
 }
 
 // Prints dimension `axis` of the block starting at `offset`; long dimensions show their first
@@ -364,15 +367,21 @@ void print_dim(std::ostream& os, const Tensor& t, size_t axis, int64_t offset) {
         if (n > 2 * edge && i == edge) {
             os << "...";
             i = n - edge - 1;
-            if (axis + 1 < shape.size()) os << ",\n" << std::string(axis + 8, ' ');
-            else os << ", ";
+            if (axis + 1 < shape.size())
+                os << ",\n" << std::string(axis + 8, ' ');
+            else
+                os << ", ";
             continue;
         }
-        if (axis + 1 == shape.size()) print_value(os, t.data()[offset + i]);
-        else print_dim(os, t, axis + 1, offset + i * stride);
+        if (axis + 1 == shape.size())
+            print_value(os, t.data()[offset + i]);
+        else
+            print_dim(os, t, axis + 1, offset + i * stride);
         if (i + 1 < n) {
-            if (axis + 1 < shape.size()) os << ",\n" << std::string(axis + 8, ' ');
-            else os << ", ";
+            if (axis + 1 < shape.size())
+                os << ",\n" << std::string(axis + 8, ' ');
+            else
+                os << ", ";
         }
     }
     os << "]";
@@ -383,11 +392,15 @@ std::string Tensor::str() const {
     if (!defined()) return "tensor(undefined)";
     std::ostringstream os;
     os << std::setprecision(4) << "tensor(";
-    if (shape().empty()) os << data()[0];
-    else print_dim(os, *this, 0, 0);
+    if (shape().empty())
+        os << data()[0];
+    else
+        print_dim(os, *this, 0, 0);
     os << ", shape=" << shape_str(shape());
-    if (op()) os << ", op=" << op();
-    else if (requires_grad()) os << ", requires_grad";
+    if (op())
+        os << ", op=" << op();
+    else if (requires_grad())
+        os << ", requires_grad";
     os << ")";
     return os.str();
 }

@@ -12,11 +12,13 @@
 // library uses, so reading an op you never have to think about which build you are in.
 //
 // Layout. A tensor is always contiguous and row-major: element (i0, i1, ..., ik) lives at
-// offset sum_j ij * stride_j, stride_k = 1, stride_j = stride_{j+1} * shape_{j+1}. There are
-// no strided views, so every op is a plain loop over contiguous memory. A result that is a
-// contiguous run of its input's elements shares the input's memory instead of copying it,
-// as in PyTorch: reshape, and slice/select when the run is contiguous (of the first axis,
-// say q, k, v = select(qkv, 0, i)). permute and transpose always copy.
+// offset sum_j ij * stride_j, stride_k = 1, stride_j = stride_{j+1} * shape_{j+1}. So a
+// tensor is one contiguous run of its storage, and every op is a plain loop over contiguous
+// memory. Views exist, but only of that kind: a result that is one contiguous run of its
+// input's elements shares the input's storage (an offset into it) instead of copying it, as
+// in PyTorch: reshape, and slice/select when the run is contiguous (of the first axis, say
+// q, k, v = select(qkv, 0, i)). What PyTorch does with strides (permute, transpose, a slice
+// along a later axis) copies here.
 //
 // Handles. `Tensor` is a cheap handle (a shared pointer) to a `TensorImpl`, like a Python
 // reference to a torch.Tensor: copying a Tensor does not copy its data.
@@ -30,7 +32,8 @@
 #include <string>
 #include <vector>
 
-#include "storage.h"  // defines `real`
+#include "autograd/real.h"
+#include "storage.h"
 
 namespace patchgrad {
 
@@ -68,16 +71,16 @@ struct TensorImpl {
     int64_t numel = 0;
     std::shared_ptr<Storage> storage;  // shared by the tensors that view the same memory
     int64_t offset = 0;                // this tensor's first element in storage
-    Storage grad;  // empty until the first gradient arrives; then numel elements, never shared
+    Storage grad;                      // empty until the first gradient arrives; then numel elements, never shared
 
     bool requires_grad = false;
     bool retain_grad = false;  // keep .grad of a non-leaf after backward (leaves always keep it)
 
     // Autograd record, set only on results of differentiable ops while grad mode is on.
-    const char* op = nullptr;      // name of the op that made this tensor, e.g. "matmul"
-    std::vector<Tensor> inputs;    // the op's inputs that require grad
-    BackwardFn backward;           // pushes this->grad into inputs[i]->grad
-    bool graph_freed = false;      // set once backward() has consumed this node
+    const char* op = nullptr;    // name of the op that made this tensor, e.g. "matmul"
+    std::vector<Tensor> inputs;  // the op's inputs that require grad
+    BackwardFn backward;         // pushes this->grad into inputs[i]->grad
+    bool graph_freed = false;    // set once backward() has consumed this node
 };
 // [/snippet:tensor-impl]
 
@@ -95,17 +98,14 @@ public:
     static Tensor ones(const Shape& shape, bool requires_grad = false);
     static Tensor full(const Shape& shape, real value, bool requires_grad = false);
     static Tensor scalar(real value, bool requires_grad = false);  // shape []
-    static Tensor arange(real start, real end, real step = 1);       // [start, end)
-    static Tensor from_vector(const Shape& shape, std::vector<real> values,
-                              bool requires_grad = false);
-    static Tensor uniform(const Shape& shape, real low, real high, Rng& rng,
-                          bool requires_grad = false);
-    static Tensor normal(const Shape& shape, real mean, real std, Rng& rng,
-                         bool requires_grad = false);
+    static Tensor arange(real start, real end, real step = 1);     // [start, end)
+    static Tensor from_vector(const Shape& shape, std::vector<real> values, bool requires_grad = false);
+    static Tensor uniform(const Shape& shape, real low, real high, Rng& rng, bool requires_grad = false);
+    static Tensor normal(const Shape& shape, real mean, real std, Rng& rng, bool requires_grad = false);
     // Normal(mean, std) redrawn until it lies in [a, b] (absolute bounds, like
     // torch.nn.init.trunc_normal_ and timm; for std 0.02 timm passes a=-2, b=2).
-    static Tensor trunc_normal(const Shape& shape, real mean, real std, real a, real b,
-                               Rng& rng, bool requires_grad = false);
+    static Tensor trunc_normal(const Shape& shape, real mean, real std, real a, real b, Rng& rng,
+                               bool requires_grad = false);
     // A tensor of `shape` over `base`'s elements offset .. offset + numel(shape) - 1,
     // sharing base's memory (writes show through both). Its .grad is its own. For ops;
     // they record how the gradient flows back to base.
@@ -133,7 +133,7 @@ public:
     Tensor& retain_grad();  // keep this non-leaf's .grad after backward()
 
     bool has_grad() const { return !impl().grad.empty(); }
-    Tensor grad() const;             // a copy of .grad (undefined tensor if none yet)
+    Tensor grad() const;  // a copy of .grad (undefined tensor if none yet)
     // .grad storage, allocated as zeros on first use. Callable through a const handle: a
     // Tensor is a shared handle (like a shared_ptr), and backward closures hold their
     // inputs as const copies yet must add into their gradients.
@@ -149,7 +149,7 @@ public:
     // .grad += g[0 .. numel), for a backward whose input gradient is dOut itself (reshape's):
     // a plain copy when no gradient has arrived yet, so .grad is never zero-filled first.
     void add_to_grad(const real* g) const;
-    void zero_grad();                // drops .grad (like set_to_none=True in PyTorch)
+    void zero_grad();  // drops .grad (like set_to_none=True in PyTorch)
 
     // A new leaf holding a copy of the values, cut off from the graph.
     Tensor detach() const;

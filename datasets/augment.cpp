@@ -28,21 +28,36 @@ CropFlip random_crop_flip(ImageView img, Rng& rng, int64_t padding, double flip_
 
 const char* rand_augment_op_name(RandAugmentOp op) {
     switch (op) {
-        case RandAugmentOp::AutoContrast: return "AutoContrast";
-        case RandAugmentOp::Equalize: return "Equalize";
-        case RandAugmentOp::Invert: return "Invert";
-        case RandAugmentOp::Rotate: return "Rotate";
-        case RandAugmentOp::Posterize: return "Posterize";
-        case RandAugmentOp::Solarize: return "Solarize";
-        case RandAugmentOp::SolarizeAdd: return "SolarizeAdd";
-        case RandAugmentOp::Color: return "Color";
-        case RandAugmentOp::Contrast: return "Contrast";
-        case RandAugmentOp::Brightness: return "Brightness";
-        case RandAugmentOp::Sharpness: return "Sharpness";
-        case RandAugmentOp::ShearX: return "ShearX";
-        case RandAugmentOp::ShearY: return "ShearY";
-        case RandAugmentOp::TranslateX: return "TranslateXRel";
-        case RandAugmentOp::TranslateY: return "TranslateYRel";
+        case RandAugmentOp::AutoContrast:
+            return "AutoContrast";
+        case RandAugmentOp::Equalize:
+            return "Equalize";
+        case RandAugmentOp::Invert:
+            return "Invert";
+        case RandAugmentOp::Rotate:
+            return "Rotate";
+        case RandAugmentOp::Posterize:
+            return "Posterize";
+        case RandAugmentOp::Solarize:
+            return "Solarize";
+        case RandAugmentOp::SolarizeAdd:
+            return "SolarizeAdd";
+        case RandAugmentOp::Color:
+            return "Color";
+        case RandAugmentOp::Contrast:
+            return "Contrast";
+        case RandAugmentOp::Brightness:
+            return "Brightness";
+        case RandAugmentOp::Sharpness:
+            return "Sharpness";
+        case RandAugmentOp::ShearX:
+            return "ShearX";
+        case RandAugmentOp::ShearY:
+            return "ShearY";
+        case RandAugmentOp::TranslateX:
+            return "TranslateXRel";
+        case RandAugmentOp::TranslateY:
+            return "TranslateYRel";
     }
     return "unknown";
 }
@@ -57,12 +72,16 @@ double rand_augment_level(RandAugmentOp op, double magnitude, bool increasing) {
     switch (op) {
         case RandAugmentOp::AutoContrast:
         case RandAugmentOp::Equalize:
-        case RandAugmentOp::Invert: return 0;
-        case RandAugmentOp::Rotate: return level * 30.0;
+        case RandAugmentOp::Invert:
+            return 0;
+        case RandAugmentOp::Rotate:
+            return level * 30.0;
         case RandAugmentOp::ShearX:
-        case RandAugmentOp::ShearY: return level * 0.3;
+        case RandAugmentOp::ShearY:
+            return level * 0.3;
         case RandAugmentOp::TranslateX:
-        case RandAugmentOp::TranslateY: return level * 0.45;
+        case RandAugmentOp::TranslateY:
+            return level * 0.45;
         case RandAugmentOp::Posterize: {
             const int bits = static_cast<int>(level * 4);
             return increasing ? 4 - bits : bits;
@@ -71,11 +90,13 @@ double rand_augment_level(RandAugmentOp op, double magnitude, bool increasing) {
             const int threshold = std::min(256, static_cast<int>(level * 256));
             return increasing ? 256 - threshold : threshold;
         }
-        case RandAugmentOp::SolarizeAdd: return std::min(128, static_cast<int>(level * 110));
+        case RandAugmentOp::SolarizeAdd:
+            return std::min(128, static_cast<int>(level * 110));
         case RandAugmentOp::Color:
         case RandAugmentOp::Contrast:
         case RandAugmentOp::Brightness:
-        case RandAugmentOp::Sharpness: return increasing ? 1.0 + level * 0.9 : level * 1.8 + 0.1;
+        case RandAugmentOp::Sharpness:
+            return increasing ? 1.0 + level * 0.9 : level * 1.8 + 0.1;
     }
     throw std::invalid_argument("RandAugment: unknown operation " + std::to_string(static_cast<int>(op)));
 }
@@ -86,21 +107,51 @@ void apply_rand_augment_op(ImageView img, RandAugmentOp op, double magnitude, bo
     const auto random_sign = [&rng](double v) { return rng.uniform() < 0.5 ? -v : v; };
     const auto factor = [&]() { return increasing ? 1.0 + random_sign(level - 1.0) : level; };
     switch (op) {
-        case RandAugmentOp::AutoContrast: auto_contrast(img); return;
-        case RandAugmentOp::Equalize: equalize(img); return;
-        case RandAugmentOp::Invert: invert(img); return;
-        case RandAugmentOp::Rotate: rotate(img, random_sign(level), fill); return;
-        case RandAugmentOp::Posterize: posterize(img, static_cast<int>(level)); return;
-        case RandAugmentOp::Solarize: solarize(img, static_cast<int>(level)); return;
-        case RandAugmentOp::SolarizeAdd: solarize_add(img, static_cast<int>(level), 128); return;
-        case RandAugmentOp::Color: color(img, factor()); return;
-        case RandAugmentOp::Contrast: contrast(img, factor()); return;
-        case RandAugmentOp::Brightness: brightness(img, factor()); return;
-        case RandAugmentOp::Sharpness: sharpness(img, factor()); return;
-        case RandAugmentOp::ShearX: shear_x(img, random_sign(level), fill); return;
-        case RandAugmentOp::ShearY: shear_y(img, random_sign(level), fill); return;
-        case RandAugmentOp::TranslateX: translate_x(img, random_sign(level) * img.width, fill); return;
-        case RandAugmentOp::TranslateY: translate_y(img, random_sign(level) * img.height, fill); return;
+        case RandAugmentOp::AutoContrast:
+            auto_contrast(img);
+            return;
+        case RandAugmentOp::Equalize:
+            equalize(img);
+            return;
+        case RandAugmentOp::Invert:
+            invert(img);
+            return;
+        case RandAugmentOp::Rotate:
+            rotate(img, random_sign(level), fill);
+            return;
+        case RandAugmentOp::Posterize:
+            posterize(img, static_cast<int>(level));
+            return;
+        case RandAugmentOp::Solarize:
+            solarize(img, static_cast<int>(level));
+            return;
+        case RandAugmentOp::SolarizeAdd:
+            solarize_add(img, static_cast<int>(level), 128);
+            return;
+        case RandAugmentOp::Color:
+            color(img, factor());
+            return;
+        case RandAugmentOp::Contrast:
+            contrast(img, factor());
+            return;
+        case RandAugmentOp::Brightness:
+            brightness(img, factor());
+            return;
+        case RandAugmentOp::Sharpness:
+            sharpness(img, factor());
+            return;
+        case RandAugmentOp::ShearX:
+            shear_x(img, random_sign(level), fill);
+            return;
+        case RandAugmentOp::ShearY:
+            shear_y(img, random_sign(level), fill);
+            return;
+        case RandAugmentOp::TranslateX:
+            translate_x(img, random_sign(level) * img.width, fill);
+            return;
+        case RandAugmentOp::TranslateY:
+            translate_y(img, random_sign(level) * img.height, fill);
+            return;
     }
 }
 

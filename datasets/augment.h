@@ -36,8 +36,21 @@ CropFlip random_crop_flip(ImageView img, Rng& rng, int64_t padding = 4, double f
 // ---- RandAugment --------------------------------------------------------------------------
 // timm's _RAND_TRANSFORMS, in its order (TranslateX/Y are its TranslateXRel/YRel).
 enum class RandAugmentOp {
-    AutoContrast, Equalize, Invert, Rotate, Posterize, Solarize, SolarizeAdd, Color, Contrast,
-    Brightness, Sharpness, ShearX, ShearY, TranslateX, TranslateY
+    AutoContrast,
+    Equalize,
+    Invert,
+    Rotate,
+    Posterize,
+    Solarize,
+    SolarizeAdd,
+    Color,
+    Contrast,
+    Brightness,
+    Sharpness,
+    ShearX,
+    ShearY,
+    TranslateX,
+    TranslateY
 };
 constexpr std::array<RandAugmentOp, 15> kRandAugmentOps = {
     RandAugmentOp::AutoContrast, RandAugmentOp::Equalize,   RandAugmentOp::Invert,      RandAugmentOp::Rotate,

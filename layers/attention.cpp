@@ -95,9 +95,11 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<bool>&
 //   dq = dS k / sqrt(d),  dk = dS^T q / sqrt(d)
 AttentionGradients attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& d_out) {
     if (q.dim() < 2 || k.dim() != q.dim() || v.dim() != q.dim() || d_out.dim() != q.dim())
-        throw std::invalid_argument("attention_backward: expected q [..., N, d], k [..., M, d], v [..., M, e] and "
-                                    "dO [..., N, e], got " + shape_str(q.shape()) + ", " + shape_str(k.shape()) +
-                                    ", " + shape_str(v.shape()) + ", " + shape_str(d_out.shape()));
+        throw std::invalid_argument(
+            "attention_backward: expected q [..., N, d], k [..., M, d], v [..., M, e] and "
+            "dO [..., N, e], got " +
+            shape_str(q.shape()) + ", " + shape_str(k.shape()) + ", " + shape_str(v.shape()) + ", " +
+            shape_str(d_out.shape()));
     NoGradGuard no_grad;  // plain arithmetic on values: the gradients are written by hand
     AttentionGradients g;
     // [exercise:attention-backward]

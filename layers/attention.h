@@ -22,8 +22,8 @@ namespace patchgrad {
 class MultiHeadSelfAttention : public Module {
 public:
     // Throws if dim is not divisible by heads.
-    MultiHeadSelfAttention(int64_t dim, int64_t heads, Rng& rng, std::shared_ptr<Rng> dropout_rng,
-                           bool qkv_bias = true, real attn_dropout = 0, real proj_dropout = 0);
+    MultiHeadSelfAttention(int64_t dim, int64_t heads, Rng& rng, std::shared_ptr<Rng> dropout_rng, bool qkv_bias = true,
+                           real attn_dropout = 0, real proj_dropout = 0);
     std::string type_name() const override { return "MultiHeadSelfAttention"; }
 
     // [snippet:msa-forward-declaration]

@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <functional>
 #include <iterator>
+#include <random>
 #include <string>
 #include <typeinfo>
 #include <vector>
@@ -93,8 +93,7 @@ inline void report_to_grader(const std::function<Tensor(const std::vector<Tensor
         return double(f(xs).item());
     };
     const double numeric = (shifted(options.step) - shifted(-options.step)) / (2 * options.step);
-    for (size_t k = 0; k < xs.size(); ++k)
-        std::copy(saved[k].begin(), saved[k].end(), xs[k].data());
+    for (size_t k = 0; k < xs.size(); ++k) std::copy(saved[k].begin(), saved[k].end(), xs[k].data());
     const double error = std::abs(analytic - numeric) / std::max({std::abs(analytic), std::abs(numeric), 1e-30});
     std::ofstream out(path, std::ios::app);
     out << Catch::getResultCapture().getCurrentTestName() << ' ' << error << '\n';
@@ -104,8 +103,7 @@ inline void report_to_grader(const std::function<Tensor(const std::vector<Tensor
 // random W, with the default tight tolerances (relative error <= 1e-6, or the PyTorch rule
 // atol 1e-8, rtol 1e-6). Fails the test with the per-input report.
 inline void check_gradients(const std::function<Tensor(const std::vector<Tensor>&)>& op,
-                            const std::vector<Tensor>& inputs, uint64_t seed = 1,
-                            GradcheckOptions options = {}) {
+                            const std::vector<Tensor>& inputs, uint64_t seed = 1, GradcheckOptions options = {}) {
     Tensor probe;
     {
         NoGradGuard no_grad;
@@ -126,8 +124,8 @@ struct TempDir {
     std::filesystem::path path;
     TempDir() {
         std::random_device rd;
-        path = std::filesystem::temp_directory_path() /
-               ("patchgrad_test_" + std::to_string(rd()) + std::to_string(rd()));
+        path =
+            std::filesystem::temp_directory_path() / ("patchgrad_test_" + std::to_string(rd()) + std::to_string(rd()));
         std::filesystem::create_directories(path);
     }
     ~TempDir() {
@@ -173,16 +171,16 @@ inline std::string mutate(std::string s, Rng& rng) {
             s.resize(below(s.size() + 1));
             break;
         case 2: {
-            const uint64_t extremes[] = {0, 1, 7, 8, 4096, uint64_t(1) << 32, uint64_t(1) << 62, ~uint64_t(0) >> 1,
-                                         ~uint64_t(0)};
+            const uint64_t extremes[] = {
+                0, 1, 7, 8, 4096, uint64_t(1) << 32, uint64_t(1) << 62, ~uint64_t(0) >> 1, ~uint64_t(0)};
             const uint64_t v = rng.below(2) ? extremes[rng.below(std::size(extremes))] : rng.next_u64();
             const size_t at = rng.below(2) ? 0 : below(s.size());
             for (size_t i = 0; i < 8 && at + i < s.size(); ++i) s[at + i] = static_cast<char>(v >> (8 * i));
             break;
         }
         case 3: {
-            const char* numbers[] = {"0", "-1", "4294967296", "9223372036854775807", "18446744073709551616",
-                                     "99999999999999999999999"};
+            const char* numbers[] = {
+                "0", "-1", "4294967296", "9223372036854775807", "18446744073709551616", "99999999999999999999999"};
             size_t begin = s.find_first_of("0123456789", below(s.size()));
             if (begin == std::string::npos) break;
             const size_t end = std::min(s.find_first_not_of("0123456789", begin), s.size());

@@ -13,8 +13,10 @@ inline std::string out_dir(int argc, char** argv, const std::string& program) {
     std::string dir = ".";
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
-        if (arg == "--out" && i + 1 < argc) dir = argv[++i];
-        else throw std::invalid_argument(program + ": unknown argument '" + arg + "' (usage: [--out DIR])");
+        if (arg == "--out" && i + 1 < argc)
+            dir = argv[++i];
+        else
+            throw std::invalid_argument(program + ": unknown argument '" + arg + "' (usage: [--out DIR])");
     }
     return dir;
 }

@@ -9,9 +9,8 @@ namespace patchgrad {
 
 Tensor sinusoidal_positional_encoding(int64_t num_positions, int64_t dim) {
     if (num_positions <= 0 || dim <= 0)
-        throw std::invalid_argument("sinusoidal_positional_encoding: num_positions (" +
-                                    std::to_string(num_positions) + ") and dim (" + std::to_string(dim) +
-                                    ") must be positive");
+        throw std::invalid_argument("sinusoidal_positional_encoding: num_positions (" + std::to_string(num_positions) +
+                                    ") and dim (" + std::to_string(dim) + ") must be positive");
     Tensor table = Tensor::zeros({1, num_positions, dim});
     // [exercise:sinusoidal-encoding]
     real* pe = table.data();

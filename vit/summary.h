@@ -21,10 +21,10 @@
 namespace patchgrad {
 
 struct SummaryRow {
-    std::string name;     // a module's dotted name ("blocks.0.attn.qkv"), a parameter's ("cls_token"), or "pool"
-    std::string type;     // the module's type_name(), "Parameter", or what the step does
-    Shape output_shape;   // after this step, for a batch of one image
-    int64_t parameters;   // the parameters this row owns
+    std::string name;    // a module's dotted name ("blocks.0.attn.qkv"), a parameter's ("cls_token"), or "pool"
+    std::string type;    // the module's type_name(), "Parameter", or what the step does
+    Shape output_shape;  // after this step, for a batch of one image
+    int64_t parameters;  // the parameters this row owns
 };
 
 struct ModelSummary {

@@ -44,9 +44,8 @@ struct ParameterLayout {
 ParameterLayout parameter_layout(const ViTConfig& c) {
     const int64_t D = c.dim, H = c.mlp_hidden(), K = c.num_classes;
     const int64_t tokens = checked_mul(c.patches_high(), c.patches_wide(), "patches (rows x columns)") + 1;
-    const int64_t patch_dim =
-        checked_mul(checked_mul(c.channels, c.patch_size, "patch size (channels x P x P)"), c.patch_size,
-                    "patch size (channels x P x P)");
+    const int64_t patch_dim = checked_mul(checked_mul(c.channels, c.patch_size, "patch size (channels x P x P)"),
+                                          c.patch_size, "patch size (channels x P x P)");
     const int64_t qkv = checked_mul(3, D, "qkv size (3 x dim)");
     ParameterLayout p;
     p.before = {{"cls_token", {1, 1, D}}};
@@ -54,9 +53,14 @@ ParameterLayout parameter_layout(const ViTConfig& c) {
     p.before.insert(p.before.end(), {{"patch_embed.proj.weight", {D, patch_dim}}, {"patch_embed.proj.bias", {D}}});
     p.block = {{"norm1.weight", {D}}, {"norm1.bias", {D}}, {"attn.qkv.weight", {qkv, D}}};
     if (c.qkv_bias) p.block.push_back({"attn.qkv.bias", {qkv}});
-    p.block.insert(p.block.end(), {{"attn.proj.weight", {D, D}}, {"attn.proj.bias", {D}}, {"norm2.weight", {D}},
-                                   {"norm2.bias", {D}}, {"mlp.fc1.weight", {H, D}}, {"mlp.fc1.bias", {H}},
-                                   {"mlp.fc2.weight", {D, H}}, {"mlp.fc2.bias", {D}}});
+    p.block.insert(p.block.end(), {{"attn.proj.weight", {D, D}},
+                                   {"attn.proj.bias", {D}},
+                                   {"norm2.weight", {D}},
+                                   {"norm2.bias", {D}},
+                                   {"mlp.fc1.weight", {H, D}},
+                                   {"mlp.fc1.bias", {H}},
+                                   {"mlp.fc2.weight", {D, H}},
+                                   {"mlp.fc2.bias", {D}}});
     p.after = {{"norm.weight", {D}}, {"norm.bias", {D}}};
     if (c.head == "mlp") p.after.insert(p.after.end(), {{"pre_logits.fc.weight", {D, D}}, {"pre_logits.fc.bias", {D}}});
     p.after.insert(p.after.end(), {{"head.weight", {K, D}}, {"head.bias", {K}}});
@@ -106,8 +110,9 @@ void validate(const ViTConfig& c) {
     positive(c.depth, "depth");
     positive(c.heads, "heads");
     positive(c.num_classes, "num_classes");
-    if (c.mlp_dim < 0) throw std::invalid_argument(who + "mlp_dim must be positive (or 0 to use mlp_ratio), got " +
-                                                   std::to_string(c.mlp_dim));
+    if (c.mlp_dim < 0)
+        throw std::invalid_argument(who + "mlp_dim must be positive (or 0 to use mlp_ratio), got " +
+                                    std::to_string(c.mlp_dim));
     if (c.mlp_dim == 0 && !(c.mlp_ratio > 0))
         throw std::invalid_argument(who + "mlp_ratio must be positive when mlp_dim is 0, got " +
                                     std::to_string(c.mlp_ratio));
@@ -121,7 +126,8 @@ void validate(const ViTConfig& c) {
                            {c.emb_dropout, "emb_dropout"},
                            {c.attn_dropout, "attn_dropout"},
                            {c.drop_path, "drop_path"}})
-        if (!(p >= 0 && p < 1)) throw std::invalid_argument(who + what + " must be in [0, 1), got " + std::to_string(p));
+        if (!(p >= 0 && p < 1))
+            throw std::invalid_argument(who + what + " must be in [0, 1), got " + std::to_string(p));
     if (c.pool != "cls" && c.pool != "mean")
         throw std::invalid_argument(who + "pool must be \"cls\" or \"mean\", got \"" + c.pool + "\"");
     if (c.head != "linear" && c.head != "mlp")
@@ -230,15 +236,17 @@ VisionTransformer::VisionTransformer(const ViTConfig& cfg, uint64_t seed) : conf
     cls_token = register_parameter("cls_token", Tensor::trunc_normal({1, 1, D}, 0, 0.02, -2, 2, rng));
     pos_encoding = PositionalEncoding(config.num_patches() + 1, D, config.learnable_pos_embed, rng);
     if (pos_encoding.learnable) register_parameter("pos_embed", pos_encoding.table);
-    patch_embed = register_module("patch_embed", std::make_shared<PatchEmbedding>(config.channels, config.patch_size, D, rng));
+    patch_embed =
+        register_module("patch_embed", std::make_shared<PatchEmbedding>(config.channels, config.patch_size, D, rng));
     pos_drop = register_module("pos_drop", std::make_shared<Dropout>(config.emb_dropout, dropout_rng));
     blocks = register_module("blocks", std::make_shared<TransformerEncoder>());
     for (int64_t l = 0; l < config.depth; ++l) {
         // Stochastic depth grows linearly with depth, 0 for the first block (timm's dpr).
-        const real drop_path = config.depth > 1 ? config.drop_path * real(l) / real(config.depth - 1) : config.drop_path;
+        const real drop_path =
+            config.depth > 1 ? config.drop_path * real(l) / real(config.depth - 1) : config.drop_path;
         blocks->add(std::make_shared<ViTBlock>(D, config.heads, config.mlp_hidden(), rng, dropout_rng, config.qkv_bias,
-                                               config.dropout, config.attn_dropout, config.gelu,
-                                               config.layer_norm_eps, drop_path));
+                                               config.dropout, config.attn_dropout, config.gelu, config.layer_norm_eps,
+                                               drop_path));
     }
     norm = register_module("norm", std::make_shared<LayerNorm>(D, config.layer_norm_eps));
     if (config.head == "mlp") pre_logits = register_module("pre_logits", std::make_shared<PreLogits>(D, D, rng));
@@ -278,10 +286,10 @@ Tensor VisionTransformer::forward(const Tensor& images, const std::vector<bool>&
     // ViT notebook and timm's fc_norm.
     // [exercise:vit-pooling]
     const int64_t B = images.size(0), D = config.dim;
-    Tensor x = patch_embed->forward(images);                    // [B, N, D]: x_p^i E
-    x = concat({broadcast_to(cls_token, {B, 1, D}), x}, 1);     // [B, N+1, D]: [x_class; x_p^1 E; ...]
-    x = pos_drop->forward(pos_encoding.forward(x));             // z_0, eq. (1)
-    x = blocks->forward(x, patch_mask);                         // z_L, eqs. (2) and (3)
+    Tensor x = patch_embed->forward(images);                   // [B, N, D]: x_p^i E
+    x = concat({broadcast_to(cls_token, {B, 1, D}), x}, 1);    // [B, N+1, D]: [x_class; x_p^1 E; ...]
+    x = pos_drop->forward(pos_encoding.forward(x));            // z_0, eq. (1)
+    x = blocks->forward(x, patch_mask);                        // z_L, eqs. (2) and (3)
     x = config.pool == "mean" ? mean(x, 1) : select(x, 1, 0);  // [B, D]
     x = norm->forward(x);
     if (pre_logits) x = pre_logits->forward(x);

@@ -51,18 +51,18 @@ struct ViTConfig {
     int64_t image_height = 224, image_width = 224;  // non-square allowed
     int64_t channels = 3;
     int64_t patch_size = 16;
-    int64_t dim = 768;      // D, the hidden size
-    int64_t depth = 12;     // L, the number of ViTBlocks
+    int64_t dim = 768;   // D, the hidden size
+    int64_t depth = 12;  // L, the number of ViTBlocks
     int64_t heads = 12;
-    int64_t mlp_dim = 0;    // the MLP's hidden size; 0 = dim * mlp_ratio
+    int64_t mlp_dim = 0;  // the MLP's hidden size; 0 = dim * mlp_ratio
     real mlp_ratio = 4;
     int64_t num_classes = 1000;
-    std::string pool = "cls";    // "cls": z_L^0 (paper eq. 4); "mean": the mean of all tokens (ViT study notes)
+    std::string pool = "cls";     // "cls": z_L^0 (paper eq. 4); "mean": the mean of all tokens (ViT study notes)
     std::string head = "linear";  // "linear": fine-tuning head; "mlp": pre-training head (tanh hidden layer)
-    real dropout = 0;        // after the attention projection and inside the MLP
-    real emb_dropout = 0;    // on z_0 (timm's pos_drop)
-    real attn_dropout = 0;   // on the attention weights
-    real drop_path = 0;      // stochastic depth of the last block; block l gets drop_path * l / (depth - 1)
+    real dropout = 0;             // after the attention projection and inside the MLP
+    real emb_dropout = 0;         // on z_0 (timm's pos_drop)
+    real attn_dropout = 0;        // on the attention weights
+    real drop_path = 0;           // stochastic depth of the last block; block l gets drop_path * l / (depth - 1)
     bool qkv_bias = true;
     bool learnable_pos_embed = true;  // false: fixed sinusoidal (ViT from scratch)
     GeluApproximation gelu = GeluApproximation::None;
@@ -101,10 +101,11 @@ std::string describe(const ViTConfig& config);
 
 // The named configurations:
 //   vit-b16, vit-b32, vit-l16, vit-h14   the paper's Table 1 at 224x224, 1000 classes
+//   cifar-micro                          32x32, patch 4, dim 96, depth 4, heads 4, MLP 192
 //   cifar-tiny                           32x32, patch 4, dim 128, depth 6, heads 4, MLP 256
 //   cifar-small                          32x32, patch 4, dim 192, depth 6, heads 3, MLP 384
-// cifar-small is the default CIFAR-10 model; its sizes are a placeholder that the training
-// issue tunes for accuracy. Throws listing the known names for any other name.
+// cifar-tiny is what `patchgrad train` trains by default, cifar-micro what its quick preset
+// trains. Throws listing the known names for any other name.
 ViTConfig vit_config(const std::string& name);
 std::vector<std::string> vit_config_names();
 
@@ -161,7 +162,7 @@ public:
     const ViTConfig config;
     std::shared_ptr<Rng> dropout_rng;
 
-    Tensor cls_token;              // x_class [1, 1, D]
+    Tensor cls_token;                 // x_class [1, 1, D]
     PositionalEncoding pos_encoding;  // E_pos; its table is the parameter "pos_embed" when learnable
     std::shared_ptr<PatchEmbedding> patch_embed;
     std::shared_ptr<Dropout> pos_drop;

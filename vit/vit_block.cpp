@@ -7,11 +7,10 @@ ViTBlock::ViTBlock(int64_t dim, int64_t heads, int64_t mlp_hidden_dim, Rng& rng,
                    real drop_path)
     : norm1(register_module("norm1", std::make_shared<LayerNorm>(dim, layer_norm_eps))),
       attn(register_module("attn", std::make_shared<MultiHeadSelfAttention>(dim, heads, rng, dropout_rng, qkv_bias,
-                                                                             attn_dropout, dropout))),
+                                                                            attn_dropout, dropout))),
       drop_path1(register_module("drop_path1", std::make_shared<DropPath>(drop_path, dropout_rng))),
       norm2(register_module("norm2", std::make_shared<LayerNorm>(dim, layer_norm_eps))),
-      mlp(register_module("mlp",
-                          std::make_shared<FeedForward>(dim, mlp_hidden_dim, dropout, rng, dropout_rng, gelu))),
+      mlp(register_module("mlp", std::make_shared<FeedForward>(dim, mlp_hidden_dim, dropout, rng, dropout_rng, gelu))),
       drop_path2(register_module("drop_path2", std::make_shared<DropPath>(drop_path, dropout_rng))) {}
 
 // [snippet:block-forward]

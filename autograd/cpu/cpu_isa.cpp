@@ -19,17 +19,17 @@ namespace {
 // also check that the OS saves the wide registers (XGETBV), not just the CPUID bits.
 bool cpu_has(Isa isa) {
     switch (isa) {
-    case Isa::baseline:
-        return true;
+        case Isa::baseline:
+            return true;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    case Isa::avx2:
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    case Isa::avx512:
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+        case Isa::avx2:
+            return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        case Isa::avx512:
+            return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                   __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
 #endif
-    default:
-        return false;
+        default:
+            return false;
     }
 }
 
@@ -41,8 +41,8 @@ std::string supported_list() {
 
 Isa checked(Isa isa, const std::string& what) {
     if (!cpu_has(isa))
-        throw std::invalid_argument(what + ": this CPU does not support " + isa_name(isa) + " (it has: " +
-                                    supported_list() + ")");
+        throw std::invalid_argument(what + ": this CPU does not support " + isa_name(isa) +
+                                    " (it has: " + supported_list() + ")");
     return isa;
 }
 
@@ -64,17 +64,17 @@ std::atomic<int>& chosen() {
 
 const char* isa_name(Isa isa) {
     switch (isa) {
-    case Isa::avx2:
-        return "avx2";
-    case Isa::avx512:
-        return "avx512";
-    default:
+        case Isa::avx2:
+            return "avx2";
+        case Isa::avx512:
+            return "avx512";
+        default:
 #if defined(__x86_64__)
-        return "sse2";
+            return "sse2";
 #elif defined(__aarch64__)
-        return "neon";
+            return "neon";
 #else
-        return "generic";
+            return "generic";
 #endif
     }
 }

@@ -66,20 +66,20 @@ Isa parse_isa(const std::string& text, const std::string& what);
 // miscompiles some float64 loops with AVX-512 (CMakeLists.txt, PATCHGRAD_NATIVE).
 #define PATCHGRAD_LOOP inline __attribute__((always_inline))
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(PATCHGRAD_DOUBLE)
-#define PATCHGRAD_MULTIVERSION(name, params, args)                                                         \
-    __attribute__((target("avx2,fma"))) void name##_avx2 params { name##_loop args; }                       \
-    __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma"))) void name##_avx512 params {      \
-        name##_loop args;                                                                                   \
-    }                                                                                                       \
-    void name params {                                                                                      \
-        switch (::patchgrad::active_isa()) {                                                                \
-        case ::patchgrad::Isa::avx512:                                                                      \
-            return name##_avx512 args;                                                                      \
-        case ::patchgrad::Isa::avx2:                                                                        \
-            return name##_avx2 args;                                                                        \
-        default:                                                                                            \
-            return name##_loop args;                                                                        \
-        }                                                                                                   \
+#define PATCHGRAD_MULTIVERSION(name, params, args)                                                     \
+    __attribute__((target("avx2,fma"))) void name##_avx2 params { name##_loop args; }                  \
+    __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma"))) void name##_avx512 params { \
+        name##_loop args;                                                                              \
+    }                                                                                                  \
+    void name params {                                                                                 \
+        switch (::patchgrad::active_isa()) {                                                           \
+            case ::patchgrad::Isa::avx512:                                                             \
+                return name##_avx512 args;                                                             \
+            case ::patchgrad::Isa::avx2:                                                               \
+                return name##_avx2 args;                                                               \
+            default:                                                                                   \
+                return name##_loop args;                                                               \
+        }                                                                                              \
     }
 #else
 #define PATCHGRAD_MULTIVERSION(name, params, args) \

@@ -1,3 +1,6 @@
+// gemm.cpp — C = alpha * op(A) @ op(B) + beta * C (+ a bias row): the readable reference
+// loop, the cache-blocked driver that calls the per-CPU micro-kernels (gemm_tile.h), and the
+// dispatch to OpenBLAS when the build asks for it.
 #include "gemm.h"
 
 #include <algorithm>
@@ -15,9 +18,8 @@ namespace patchgrad {
 
 // ---- reference ---------------------------------------------------------------------------
 
-void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha,
-                    const real* A, int64_t lda, const real* B, int64_t ldb, real beta, real* C,
-                    int64_t ldc, const real* bias) {
+void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
+                    const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias) {
     // [snippet:gemm-reference]
     for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < N; ++j) {
@@ -93,13 +95,13 @@ void scale_c(int64_t M, int64_t N, real beta, real* C, int64_t ldc, const real* 
 const GemmKernels& gemm_kernels(Isa isa) {
     switch (isa) {
 #if defined(__x86_64__)
-    case Isa::avx512:
-        return gemm_kernels_avx512;
-    case Isa::avx2:
-        return gemm_kernels_avx2;
+        case Isa::avx512:
+            return gemm_kernels_avx512;
+        case Isa::avx2:
+            return gemm_kernels_avx2;
 #endif
-    default:
-        return gemm_kernels_baseline;
+        default:
+            return gemm_kernels_baseline;
     }
 }
 
@@ -108,9 +110,8 @@ std::string gemm_kernel_description() {
     return std::string(isa_name(k.isa)) + ", tile " + std::to_string(k.mr) + " x " + std::to_string(k.nr);
 }
 
-void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha,
-                  const real* A, int64_t lda, const real* B, int64_t ldb, real beta, real* C,
-                  int64_t ldc, const real* bias) {
+void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
+                  const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias) {
     if (M <= 0 || N <= 0) return;
     if (K <= 0) return scale_c(M, N, beta, C, ldc, bias);
     const GemmKernels& kernels = gemm_kernels(active_isa());
@@ -160,8 +161,10 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
                 const int64_t row_end = std::min(M, s1 * MR);
                 for (int64_t ic = s0 * MR; ic < row_end; ic += MC) {
                     const int64_t mc = std::min(MC, row_end - ic);
-                    if (by_rows) kernels.pack_a_rows(A, lda, ic, pc, mc, kc, Ap);
-                    else if (!direct) kernels.pack_a(trans_a, A, lda, ic, pc, mc, kc, Ap);
+                    if (by_rows)
+                        kernels.pack_a_rows(A, lda, ic, pc, mc, kc, Ap);
+                    else if (!direct)
+                        kernels.pack_a(trans_a, A, lda, ic, pc, mc, kc, Ap);
                     for (int64_t jr = 0; jr < nc; jr += NR) {
                         const int64_t nr = std::min(NR, nc - jr);
                         const int64_t vectors = (nr + V - 1) / V;  // of the sliver's NR / V
@@ -171,9 +174,8 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
                             real* c = C + r * ldc + jc + jr;
                             if (direct && mr == MR) {
                                 const real* a = trans_a ? A + pc * lda + r : A + r * lda + pc;
-                                kernels.strided[vectors - 1](kc, a, trans_a ? lda : 1, trans_a ? 1 : lda,
-                                                             Bp + jr * kc, alpha, beta_block, bias_tile, c, ldc,
-                                                             mr, nr);
+                                kernels.strided[vectors - 1](kc, a, trans_a ? lda : 1, trans_a ? 1 : lda, Bp + jr * kc,
+                                                             alpha, beta_block, bias_tile, c, ldc, mr, nr);
                                 continue;
                             }
                             if (direct) kernels.pack_a(trans_a, A, lda, r, pc, mr, kc, Ap + ir * kc);
@@ -189,8 +191,8 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
 
 // ---- dispatch ----------------------------------------------------------------------------
 
-void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A,
-          int64_t lda, const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias) {
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
+          const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias) {
 #ifdef PATCHGRAD_USE_OPENBLAS
     if (M <= 0 || N <= 0) return;
     // BLAS rejects a leading dimension of 0, which an empty K would give.
@@ -209,9 +211,9 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alph
 #else
     cblas_sgemm(
 #endif
-        CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-        static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha, A, static_cast<int>(lda),
-        B, static_cast<int>(ldb), beta, C, static_cast<int>(ldc));
+        CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(M),
+        static_cast<int>(N), static_cast<int>(K), alpha, A, static_cast<int>(lda), B, static_cast<int>(ldb), beta, C,
+        static_cast<int>(ldc));
 #else
     gemm_blocked(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
 #endif

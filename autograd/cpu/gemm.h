@@ -24,23 +24,20 @@
 namespace patchgrad {
 
 // The readable definition: one dot product per C element, k in increasing order.
-void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha,
-                    const real* A, int64_t lda, const real* B, int64_t ldb, real beta, real* C,
-                    int64_t ldc, const real* bias = nullptr);
+void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
+                    const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias = nullptr);
 
 // patchgrad's own fast kernel: cache blocking, packed panels and a register-tiled
 // micro-kernel in plain C++ that the compiler vectorises (see gemm.cpp).
-void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha,
-                  const real* A, int64_t lda, const real* B, int64_t ldb, real beta, real* C,
-                  int64_t ldc, const real* bias = nullptr);
+void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
+                  const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias = nullptr);
 
 // The gemm kernel in use (cpu_isa.h's active level) and its tile, e.g. "avx512, tile 12 x 32".
 std::string gemm_kernel_description();
 
 // What the ops call: cblas_sgemm / cblas_dgemm when built with PATCHGRAD_USE_OPENBLAS,
 // gemm_blocked otherwise.
-void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A,
-          int64_t lda, const real* B, int64_t ldb, real beta, real* C, int64_t ldc,
-          const real* bias = nullptr);
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
+          const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias = nullptr);
 
 }  // namespace patchgrad

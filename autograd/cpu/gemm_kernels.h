@@ -10,8 +10,8 @@
 
 #include <cstdint>
 
-#include "cpu_isa.h"
 #include "autograd/storage.h"
+#include "cpu_isa.h"
 
 namespace patchgrad {
 
@@ -22,14 +22,14 @@ namespace patchgrad {
 // The K block: how many terms of each dot product a micro-kernel call sums (gemm.cpp).
 constexpr int64_t kGemmKC = 256;
 
-using MicroKernel = void (*)(int64_t kc, const real* a, int64_t a_k, int64_t a_i, const real* b, real alpha,
-                             real beta, const real* bias, real* c, int64_t ldc, int64_t mr, int64_t nr);
+using MicroKernel = void (*)(int64_t kc, const real* a, int64_t a_k, int64_t a_i, const real* b, real alpha, real beta,
+                             const real* bias, real* c, int64_t ldc, int64_t mr, int64_t nr);
 
 struct GemmKernels {
     Isa isa;
-    int64_t mr;          // rows of the C tile
-    int64_t nr;          // columns of the C tile: a whole number of vectors
-    int64_t vector;      // reals per vector register
+    int64_t mr;      // rows of the C tile
+    int64_t nr;      // columns of the C tile: a whole number of vectors
+    int64_t vector;  // reals per vector register
     // Ap[s][p][i] = op(A)[r0 + s*MR + i, k0 + p] for `rows` rows and kc columns, zero-padded
     // to whole MR-row slivers.
     void (*pack_a)(bool trans_a, const real* A, int64_t lda, int64_t r0, int64_t k0, int64_t rows, int64_t kc,

@@ -92,7 +92,8 @@ struct Tile {
         for (int64_t s = 0; s < rows; s += MR) {
             const int64_t n = smaller(MR, rows - s);
             real* dst = Ap + s * kGemmKC;
-            for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * kGemmKC, A + (r0 + s + i) * lda + k0, kc * sizeof(real));
+            for (int64_t i = 0; i < n; ++i)
+                std::memcpy(dst + i * kGemmKC, A + (r0 + s + i) * lda + k0, kc * sizeof(real));
             for (int64_t i = n; i < MR; ++i)
                 for (int64_t p = 0; p < kc; ++p) dst[i * kGemmKC + p] = 0;
         }
@@ -119,8 +120,8 @@ struct Tile {
     enum class ALayout { packed, row_packed, strided };  // (MR, 1), (1, kGemmKC), as given
 
     template <int64_t NB, ALayout layout>
-    static void micro_kernel(int64_t kc, const real* a, int64_t a_k, int64_t a_i, const real* b, real alpha,
-                             real beta, const real* bias, real* c, int64_t ldc, int64_t mr, int64_t nr) {
+    static void micro_kernel(int64_t kc, const real* a, int64_t a_k, int64_t a_i, const real* b, real alpha, real beta,
+                             const real* bias, real* c, int64_t ldc, int64_t mr, int64_t nr) {
         if (layout == ALayout::packed) a_k = MR, a_i = 1;
         if (layout == ALayout::row_packed) a_k = 1, a_i = kGemmKC;
         // [snippet:gemm-micro-kernel]
@@ -155,13 +156,16 @@ struct Tile {
         real tile[MR][NB * L];  // an edge tile: only part of it is C
         std::memcpy(tile, acc, sizeof tile);
         for (int64_t i = 0; i < mr; ++i)
-            for (int64_t j = 0; j < nr; ++j) c[i * ldc + j] = c_update(alpha * tile[i][j], beta, c[i * ldc + j], bias, j);
+            for (int64_t j = 0; j < nr; ++j)
+                c[i * ldc + j] = c_update(alpha * tile[i][j], beta, c[i * ldc + j], bias, j);
     }
 
     template <int64_t NB, ALayout layout>
     static constexpr MicroKernel kernel() {
-        if constexpr (NB <= NV) return &micro_kernel<NB, layout>;
-        else return nullptr;
+        if constexpr (NB <= NV)
+            return &micro_kernel<NB, layout>;
+        else
+            return nullptr;
     }
 
     static constexpr GemmKernels table(Isa isa) {

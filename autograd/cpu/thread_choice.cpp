@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "parallel.h"
 #include "autograd/rng.h"
 #include "autograd/storage.h"
+#include "parallel.h"
 
 namespace patchgrad {
 
@@ -38,11 +38,13 @@ ThreadChoice choose_thread_count(int max_threads) {
     if (choice.candidates == 1) return choice;
 
     Rng rng(0);
-    const std::vector<Tensor> inputs = {
-        Tensor::uniform({kTokens, kDim}, -1, 1, rng),      Tensor::uniform({kDim}, -1, 1, rng),
-        Tensor::uniform({kDim}, -1, 1, rng),               Tensor::uniform({kHidden, kDim}, -0.1, 0.1, rng),
-        Tensor::uniform({kHidden}, -0.1, 0.1, rng),        Tensor::uniform({kHidden, kHidden}, -0.1, 0.1, rng),
-        Tensor::uniform({kTokens, kHidden}, -1, 1, rng)};
+    const std::vector<Tensor> inputs = {Tensor::uniform({kTokens, kDim}, -1, 1, rng),
+                                        Tensor::uniform({kDim}, -1, 1, rng),
+                                        Tensor::uniform({kDim}, -1, 1, rng),
+                                        Tensor::uniform({kHidden, kDim}, -0.1, 0.1, rng),
+                                        Tensor::uniform({kHidden}, -0.1, 0.1, rng),
+                                        Tensor::uniform({kHidden, kHidden}, -0.1, 0.1, rng),
+                                        Tensor::uniform({kTokens, kHidden}, -1, 1, rng)};
 
     const int before = num_threads();
     std::vector<double> best(static_cast<size_t>(choice.candidates) + 1, 1e30);

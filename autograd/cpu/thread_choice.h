@@ -15,10 +15,10 @@
 namespace patchgrad {
 
 struct ThreadChoice {
-    int threads = 1;         // the count chosen
-    double speedup = 1;      // its measured speed over one thread
-    int candidates = 1;      // counts tried: 1 .. candidates
-    double best_speedup = 1; // the fastest count's speed over one thread
+    int threads = 1;          // the count chosen
+    double speedup = 1;       // its measured speed over one thread
+    int candidates = 1;       // counts tried: 1 .. candidates
+    double best_speedup = 1;  // the fastest count's speed over one thread
 };
 
 // Tries 1 .. min(max_threads, hardware threads) threads; leaves the thread setting as it found it.

@@ -57,8 +57,7 @@ int main(int argc, char** argv) {
         // [/snippet:sgd-step]
         if (step == 1 || step % (steps / 10 > 0 ? steps / 10 : 1) == 0 || step == steps) {
             int correct = 0;
-            for (int i = 0; i < n; ++i)
-                correct += (logits.at({i, 1}) > logits.at({i, 0})) == (labels[i] == 1);
+            for (int i = 0; i < n; ++i) correct += (logits.at({i, 1}) > logits.at({i, 0})) == (labels[i] == 1);
             std::printf("step %5d  loss %.4f  accuracy %.1f%%\n", step, double(loss.item()), 100.0 * correct / n);
         }
     }

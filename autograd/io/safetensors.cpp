@@ -43,17 +43,21 @@ struct Json {
     Kind kind = Kind::Object;
     std::string string;
     int64_t integer = 0;
-    std::vector<Json> items;         // array elements, or object values
-    std::vector<std::string> keys;   // object keys, parallel to items
-    size_t offset = 0;               // where the value starts in the header, for messages
+    std::vector<Json> items;        // array elements, or object values
+    std::vector<std::string> keys;  // object keys, parallel to items
+    size_t offset = 0;              // where the value starts in the header, for messages
 };
 
 const char* kind_name(Json::Kind kind) {
     switch (kind) {
-        case Json::Kind::Object: return "an object";
-        case Json::Kind::Array: return "an array";
-        case Json::Kind::String: return "a string";
-        case Json::Kind::Integer: return "an integer";
+        case Json::Kind::Object:
+            return "an object";
+        case Json::Kind::Array:
+            return "an array";
+        case Json::Kind::String:
+            return "a string";
+        case Json::Kind::Integer:
+            return "an integer";
     }
     return "a value";
 }
@@ -106,7 +110,8 @@ private:
             return s;
         }
         if (c == '-' || (c >= '0' && c <= '9')) return parse_integer();
-        fail("unexpected '" + std::string(1, c) + "' (a safetensors header holds only objects, arrays, strings and integers)");
+        fail("unexpected '" + std::string(1, c) +
+             "' (a safetensors header holds only objects, arrays, strings and integers)");
     }
 
     Json parse_object(int depth) {
@@ -202,10 +207,14 @@ private:
         for (int i = 0; i < 4; ++i) {
             const char h = text_[pos_++];
             code <<= 4;
-            if (h >= '0' && h <= '9') code |= static_cast<unsigned>(h - '0');
-            else if (h >= 'a' && h <= 'f') code |= static_cast<unsigned>(h - 'a' + 10);
-            else if (h >= 'A' && h <= 'F') code |= static_cast<unsigned>(h - 'A' + 10);
-            else fail("bad hex digit in \\u escape");
+            if (h >= '0' && h <= '9')
+                code |= static_cast<unsigned>(h - '0');
+            else if (h >= 'a' && h <= 'f')
+                code |= static_cast<unsigned>(h - 'a' + 10);
+            else if (h >= 'A' && h <= 'F')
+                code |= static_cast<unsigned>(h - 'A' + 10);
+            else
+                fail("bad hex digit in \\u escape");
         }
         return code;
     }
@@ -246,14 +255,30 @@ private:
             if (pos_ >= text_.size()) fail("unterminated string");
             const char e = text_[pos_++];
             switch (e) {
-                case '"': out += '"'; break;
-                case '\\': out += '\\'; break;
-                case '/': out += '/'; break;
-                case 'b': out += '\b'; break;
-                case 'f': out += '\f'; break;
-                case 'n': out += '\n'; break;
-                case 'r': out += '\r'; break;
-                case 't': out += '\t'; break;
+                case '"':
+                    out += '"';
+                    break;
+                case '\\':
+                    out += '\\';
+                    break;
+                case '/':
+                    out += '/';
+                    break;
+                case 'b':
+                    out += '\b';
+                    break;
+                case 'f':
+                    out += '\f';
+                    break;
+                case 'n':
+                    out += '\n';
+                    break;
+                case 'r':
+                    out += '\r';
+                    break;
+                case 't':
+                    out += '\t';
+                    break;
                 case 'u': {
                     unsigned cp = parse_hex4();
                     // A character outside the Basic Multilingual Plane is a surrogate pair.
@@ -286,8 +311,10 @@ private:
 std::string json_string(const std::string& s) {
     std::string out = "\"";
     for (const char c : s) {
-        if (c == '"') out += "\\\"";
-        else if (c == '\\') out += "\\\\";
+        if (c == '"')
+            out += "\\\"";
+        else if (c == '\\')
+            out += "\\\\";
         else if (static_cast<unsigned char>(c) < 0x20) {
             char buf[8];
             std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
@@ -364,12 +391,15 @@ TensorEntry read_entry(const std::string& name, const Json& j, const std::string
         if (key == "dtype") {
             if (v.kind != Json::Kind::String)
                 throw std::invalid_argument(what + ": dtype is " + kind_name(v.kind) + ", not a string");
-            if (v.string == "F32") e.dtype = Dtype::F32;
-            else if (v.string == "F64") e.dtype = Dtype::F64;
-            else if (v.string == "I64") e.dtype = Dtype::I64;
+            if (v.string == "F32")
+                e.dtype = Dtype::F32;
+            else if (v.string == "F64")
+                e.dtype = Dtype::F64;
+            else if (v.string == "I64")
+                e.dtype = Dtype::I64;
             else {
-                static const std::set<std::string> known = {"BOOL", "U8", "I8", "U16", "I16", "F16", "BF16",
-                                                            "U32", "I32", "U64", "F8_E4M3", "F8_E5M2"};
+                static const std::set<std::string> known = {"BOOL", "U8",  "I8",  "U16", "I16",     "F16",
+                                                            "BF16", "U32", "I32", "U64", "F8_E4M3", "F8_E5M2"};
                 throw std::invalid_argument(what + ": " + (known.count(v.string) ? "unsupported" : "unknown") +
                                             " dtype \"" + v.string + "\" (patchgrad reads F32, F64 and I64)");
             }
@@ -407,7 +437,8 @@ TensorEntry read_entry(const std::string& name, const Json& j, const std::string
 // (checked before multiplying further, so a garbled shape cannot overflow).
 uint64_t shape_bytes(const TensorEntry& e, uint64_t data_bytes, const std::string& where) {
     uint64_t bytes = dtype_size(e.dtype);
-    for (int64_t d : e.shape) if (d == 0) return 0;
+    for (int64_t d : e.shape)
+        if (d == 0) return 0;
     for (int64_t d : e.shape) {
         if (static_cast<uint64_t>(d) > data_bytes || bytes > data_bytes / static_cast<uint64_t>(d))
             throw std::invalid_argument(where + ": tensor '" + e.name + "' of shape " + shape_str(e.shape) +
@@ -511,8 +542,8 @@ NamedTensors read_safetensors(std::istream& in, const std::string& where) {
                                     " is larger than the rest of the file (" + std::to_string(file_size - 8) +
                                     " bytes): truncated or not a safetensors file");
     if (header_len > kMaxHeaderBytes)
-        throw std::invalid_argument(where + ": header length " + std::to_string(header_len) +
-                                    " exceeds the limit of " + std::to_string(kMaxHeaderBytes) + " bytes");
+        throw std::invalid_argument(where + ": header length " + std::to_string(header_len) + " exceeds the limit of " +
+                                    std::to_string(kMaxHeaderBytes) + " bytes");
     std::string header(static_cast<size_t>(header_len), '\0');
     in.read(header.data(), static_cast<std::streamsize>(header_len));
     if (!in) throw std::invalid_argument(where + ": cannot read the " + std::to_string(header_len) + "-byte header");
@@ -539,9 +570,10 @@ NamedTensors read_safetensors(std::istream& in, const std::string& where) {
         }
         TensorEntry e = read_entry(root.keys[i], v, where);
         if (e.end > data_bytes)
-            throw std::invalid_argument(where + ": tensor '" + e.name + "' has data_offsets [" + std::to_string(e.begin) +
-                                        ", " + std::to_string(e.end) + "] outside the data section (" +
-                                        std::to_string(data_bytes) + " bytes): truncated file?");
+            throw std::invalid_argument(where + ": tensor '" + e.name + "' has data_offsets [" +
+                                        std::to_string(e.begin) + ", " + std::to_string(e.end) +
+                                        "] outside the data section (" + std::to_string(data_bytes) +
+                                        " bytes): truncated file?");
         const uint64_t expected = shape_bytes(e, data_bytes, where);
         if (e.end - e.begin != expected)
             throw std::invalid_argument(where + ": tensor '" + e.name + "' of shape " + shape_str(e.shape) + " needs " +

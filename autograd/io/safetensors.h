@@ -28,7 +28,7 @@ namespace patchgrad {
 
 struct NamedTensors {
     std::vector<std::pair<std::string, Tensor>> tensors;  // in file order
-    std::map<std::string, std::string> metadata;           // the header's "__metadata__"
+    std::map<std::string, std::string> metadata;          // the header's "__metadata__"
 
     bool contains(const std::string& name) const;
     // The tensor with this name; throws naming it if absent.

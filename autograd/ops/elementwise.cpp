@@ -8,8 +8,8 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "autograd/ops.h"
 #include "autograd/cpu/parallel.h"
+#include "autograd/ops.h"
 
 namespace patchgrad {
 
@@ -22,8 +22,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
         const int64_t da = k + a.size() >= ndim ? a[k + a.size() - ndim] : 1;
         const int64_t db = k + b.size() >= ndim ? b[k + b.size() - ndim] : 1;
         if (da != db && da != 1 && db != 1)
-            throw std::invalid_argument(std::string(op) + ": shapes " + shape_str(a) + " and " +
-                                        shape_str(b) + " cannot be broadcast");
+            throw std::invalid_argument(std::string(op) + ": shapes " + shape_str(a) + " and " + shape_str(b) +
+                                        " cannot be broadcast");
         out[k] = da == 1 ? db : da;
     }
     // [/exercise:broadcast-shapes]
@@ -46,7 +46,7 @@ struct Broadcast {
     std::vector<int64_t> a_stride, b_stride;  // per outer axis, in elements
     int64_t rows = 1, inner = 1;
     bool a_step = true, b_step = true;
-    bool a_whole = true, b_whole = true;      // moves along every axis: one element per output
+    bool a_whole = true, b_whole = true;  // moves along every axis: one element per output
 };
 
 Broadcast plan_broadcast(const Shape& a, const Shape& b, const Shape& out) {
@@ -142,8 +142,7 @@ void forward_row(int64_t n, const real* a, const real* b, real* out, F f) {
 // A stretched operand (SG = 0) received the same value at every position of the row, so
 // its gradient is the sum of the row's contributions.
 template <int SG, int SA, int SB, class D>
-void backward_row(int64_t n, const real* a, const real* b, const real* out, const real* dout,
-                  real* g, D d) {
+void backward_row(int64_t n, const real* a, const real* b, const real* out, const real* dout, real* g, D d) {
     // [exercise:broadcast-backward]
     if constexpr (SG == 1) {
         for (int64_t i = 0; i < n; ++i) g[i] += dout[i] * d(a[SA * i], b[SB * i], out[i]);
@@ -156,8 +155,8 @@ void backward_row(int64_t n, const real* a, const real* b, const real* out, cons
 }
 
 template <int SA, int SB, class Da, class Db>
-void backward_rows(int64_t n, const real* a, const real* b, const real* out, const real* dout,
-                   real* ga, real* gb, Da da, Db db) {
+void backward_rows(int64_t n, const real* a, const real* b, const real* out, const real* dout, real* ga, real* gb,
+                   Da da, Db db) {
     if (ga) backward_row<SA, SA, SB>(n, a, b, out, dout, ga, da);
     if (gb) backward_row<SB, SA, SB>(n, a, b, out, dout, gb, db);
 }
@@ -174,9 +173,12 @@ Tensor binary(const char* op, const Tensor& a, const Tensor& b, F f, Da da, Db d
         const real* pb = b.data();
         real* po = out.data();
         for_each_row(bc, true, [&](int64_t ia, int64_t ib, int64_t io, int64_t n) {
-            if (bc.a_step && bc.b_step) forward_row<1, 1>(n, pa + ia, pb + ib, po + io, f);
-            else if (bc.a_step) forward_row<1, 0>(n, pa + ia, pb + ib, po + io, f);
-            else forward_row<0, 1>(n, pa + ia, pb + ib, po + io, f);
+            if (bc.a_step && bc.b_step)
+                forward_row<1, 1>(n, pa + ia, pb + ib, po + io, f);
+            else if (bc.a_step)
+                forward_row<1, 0>(n, pa + ia, pb + ib, po + io, f);
+            else
+                forward_row<0, 1>(n, pa + ia, pb + ib, po + io, f);
         });
     }
     // [snippet:binary-backward]
@@ -235,77 +237,83 @@ Tensor unary(const char* op, const Tensor& a, F f, D d) {
 // a + b:  dA = dOut, dB = dOut
 Tensor add(const Tensor& a, const Tensor& b) {
     return binary(
-        "add", a, b, [](real x, real y) { return x + y; },
-        [](real, real, real) { return real(1); }, [](real, real, real) { return real(1); });
+        "add", a, b, [](real x, real y) { return x + y; }, [](real, real, real) { return real(1); },
+        [](real, real, real) { return real(1); });
 }
 
 // a - b:  dA = dOut, dB = -dOut
 Tensor sub(const Tensor& a, const Tensor& b) {
     return binary(
-        "sub", a, b, [](real x, real y) { return x - y; },
-        [](real, real, real) { return real(1); }, [](real, real, real) { return real(-1); });
+        "sub", a, b, [](real x, real y) { return x - y; }, [](real, real, real) { return real(1); },
+        [](real, real, real) { return real(-1); });
 }
 
 // a * b:  dA = dOut * b, dB = dOut * a
 Tensor mul(const Tensor& a, const Tensor& b) {
     return binary(
-        "mul", a, b, [](real x, real y) { return x * y; },
-        [](real, real y, real) { return y; }, [](real x, real, real) { return x; });
+        "mul", a, b, [](real x, real y) { return x * y; }, [](real, real y, real) { return y; },
+        [](real x, real, real) { return x; });
 }
 // [/snippet:add-sub-mul]
 
 // a / b:  dA = dOut / b, dB = -dOut * a / b^2 = -dOut * out / b
 Tensor div(const Tensor& a, const Tensor& b) {
     return binary(
-        "div", a, b, [](real x, real y) { return x / y; },
-        [](real, real y, real) { return 1 / y; }, [](real, real y, real o) { return -o / y; });
+        "div", a, b, [](real x, real y) { return x / y; }, [](real, real y, real) { return 1 / y; },
+        [](real, real y, real o) { return -o / y; });
 }
 
 // ---- unary ops -----------------------------------------------------------------------------
 
 // -a:  dA = -dOut
 Tensor neg(const Tensor& a) {
-    return unary("neg", a, [](real x) { return -x; }, [](real, real) { return real(-1); });
+    return unary(
+        "neg", a, [](real x) { return -x; }, [](real, real) { return real(-1); });
 }
 
 // a + s:  dA = dOut
 Tensor add(const Tensor& a, real s) {
-    return unary("add", a, [s](real x) { return x + s; }, [](real, real) { return real(1); });
+    return unary(
+        "add", a, [s](real x) { return x + s; }, [](real, real) { return real(1); });
 }
 
 // a * s:  dA = dOut * s
 Tensor mul(const Tensor& a, real s) {
-    return unary("mul", a, [s](real x) { return x * s; }, [s](real, real) { return s; });
+    return unary(
+        "mul", a, [s](real x) { return x * s; }, [s](real, real) { return s; });
 }
 
 // exp(a):  dA = dOut * exp(a) = dOut * out
 Tensor exp(const Tensor& a) {
-    return unary("exp", a, [](real x) { return std::exp(x); }, [](real, real o) { return o; });
+    return unary(
+        "exp", a, [](real x) { return std::exp(x); }, [](real, real o) { return o; });
 }
 
 // log(a):  dA = dOut / a.  log(0) = -inf, log(a < 0) = nan, as in IEEE and PyTorch.
 Tensor log(const Tensor& a) {
-    return unary("log", a, [](real x) { return std::log(x); }, [](real x, real) { return 1 / x; });
+    return unary(
+        "log", a, [](real x) { return std::log(x); }, [](real x, real) { return 1 / x; });
 }
 
 // sqrt(a):  dA = dOut / (2 sqrt(a)) = dOut * 0.5 / out.  sqrt(a < 0) = nan.
 Tensor sqrt(const Tensor& a) {
-    return unary("sqrt", a, [](real x) { return std::sqrt(x); },
-                 [](real, real o) { return real(0.5) / o; });
+    return unary(
+        "sqrt", a, [](real x) { return std::sqrt(x); }, [](real, real o) { return real(0.5) / o; });
 }
 
 // a^p:  dA = dOut * p * a^(p-1). For p = 0 the gradient is 0 everywhere, also at a = 0
 // where p * a^(p-1) would be 0 * inf = nan (PyTorch makes the same exception).
 Tensor pow(const Tensor& a, real exponent) {
     const real p = exponent;
-    return unary("pow", a, [p](real x) { return std::pow(x, p); },
-                 [p](real x, real) { return p == 0 ? real(0) : p * std::pow(x, p - 1); });
+    return unary(
+        "pow", a, [p](real x) { return std::pow(x, p); },
+        [p](real x, real) { return p == 0 ? real(0) : p * std::pow(x, p - 1); });
 }
 
 // tanh(a):  dA = dOut * (1 - tanh(a)^2) = dOut * (1 - out^2)
 Tensor tanh(const Tensor& a) {
-    return unary("tanh", a, [](real x) { return std::tanh(x); },
-                 [](real, real o) { return 1 - o * o; });
+    return unary(
+        "tanh", a, [](real x) { return std::tanh(x); }, [](real, real o) { return 1 - o * o; });
 }
 
 // ---- broadcast_to --------------------------------------------------------------------------
@@ -320,8 +328,8 @@ Tensor broadcast_to(const Tensor& a, const Shape& shape) {
         fits = d == 1 || d == shape[shape.size() - 1 - k];
     }
     if (!fits)
-        throw std::invalid_argument("broadcast_to: a tensor of shape " + shape_str(in) +
-                                    " cannot be broadcast to " + shape_str(shape));
+        throw std::invalid_argument("broadcast_to: a tensor of shape " + shape_str(in) + " cannot be broadcast to " +
+                                    shape_str(shape));
     // The target plays operand b of the plan: it moves along every axis, like the output.
     const Broadcast bc = plan_broadcast(in, shape, shape);
     Tensor out = Tensor::empty(shape);
@@ -329,8 +337,10 @@ Tensor broadcast_to(const Tensor& a, const Shape& shape) {
         const real* pa = a.data();
         real* po = out.data();
         for_each_row(bc, true, [&](int64_t ia, int64_t, int64_t io, int64_t n) {
-            if (bc.a_step) std::copy(pa + ia, pa + ia + n, po + io);
-            else std::fill(po + io, po + io + n, pa[ia]);
+            if (bc.a_step)
+                std::copy(pa + ia, pa + ia + n, po + io);
+            else
+                std::fill(po + io, po + io + n, pa[ia]);
         });
     }
     // [snippet:broadcast-to-backward]

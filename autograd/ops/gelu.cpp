@@ -4,16 +4,16 @@
 #include <string>
 
 #include "autograd/cpu/cpu_isa.h"
-#include "fast_math.h"
-#include "autograd/ops.h"
 #include "autograd/cpu/parallel.h"
+#include "autograd/ops.h"
+#include "fast_math.h"
 
 namespace patchgrad {
 
 namespace {
-constexpr real kSqrtHalf = static_cast<real>(0.70710678118654752440);       // 1 / sqrt(2)
-constexpr real kInvSqrt2Pi = static_cast<real>(0.39894228040143267794);     // 1 / sqrt(2 pi)
-constexpr real kSqrt2OverPi = static_cast<real>(0.79788456080286535588);    // sqrt(2 / pi)
+constexpr real kSqrtHalf = static_cast<real>(0.70710678118654752440);     // 1 / sqrt(2)
+constexpr real kInvSqrt2Pi = static_cast<real>(0.39894228040143267794);   // 1 / sqrt(2 pi)
+constexpr real kSqrt2OverPi = static_cast<real>(0.79788456080286535588);  // sqrt(2 / pi)
 constexpr real kCubic = static_cast<real>(0.044715);
 constexpr int64_t kGrain = 1 << 15;  // elements per thread at least
 
@@ -69,14 +69,14 @@ PATCHGRAD_MULTIVERSION(gelu_backward, (const real* x, const real* dy, real* dx, 
 Tensor gelu(const Tensor& x, GeluApproximation approximation) {
     const bool exact = approximation == GeluApproximation::None;
     if (!exact && approximation != GeluApproximation::Tanh)
-        throw std::invalid_argument("gelu: unknown approximation " +
-                                    std::to_string(static_cast<int>(approximation)) + " for input " +
-                                    shape_str(x.shape()));
+        throw std::invalid_argument("gelu: unknown approximation " + std::to_string(static_cast<int>(approximation)) +
+                                    " for input " + shape_str(x.shape()));
     const int64_t n = x.numel();
     Tensor out = Tensor::empty(x.shape());
     const real* xd = x.data();
     real* y = out.data();
-    parallel_for(n, kGrain, [=](int64_t begin, int64_t end) { gelu_forward(xd + begin, y + begin, end - begin, exact); });
+    parallel_for(n, kGrain,
+                 [=](int64_t begin, int64_t end) { gelu_forward(xd + begin, y + begin, end - begin, exact); });
 
     record(out, "gelu", {x}, [x, n, exact](Tensor& o) mutable {
         const real* dy = o.grad_data();

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "autograd/cpu/cpu_isa.h"
-#include "fast_math.h"
-#include "autograd/ops.h"
 #include "autograd/cpu/parallel.h"
+#include "autograd/ops.h"
+#include "fast_math.h"
 
 namespace patchgrad {
 
@@ -134,7 +134,8 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, rea
                real* dw = weight.defined() && weight.requires_grad() ? weight.grad_data() : nullptr;
                real* db = bias.defined() && bias.requires_grad() ? bias.grad_data() : nullptr;
                if (!dw && !db) return;
-               parallel_for(D, 16, [=](int64_t j0, int64_t j1) { backward_affine(xd, dy, mu, rs, rows, D, j0, j1, dw, db); });
+               parallel_for(D, 16,
+                            [=](int64_t j0, int64_t j1) { backward_affine(xd, dy, mu, rs, rows, D, j0, j1, dw, db); });
            });
     return out;
 }

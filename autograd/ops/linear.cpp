@@ -1,9 +1,12 @@
+// linear.cpp — the op under the Linear layer (layers/linear.cpp): y = x @ W^T + b in one gemm
+// call, the bias added as the product is written, and its backward as two more gemm calls
+// and a column sum.
 #include <stdexcept>
 #include <string>
 
 #include "autograd/cpu/gemm.h"
-#include "autograd/ops.h"
 #include "autograd/cpu/parallel.h"
+#include "autograd/ops.h"
 
 namespace patchgrad {
 
@@ -12,7 +15,8 @@ namespace patchgrad {
 //   dx = dOut @ W      dW = dOut^T @ x      db = sum over the R rows of dOut
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     if (!x.defined() || !weight.defined())
-        throw std::invalid_argument("linear: the input and the weight must be defined (only the bias may be undefined)");
+        throw std::invalid_argument(
+            "linear: the input and the weight must be defined (only the bias may be undefined)");
     if (weight.dim() != 2)
         throw std::invalid_argument("linear: weight must be [out, in], got " + shape_str(weight.shape()));
     const int64_t in = weight.size(1), out = weight.size(0);

@@ -1,12 +1,18 @@
+// matmul.cpp — batched matrix products, matmul and matmul_transposed, with broadcasting over
+// the batch dimensions.
+//
+// Every product, forward and backward, is one call of gemm (autograd/cpu/gemm.h) per matrix
+// of the batch; a gradient matrix that several products reach (a broadcast input) gets the
+// first with beta 0 and adds the others, so no buffer is zero-filled first.
 #include <algorithm>
-#include <unordered_set>
 #include <stdexcept>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "autograd/cpu/gemm.h"
-#include "autograd/ops.h"
 #include "autograd/cpu/parallel.h"
+#include "autograd/ops.h"
 
 namespace patchgrad {
 
@@ -34,8 +40,8 @@ BatchPlan plan_batches(const Shape& a_shape, const Shape& b_shape, const char* o
     for (size_t d = 0; d < ndim; ++d) {
         if (a_dims[d] != b_dims[d] && a_dims[d] != 1 && b_dims[d] != 1)
             throw std::invalid_argument(std::string(op) + ": batch dimensions of " + shape_str(a_shape) + " and " +
-                                        shape_str(b_shape) + " cannot broadcast (" +
-                                        std::to_string(a_dims[d]) + " vs " + std::to_string(b_dims[d]) + ")");
+                                        shape_str(b_shape) + " cannot broadcast (" + std::to_string(a_dims[d]) +
+                                        " vs " + std::to_string(b_dims[d]) + ")");
         plan.shape[d] = a_dims[d] == 1 ? b_dims[d] : a_dims[d];
     }
 
@@ -123,8 +129,8 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b, bool trans_b, real alpha
     const int64_t grain = (int64_t(1) << 19) / (M * N * K + 1) + 1;
     // [snippet:matmul-forward]
     for_each_matrix(count, grain, true, [&](int64_t t) {
-        gemm(false, trans_b, M, N, K, alpha, a.data() + plan.a_index[t] * M * K, K,
-             b.data() + plan.b_index[t] * K * N, ldb, 0, out.data() + t * M * N, N);
+        gemm(false, trans_b, M, N, K, alpha, a.data() + plan.a_index[t] * M * K, K, b.data() + plan.b_index[t] * K * N,
+             ldb, 0, out.data() + t * M * N, N);
     });
     // [/snippet:matmul-forward]
 
@@ -148,8 +154,10 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b, bool trans_b, real alpha
                 const real* at = a.data() + plan.a_index[t] * M * K;
                 const real* dt = dout + t * M * N;
                 real* dbt = db.data + plan.b_index[t] * K * N;
-                if (trans_b) gemm(true, false, N, K, M, alpha, dt, N, at, K, beta[t], dbt, K);
-                else gemm(true, false, K, N, M, alpha, at, K, dt, N, beta[t], dbt, N);
+                if (trans_b)
+                    gemm(true, false, N, K, M, alpha, dt, N, at, K, beta[t], dbt, K);
+                else
+                    gemm(true, false, K, N, M, alpha, at, K, dt, N, beta[t], dbt, N);
             });
         }
         // [/exercise:matmul-backward]

@@ -27,8 +27,10 @@ AxisView view_axis(const Shape& shape, int64_t axis, bool keepdim, const char* o
     for (int64_t k = 0; k < v.axis; ++k) v.outer *= shape[k];
     for (size_t k = v.axis + 1; k < shape.size(); ++k) v.inner *= shape[k];
     v.out_shape = shape;
-    if (keepdim) v.out_shape[v.axis] = 1;
-    else v.out_shape.erase(v.out_shape.begin() + v.axis);
+    if (keepdim)
+        v.out_shape[v.axis] = 1;
+    else
+        v.out_shape.erase(v.out_shape.begin() + v.axis);
     return v;
 }
 // [/snippet:axis-view]
@@ -111,16 +113,13 @@ Tensor mean(const Tensor& a, int64_t axis, bool keepdim) { return sum_axis("mean
 Tensor max(const Tensor& a) {
     const int64_t n = a.numel();
     if (n == 0)
-        throw std::invalid_argument("max: cannot take the max of an empty tensor of shape " +
-                                    shape_str(a.shape()));
+        throw std::invalid_argument("max: cannot take the max of an empty tensor of shape " + shape_str(a.shape()));
     const real* x = a.data();
     int64_t argmax = 0;
     for (int64_t i = 1; i < n; ++i)
         if (beats(x[i], x[argmax])) argmax = i;
     Tensor out = Tensor::scalar(x[argmax]);
-    record(out, "max", {a}, [a, argmax](Tensor& o) mutable {
-        a.grad_data()[argmax] += o.grad_data()[0];
-    });
+    record(out, "max", {a}, [a, argmax](Tensor& o) mutable { a.grad_data()[argmax] += o.grad_data()[0]; });
     return out;
 }
 

@@ -1,14 +1,15 @@
 // shape.cpp — ops that move elements around without changing them: reshape, permute,
-// transpose, concat, slice, select. Tensors are always contiguous (see tensor.h), so each
-// op copies into a new tensor, and each backward routes every gradient element back to
-// the single input element it came from.
+// transpose, concat, slice, select. Tensors are always contiguous (see tensor.h): reshape,
+// and a slice or select that is one contiguous run of the input, share the input's storage;
+// every other op here copies into a new tensor. Each backward routes every gradient element
+// back to the single input element it came from.
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "autograd/ops.h"
 #include "autograd/cpu/parallel.h"
+#include "autograd/ops.h"
 
 namespace patchgrad {
 
@@ -75,9 +76,8 @@ Tensor permute_as(const Tensor& a, const std::vector<int64_t>& dims, const char*
         if (valid) seen[axes[m]] = true;
     }
     if (!valid)
-        throw std::invalid_argument(std::string(op) + ": dims " + shape_str(dims) +
-                                    " are not a permutation of the " + std::to_string(ndim) +
-                                    " axes of shape " + shape_str(in_shape));
+        throw std::invalid_argument(std::string(op) + ": dims " + shape_str(dims) + " are not a permutation of the " +
+                                    std::to_string(ndim) + " axes of shape " + shape_str(in_shape));
 
     Shape out_shape(ndim), in_strides(ndim);
     for (int64_t m = 0; m < ndim; ++m) {
@@ -95,9 +95,8 @@ Tensor permute_as(const Tensor& a, const std::vector<int64_t>& dims, const char*
     Tensor out = Tensor::empty(out_shape);
     const real* x = a.data();
     real* y = out.data();
-    for_each_permuted(visit_shape, visit_strides, run, [x, y, run](int64_t o, int64_t i) {
-        std::copy(x + i, x + i + run, y + o * run);
-    });
+    for_each_permuted(visit_shape, visit_strides, run,
+                      [x, y, run](int64_t o, int64_t i) { std::copy(x + i, x + i + run, y + o * run); });
 
     record(out, op, {a}, [a, visit_shape, visit_strides, run](Tensor& o) mutable {
         const real* dy = o.grad_data();
@@ -106,7 +105,8 @@ Tensor permute_as(const Tensor& a, const std::vector<int64_t>& dims, const char*
         const Tensor::GradTarget dx = a.grad_target();
         for_each_permuted(visit_shape, visit_strides, run, [dx, dy, run](int64_t oi, int64_t i) {
             const real* src = dy + oi * run;
-            if (dx.beta == 0) std::copy(src, src + run, dx.data + i);
+            if (dx.beta == 0)
+                std::copy(src, src + run, dx.data + i);
             else
                 for (int64_t k = 0; k < run; ++k) dx.data[i + k] += src[k];
         });
@@ -127,8 +127,8 @@ Tensor reshape(const Tensor& a, Shape shape) {
                 throw std::invalid_argument("reshape: only one dimension can be -1, got shape " + shape_str(shape));
             inferred = static_cast<int64_t>(k);
         } else if (shape[k] < 0) {
-            throw std::invalid_argument("reshape: invalid dimension " + std::to_string(shape[k]) +
-                                        " in shape " + shape_str(shape));
+            throw std::invalid_argument("reshape: invalid dimension " + std::to_string(shape[k]) + " in shape " +
+                                        shape_str(shape));
         } else {
             if (!product_fits(known, shape[k]))
                 throw std::invalid_argument("reshape: shape " + shape_str(shape) +
@@ -139,16 +139,14 @@ Tensor reshape(const Tensor& a, Shape shape) {
     const Shape requested = shape;
     if (inferred >= 0) {
         if (known == 0 || a.numel() % known != 0)
-            throw std::invalid_argument("reshape: cannot reshape a tensor of shape " + shape_str(a.shape()) +
-                                        " (" + std::to_string(a.numel()) + " elements) into shape " +
-                                        shape_str(requested));
+            throw std::invalid_argument("reshape: cannot reshape a tensor of shape " + shape_str(a.shape()) + " (" +
+                                        std::to_string(a.numel()) + " elements) into shape " + shape_str(requested));
         shape[inferred] = a.numel() / known;
     }
     if (shape_numel(shape) != a.numel())
-        throw std::invalid_argument("reshape: cannot reshape a tensor of shape " + shape_str(a.shape()) +
-                                    " (" + std::to_string(a.numel()) + " elements) into shape " +
-                                    shape_str(shape) + " (" + std::to_string(shape_numel(shape)) +
-                                    " elements)");
+        throw std::invalid_argument("reshape: cannot reshape a tensor of shape " + shape_str(a.shape()) + " (" +
+                                    std::to_string(a.numel()) + " elements) into shape " + shape_str(shape) + " (" +
+                                    std::to_string(shape_numel(shape)) + " elements)");
 
     // [snippet:reshape-view]
     Tensor out = Tensor::view(a, shape, 0);
@@ -181,8 +179,7 @@ Tensor transpose(const Tensor& a, int64_t axis0, int64_t axis1) {
 Tensor concat(const std::vector<Tensor>& tensors, int64_t axis) {
     if (tensors.empty()) throw std::invalid_argument("concat: needs at least one tensor, got none");
     for (size_t t = 0; t < tensors.size(); ++t)
-        if (!tensors[t].defined())
-            throw std::invalid_argument("concat: tensor " + std::to_string(t) + " is undefined");
+        if (!tensors[t].defined()) throw std::invalid_argument("concat: tensor " + std::to_string(t) + " is undefined");
     const Shape& first = tensors[0].shape();
     const int64_t ax = normalize_axis(axis, first, "concat");
     Shape out_shape = first;
@@ -250,7 +247,8 @@ Tensor take_along(const Tensor& a, int64_t ax, int64_t s, int64_t len, const Sha
         out = Tensor::empty(out_shape);
         const real* x = a.data();
         real* y = out.data();
-        for (int64_t o = 0; o < outer; ++o) std::copy(x + o * in_row + skip, x + o * in_row + skip + out_row, y + o * out_row);
+        for (int64_t o = 0; o < outer; ++o)
+            std::copy(x + o * in_row + skip, x + o * in_row + skip + out_row, y + o * out_row);
     }
     // [/snippet:take-along-view]
 
@@ -284,8 +282,8 @@ Tensor slice(const Tensor& a, int64_t axis, int64_t start, int64_t end) {
     const int64_t e = end < 0 ? end + n : end;
     if (s < 0 || e > n || s >= e)
         throw std::invalid_argument("slice: range " + std::to_string(start) + ":" + std::to_string(end) +
-                                    " is empty or out of range for axis " + std::to_string(axis) +
-                                    " of shape " + shape_str(in_shape));
+                                    " is empty or out of range for axis " + std::to_string(axis) + " of shape " +
+                                    shape_str(in_shape));
     Shape out_shape = in_shape;
     out_shape[ax] = e - s;
     return take_along(a, ax, s, e - s, out_shape, "slice");

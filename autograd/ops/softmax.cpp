@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "autograd/cpu/cpu_isa.h"
-#include "fast_math.h"
-#include "autograd/ops.h"
 #include "autograd/cpu/parallel.h"
+#include "autograd/ops.h"
+#include "fast_math.h"
 
 namespace patchgrad {
 
@@ -92,8 +92,8 @@ PATCHGRAD_LOOP void backward_rows_loop(const real* y, const real* dy, real* dx, 
         }
     }
 }
-PATCHGRAD_MULTIVERSION(backward_rows, (const real* y, const real* dy, real* dx, int64_t rows, int64_t n,
-                                       bool log_output),
+PATCHGRAD_MULTIVERSION(backward_rows,
+                       (const real* y, const real* dy, real* dx, int64_t rows, int64_t n, bool log_output),
                        (y, dy, dx, rows, n, log_output))
 
 // The same over the middle axis of [outer, n, inner]; `dot` holds one sum per inner position.
@@ -141,8 +141,10 @@ Tensor softmax_along(const Tensor& x, int64_t axis, bool log_output) {
     real* y = out.data();
     parallel_for(outer, grain, [=](int64_t o0, int64_t o1) {
         const int64_t at = o0 * n * inner;
-        if (inner == 1) forward_rows(xd + at, y + at, o1 - o0, n, log_output);
-        else forward_strided(xd + at, y + at, o1 - o0, n, inner, log_output);
+        if (inner == 1)
+            forward_rows(xd + at, y + at, o1 - o0, n, log_output);
+        else
+            forward_strided(xd + at, y + at, o1 - o0, n, inner, log_output);
     });
 
     record(out, op, {x}, [x, outer, n, inner, grain, log_output](Tensor& o) mutable {
@@ -151,8 +153,10 @@ Tensor softmax_along(const Tensor& x, int64_t axis, bool log_output) {
         real* dx = x.grad_data();
         parallel_for(outer, grain, [=](int64_t o0, int64_t o1) {
             const int64_t at = o0 * n * inner;
-            if (inner == 1) backward_rows(y + at, dy + at, dx + at, o1 - o0, n, log_output);
-            else backward_strided(y + at, dy + at, dx + at, o1 - o0, n, inner, log_output);
+            if (inner == 1)
+                backward_rows(y + at, dy + at, dx + at, o1 - o0, n, log_output);
+            else
+                backward_strided(y + at, dy + at, dx + at, o1 - o0, n, inner, log_output);
         });
     });
     return out;

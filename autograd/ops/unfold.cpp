@@ -27,8 +27,8 @@ Tensor unfold(const Tensor& x, int64_t kh, int64_t kw, int64_t sh, int64_t sw) {
     const int64_t B = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
     if (kh > H || kw > W)
         throw std::invalid_argument("unfold: kernel (" + std::to_string(kh) + ", " + std::to_string(kw) +
-                                    ") is larger than the image (" + std::to_string(H) + ", " +
-                                    std::to_string(W) + ") of input shape " + shape_str(x.shape()));
+                                    ") is larger than the image (" + std::to_string(H) + ", " + std::to_string(W) +
+                                    ") of input shape " + shape_str(x.shape()));
     const int64_t OH = (H - kh) / sh + 1, OW = (W - kw) / sw + 1, L = OH * OW;
     const int64_t rows = C * kh * kw;
 

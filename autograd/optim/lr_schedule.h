@@ -22,11 +22,11 @@ namespace patchgrad {
 struct LRSchedule {
     std::string kind = "cosine";  // "constant", "cosine" or "step"
     double base_lr = 1e-3;
-    int64_t warmup = 0;       // steps
-    int64_t total = 1;        // steps in the whole run (cosine reaches min_lr there)
-    double min_lr = 0;        // cosine
-    int64_t step_size = 1;    // step: steps between decays
-    double gamma = 0.1;       // step: factor per decay
+    int64_t warmup = 0;     // steps
+    int64_t total = 1;      // steps in the whole run (cosine reaches min_lr there)
+    double min_lr = 0;      // cosine
+    int64_t step_size = 1;  // step: steps between decays
+    double gamma = 0.1;     // step: factor per decay
 
     // Throws std::invalid_argument naming the field for a non-positive lr or total, a
     // negative warmup or min_lr, warmup > total, an unknown kind, ...

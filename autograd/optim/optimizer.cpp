@@ -37,8 +37,7 @@ auto buffer(State& s, const std::string& field) -> decltype(&s.exp_avg) {
 
 // ---- Optimizer ----------------------------------------------------------------------------
 
-Optimizer::Optimizer(const std::string& name, std::vector<ParamGroup> groups, double lr,
-                     double default_weight_decay)
+Optimizer::Optimizer(const std::string& name, std::vector<ParamGroup> groups, double lr, double default_weight_decay)
     : name_(name), groups_(std::move(groups)), lr_(lr) {
     check(lr > 0 && std::isfinite(lr), "learning rate", lr, "positive");
     check(default_weight_decay >= 0 && std::isfinite(default_weight_decay), "weight_decay", default_weight_decay,
@@ -73,7 +72,10 @@ void Optimizer::check(bool ok, const char* what, double value, const char* rule)
         throw std::invalid_argument(name_ + ": invalid " + what + " " + number_str(value) + " (must be " + rule + ")");
 }
 
-void Optimizer::set_lr(double lr) { check(lr >= 0 && std::isfinite(lr), "learning rate", lr, ">= 0"); lr_ = lr; }
+void Optimizer::set_lr(double lr) {
+    check(lr >= 0 && std::isfinite(lr), "learning rate", lr, ">= 0");
+    lr_ = lr;
+}
 
 void Optimizer::step() {
     NoGradGuard no_grad;
@@ -172,14 +174,15 @@ SGD::SGD(std::vector<ParamGroup> groups, double lr, double momentum, double damp
     check(momentum >= 0 && std::isfinite(momentum), "momentum", momentum, ">= 0");
     check(dampening >= 0 && dampening <= 1, "dampening", dampening, "in [0, 1]");
     if (nesterov && (momentum <= 0 || dampening != 0))
-        throw std::invalid_argument("SGD: Nesterov momentum requires a positive momentum and zero dampening, got "
-                                    "momentum " + number_str(momentum) + " and dampening " + number_str(dampening));
+        throw std::invalid_argument(
+            "SGD: Nesterov momentum requires a positive momentum and zero dampening, got "
+            "momentum " +
+            number_str(momentum) + " and dampening " + number_str(dampening));
 }
 
-SGD::SGD(std::vector<Tensor> params, double lr, double momentum, double dampening, double weight_decay,
-         bool nesterov)
-    : SGD(std::vector<ParamGroup>{{std::move(params), std::nullopt}}, lr, momentum, dampening, weight_decay,
-          nesterov) {}
+SGD::SGD(std::vector<Tensor> params, double lr, double momentum, double dampening, double weight_decay, bool nesterov)
+    : SGD(std::vector<ParamGroup>{{std::move(params), std::nullopt}}, lr, momentum, dampening, weight_decay, nesterov) {
+}
 
 // With momentum 0 the rule keeps no buffer at all, like PyTorch.
 std::vector<std::string> SGD::state_fields() const {
@@ -222,8 +225,7 @@ Adam::Adam(const std::string& name, std::vector<ParamGroup> groups, double lr, s
     check(eps >= 0 && std::isfinite(eps), "eps", eps, ">= 0");
 }
 
-Adam::Adam(std::vector<ParamGroup> groups, double lr, std::pair<double, double> betas, double eps,
-           double weight_decay)
+Adam::Adam(std::vector<ParamGroup> groups, double lr, std::pair<double, double> betas, double eps, double weight_decay)
     : Adam("Adam", std::move(groups), lr, betas, eps, weight_decay, false) {}
 
 Adam::Adam(std::vector<Tensor> params, double lr, std::pair<double, double> betas, double eps, double weight_decay)
@@ -233,8 +235,7 @@ AdamW::AdamW(std::vector<ParamGroup> groups, double lr, std::pair<double, double
              double weight_decay)
     : Adam("AdamW", std::move(groups), lr, betas, eps, weight_decay, true) {}
 
-AdamW::AdamW(std::vector<Tensor> params, double lr, std::pair<double, double> betas, double eps,
-             double weight_decay)
+AdamW::AdamW(std::vector<Tensor> params, double lr, std::pair<double, double> betas, double eps, double weight_decay)
     : Adam("AdamW", {{std::move(params), std::nullopt}}, lr, betas, eps, weight_decay, true) {}
 
 // The bias corrections are computed in double once per parameter, as PyTorch does in Python;

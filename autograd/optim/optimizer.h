@@ -107,8 +107,8 @@ private:
 //   p = p - lr * g
 class SGD : public Optimizer {
 public:
-    SGD(std::vector<ParamGroup> groups, double lr, double momentum = 0, double dampening = 0,
-        double weight_decay = 0, bool nesterov = false);
+    SGD(std::vector<ParamGroup> groups, double lr, double momentum = 0, double dampening = 0, double weight_decay = 0,
+        bool nesterov = false);
     SGD(std::vector<Tensor> params, double lr, double momentum = 0, double dampening = 0, double weight_decay = 0,
         bool nesterov = false);
     std::string name() const override { return "SGD"; }

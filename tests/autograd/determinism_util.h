@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "autograd/cpu/cpu_isa.h"
-#include "autograd/ops.h"
 #include "autograd/cpu/parallel.h"
+#include "autograd/ops.h"
 #include "test_util.h"
 
 namespace patchgrad::test {
@@ -80,40 +80,60 @@ struct OpCase {
 // and elementwise ops split their rows, and the vector loops run whole vectors and a tail.
 inline std::vector<OpCase> threaded_op_cases(Rng& rng) {
     return {
-        {"matmul", [](const std::vector<Tensor>& x) { return matmul(x[0], x[1]); },
+        {"matmul",
+         [](const std::vector<Tensor>& x) { return matmul(x[0], x[1]); },
          {rand_tensor({300, 200}, rng), rand_tensor({200, 150}, rng)}},
-        {"matmul_transposed", [](const std::vector<Tensor>& x) { return matmul_transposed(x[0], x[1], real(0.25)); },
+        {"matmul_transposed",
+         [](const std::vector<Tensor>& x) { return matmul_transposed(x[0], x[1], real(0.25)); },
          {rand_tensor({64, 65, 32}, rng), rand_tensor({64, 65, 32}, rng)}},
-        {"linear", [](const std::vector<Tensor>& x) { return linear(x[0], x[1], x[2]); },
+        {"linear",
+         [](const std::vector<Tensor>& x) { return linear(x[0], x[1], x[2]); },
          {rand_tensor({700, 96}, rng), rand_tensor({128, 96}, rng), rand_tensor({128}, rng)}},
-        {"gelu", [](const std::vector<Tensor>& x) { return gelu(x[0], GeluApproximation::None); },
+        {"gelu",
+         [](const std::vector<Tensor>& x) { return gelu(x[0], GeluApproximation::None); },
          {rand_tensor({300, 400}, rng, -4, 4)}},
-        {"gelu tanh", [](const std::vector<Tensor>& x) { return gelu(x[0], GeluApproximation::Tanh); },
+        {"gelu tanh",
+         [](const std::vector<Tensor>& x) { return gelu(x[0], GeluApproximation::Tanh); },
          {rand_tensor({30, 401}, rng, -4, 4)}},
-        {"layer_norm", [](const std::vector<Tensor>& x) { return layer_norm(x[0], x[1], x[2], real(1e-6)); },
+        {"layer_norm",
+         [](const std::vector<Tensor>& x) { return layer_norm(x[0], x[1], x[2], real(1e-6)); },
          {rand_tensor({3000, 48}, rng), rand_tensor({48}, rng), rand_tensor({48}, rng)}},
-        {"softmax", [](const std::vector<Tensor>& x) { return softmax(x[0], -1); },
+        {"softmax",
+         [](const std::vector<Tensor>& x) { return softmax(x[0], -1); },
          {rand_tensor({2000, 65}, rng, -4, 4)}},
-        {"log_softmax, last axis", [](const std::vector<Tensor>& x) { return log_softmax(x[0], -1); },
+        {"log_softmax, last axis",
+         [](const std::vector<Tensor>& x) { return log_softmax(x[0], -1); },
          {rand_tensor({200, 37}, rng, -4, 4)}},
-        {"log_softmax, axis 0", [](const std::vector<Tensor>& x) { return log_softmax(x[0], 0); },
+        {"log_softmax, axis 0",
+         [](const std::vector<Tensor>& x) { return log_softmax(x[0], 0); },
          {rand_tensor({65, 900}, rng, -4, 4)}},
         // Elementwise ops split their output; a gradient only when no element of it sums
         // several rows (the bias and the [1, 65, 32] operand below keep one thread).
-        {"add, same shapes", [](const std::vector<Tensor>& x) { return x[0] + x[1]; },
+        {"add, same shapes",
+         [](const std::vector<Tensor>& x) { return x[0] + x[1]; },
          {rand_tensor({300, 400}, rng), rand_tensor({300, 400}, rng)}},
-        {"mul, a [300, 1] column", [](const std::vector<Tensor>& x) { return x[0] * x[1]; },
+        {"mul, a [300, 1] column",
+         [](const std::vector<Tensor>& x) { return x[0] * x[1]; },
          {rand_tensor({300, 400}, rng), rand_tensor({300, 1}, rng)}},
-        {"add, [64, 65, 32] + [1, 65, 32]", [](const std::vector<Tensor>& x) { return x[0] + x[1]; },
+        {"add, [64, 65, 32] + [1, 65, 32]",
+         [](const std::vector<Tensor>& x) { return x[0] + x[1]; },
          {rand_tensor({64, 65, 32}, rng), rand_tensor({1, 65, 32}, rng)}},
-        {"broadcast_to", [](const std::vector<Tensor>& x) { return broadcast_to(x[0], {64, 65, 32}); },
+        {"broadcast_to",
+         [](const std::vector<Tensor>& x) {
+             return broadcast_to(x[0], {64, 65, 32});
+         },
          {rand_tensor({65, 32}, rng)}},
         // Copies split their rows.
-        {"permute, whole rows", [](const std::vector<Tensor>& x) { return permute(x[0], {0, 2, 1, 3}); },
+        {"permute, whole rows",
+         [](const std::vector<Tensor>& x) {
+             return permute(x[0], {0, 2, 1, 3});
+         },
          {rand_tensor({16, 65, 4, 32}, rng)}},
-        {"transpose, single elements", [](const std::vector<Tensor>& x) { return transpose(x[0], 1, 2); },
+        {"transpose, single elements",
+         [](const std::vector<Tensor>& x) { return transpose(x[0], 1, 2); },
          {rand_tensor({64, 65, 33}, rng)}},
-        {"slice, middle axis", [](const std::vector<Tensor>& x) { return slice(x[0], 1, 1, 3); },
+        {"slice, middle axis",
+         [](const std::vector<Tensor>& x) { return slice(x[0], 1, 1, 3); },
          {rand_tensor({300, 5, 400}, rng)}},
     };
 }

@@ -79,7 +79,7 @@ TEST_CASE("autograd: the graph is freed after backward", "[autograd][memory]") {
     }
     REQUIRE_FALSE(hidden.expired());  // kept alive by the graph of `loss`
     loss.backward();
-    REQUIRE(hidden.expired());        // freed by backward although `loss` still lives
+    REQUIRE(hidden.expired());  // freed by backward although `loss` still lives
     REQUIRE(loss.impl().inputs.empty());
 }
 
@@ -213,7 +213,8 @@ TEST_CASE("autograd engine: gradcheck of a graph with shared nodes", "[autograd]
         {x});
 }
 
-TEST_CASE("autograd engine: accumulation, retained and dropped gradients, a freed graph", "[autograd][ex:backward-engine]") {
+TEST_CASE("autograd engine: accumulation, retained and dropped gradients, a freed graph",
+          "[autograd][ex:backward-engine]") {
     Tensor x = Tensor::from_vector({2}, {1, 2}, true);
     // Leaves accumulate across backward calls: a new graph adds again, like PyTorch.
     sum(x * 3).backward();

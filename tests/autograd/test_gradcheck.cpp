@@ -30,7 +30,8 @@ TEST_CASE("gradcheck: passes a correct gradient", "[gradcheck][ex:numerical-grad
     REQUIRE(result.inputs[0].max_rel_error < 1e-8);
 }
 
-TEST_CASE("gradcheck: a backward wrong by 1% in one element fails and is located", "[gradcheck][ex:numerical-gradient]") {
+TEST_CASE("gradcheck: a backward wrong by 1% in one element fails and is located",
+          "[gradcheck][ex:numerical-gradient]") {
     Rng rng(1);
     Tensor x = rand_tensor({3, 4}, rng, 0.5, 1.5);
     auto result = gradcheck([](const std::vector<Tensor>& in) { return sum(square_with_bug(in[0], 1.01, 7)); }, {x});
@@ -54,7 +55,8 @@ TEST_CASE("gradcheck: sampling checks the requested number of elements", "[gradc
     REQUIRE(result.inputs[0].checked == 25);
 }
 
-TEST_CASE("gradcheck: inputs without requires_grad are skipped, non-scalar results rejected", "[gradcheck][errors][ex:numerical-gradient]") {
+TEST_CASE("gradcheck: inputs without requires_grad are skipped, non-scalar results rejected",
+          "[gradcheck][errors][ex:numerical-gradient]") {
     Rng rng(3);
     Tensor x = rand_tensor({3}, rng);
     Tensor c = rand_tensor({3}, rng, -1, 1, false);

@@ -54,7 +54,12 @@ TEST_CASE("tensor: bad shapes and indices are clear errors", "[tensor][errors]")
     require_error([&] { t.item(); }, {"item", "[2, 3]"});
     require_error([&] { t.size(2); }, {"axis 2", "[2, 3]"});
     require_error([] { Tensor::arange(0, 5, -1); }, {"arange"});
-    require_error([] { Tensor u; u.shape(); }, {"undefined"});
+    require_error(
+        [] {
+            Tensor u;
+            u.shape();
+        },
+        {"undefined"});
 }
 
 // 2^32 x 2^32 elements wrapped around to 0 (bench matmul 4294967296 ... segfaulted).

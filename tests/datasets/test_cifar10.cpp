@@ -138,8 +138,11 @@ TEST_CASE("datasets: cifar10 bytes in memory read exactly like the file, errors 
     CHECK(from_bytes.labels == from_file.labels);
     CHECK(from_bytes.pixels == from_file.pixels);
     CHECK(from_bytes.class_names == from_file.class_names);
-    require_error([] { parse_cifar10(hand_records({1, 2}).substr(0, 6145), "download"); },
-                  {"cifar10: download", "6145 bytes"});
+    require_error(
+        [] {
+            parse_cifar10(hand_records({1, 2}).substr(0, 6145), "download");
+        },
+        {"cifar10: download", "6145 bytes"});
     require_error([] { parse_cifar10(std::string("\x80\x02") + std::string(3071, 'x'), "download"); },
                   {"cifar10: download", "label 128", "pickle"});
 }

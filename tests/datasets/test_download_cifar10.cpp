@@ -21,9 +21,7 @@ namespace fs = std::filesystem;
 const fs::path kScript = fs::path(PATCHGRAD_TEST_DATA).parent_path().parent_path() / "datasets" / "download_cifar10.sh";
 const char* const kMd5Tools[] = {"md5sum", "md5", "openssl"};
 
-bool on_path(const std::string& tool) {
-    return std::system(("command -v " + tool + " >/dev/null 2>&1").c_str()) == 0;
-}
+bool on_path(const std::string& tool) { return std::system(("command -v " + tool + " >/dev/null 2>&1").c_str()) == 0; }
 
 // The path of `tool` ("" if it is not installed).
 std::string locate(const TempDir& tmp, const std::string& tool) {

@@ -57,8 +57,8 @@ NaiveAttention naive_attention(const Tensor& x, const MultiHeadSelfAttention& ms
 std::unique_ptr<MultiHeadSelfAttention> make_msa(int64_t dim, int64_t heads, Rng& rng, bool qkv_bias = true,
                                                  std::shared_ptr<Rng> dropout_rng = nullptr, real attn_dropout = 0,
                                                  real proj_dropout = 0) {
-    auto msa = std::make_unique<MultiHeadSelfAttention>(dim, heads, rng, std::move(dropout_rng), qkv_bias,
-                                                        attn_dropout, proj_dropout);
+    auto msa = std::make_unique<MultiHeadSelfAttention>(dim, heads, rng, std::move(dropout_rng), qkv_bias, attn_dropout,
+                                                        proj_dropout);
     randomize_parameters(*msa, rng, -0.5, 0.5);
     return msa;
 }
@@ -113,9 +113,10 @@ TEST_CASE("MultiHeadSelfAttention: forward matches a naive per-head reference",
     }
 }
 
-TEST_CASE("MultiHeadSelfAttention: scale 1/sqrt(head_dim) before the softmax, not after it by sqrt(D) as in "
-          "Visual Transformer in CV",
-          "[layer:MultiHeadSelfAttention][documents][ex:attention-forward]") {
+TEST_CASE(
+    "MultiHeadSelfAttention: scale 1/sqrt(head_dim) before the softmax, not after it by sqrt(D) as in "
+    "Visual Transformer in CV",
+    "[layer:MultiHeadSelfAttention][documents][ex:attention-forward]") {
     // Ours: A = softmax(q k^T / sqrt(head_dim)), rows sum to 1 and equal the naive per-head reference.
     Rng rng(62);
     auto msa = make_msa(8, 2, rng);
@@ -148,7 +149,8 @@ TEST_CASE("MultiHeadSelfAttention: scale 1/sqrt(head_dim) before the softmax, no
     // its largest weight relative to its row sum is the unscaled one.
     Rng normal_rng(63);
     const int64_t d = 64, N = 16, rows = 200;
-    double var_raw = 0, var_scaled = 0, top_raw = 0, top_scaled = 0, top_scaled_after = 0, trace_raw = 0, trace_scaled = 0;
+    double var_raw = 0, var_scaled = 0, top_raw = 0, top_scaled = 0, top_scaled_after = 0, trace_raw = 0,
+           trace_scaled = 0;
     for (int64_t r = 0; r < rows; ++r) {
         std::vector<double> q(d), s(N);
         for (double& v : q) v = normal_rng.normal();
@@ -181,11 +183,11 @@ TEST_CASE("MultiHeadSelfAttention: scale 1/sqrt(head_dim) before the softmax, no
     }
     CHECK(var_raw > 40);
     CHECK(var_scaled == Approx(1).margin(0.2));
-    CHECK(top_raw > 0.7);          // saturated: ~0.84 of each row on one key
-    CHECK(top_scaled < 0.4);       // ~0.24
+    CHECK(top_raw > 0.7);     // saturated: ~0.84 of each row on one key
+    CHECK(top_scaled < 0.4);  // ~0.24
     CHECK(top_scaled_after == Approx(top_raw).epsilon(1e-12));
-    CHECK(trace_raw < 0.4);        // ~0.23
-    CHECK(trace_scaled > 0.7);     // ~0.87
+    CHECK(trace_raw < 0.4);     // ~0.23
+    CHECK(trace_scaled > 0.7);  // ~0.87
 }
 
 TEST_CASE("MultiHeadSelfAttention: recorded attention is [B, heads, N, N] with rows summing to 1",
@@ -288,8 +290,10 @@ TEST_CASE("MultiHeadSelfAttention: train/eval reaches both dropouts", "[layer:Mu
     const Tensor y = (*msa)(x);
     int64_t zeroed = 0, changed = 0;
     for (int64_t i = 0; i < y.numel(); ++i) {
-        if (y.data()[i] == 0) ++zeroed;
-        else if (std::abs(y.data()[i] - y_eval.data()[i] / 0.7) > 1e-12) ++changed;
+        if (y.data()[i] == 0)
+            ++zeroed;
+        else if (std::abs(y.data()[i] - y_eval.data()[i] / 0.7) > 1e-12)
+            ++changed;
     }
     CHECK(zeroed > 0);
     CHECK(changed > 0);
@@ -304,11 +308,11 @@ TEST_CASE("MultiHeadSelfAttention: gradcheck w.r.t. input and every parameter, w
         std::vector<bool> mask;
     };
     const std::vector<Case> cases{
-        {2, 5, 6, 3, true, {}},                           // head_dim 2
-        {1, 3, 4, 1, true, {}},                           // one head
-        {3, 7, 6, 2, false, {}},                          // no qkv bias
+        {2, 5, 6, 3, true, {}},   // head_dim 2
+        {1, 3, 4, 1, true, {}},   // one head
+        {3, 7, 6, 2, false, {}},  // no qkv bias
         {2, 6, 6, 2, true, {true, false, true, false, true}},
-        {1, 4, 4, 2, false, {false, false, false}},       // only the class token visible
+        {1, 4, 4, 2, false, {false, false, false}},  // only the class token visible
     };
     for (const Case& c : cases) {
         INFO("B " << c.B << " N " << c.N << " D " << c.D << " heads " << c.heads << " mask entries " << c.mask.size());
@@ -340,10 +344,16 @@ TEST_CASE("MultiHeadSelfAttention: errors name the sizes", "[layer:MultiHeadSelf
     MultiHeadSelfAttention msa(8, 2, rng, nullptr);
     require_error([&] { msa(Tensor::zeros({2, 5, 7})); }, {"MultiHeadSelfAttention", "[2, 5, 7]", "8"});
     require_error([&] { msa(Tensor::zeros({5, 8})); }, {"MultiHeadSelfAttention", "[5, 8]"});
-    require_error([&] { msa(Tensor::zeros({2, 5, 8}), std::vector<bool>(5, true)); },
-                  {"MultiHeadSelfAttention", "patch_mask", "5 entries", "4 patches", "[2, 5, 8]"});
-    require_error([&] { msa(Tensor::zeros({2, 5, 8}), std::vector<bool>(3, true)); },
-                  {"MultiHeadSelfAttention", "3 entries", "4 patches"});
+    require_error(
+        [&] {
+            msa(Tensor::zeros({2, 5, 8}), std::vector<bool>(5, true));
+        },
+        {"MultiHeadSelfAttention", "patch_mask", "5 entries", "4 patches", "[2, 5, 8]"});
+    require_error(
+        [&] {
+            msa(Tensor::zeros({2, 5, 8}), std::vector<bool>(3, true));
+        },
+        {"MultiHeadSelfAttention", "3 entries", "4 patches"});
     require_error([&] { MultiHeadSelfAttention(8, 2, rng, nullptr, true, 0.1); }, {"Dropout", "Rng"});
 }
 

@@ -45,14 +45,15 @@ Tensor attention_by_hand(const Tensor& q, const Tensor& k, const Tensor& v) {
 
 }  // namespace
 
-TEST_CASE("attention_backward: dq, dk, dv match autograd's gradients", "[layer:attention_backward][ex:attention-backward]") {
+TEST_CASE("attention_backward: dq, dk, dv match autograd's gradients",
+          "[layer:attention_backward][ex:attention-backward]") {
     Rng rng(70);
     struct Case {
         Shape q, k, v;
     };
     // N queries, M keys of d dimensions, values of e: square and not, batched, one token.
-    for (const Case& c : {Case{{5, 4}, {7, 4}, {7, 3}}, Case{{6, 8}, {6, 8}, {6, 8}}, Case{{2, 3, 5, 4}, {2, 3, 6, 4}, {2, 3, 6, 2}},
-                          Case{{1, 3}, {1, 3}, {1, 2}}}) {
+    for (const Case& c : {Case{{5, 4}, {7, 4}, {7, 3}}, Case{{6, 8}, {6, 8}, {6, 8}},
+                          Case{{2, 3, 5, 4}, {2, 3, 6, 4}, {2, 3, 6, 2}}, Case{{1, 3}, {1, 3}, {1, 2}}}) {
         INFO("q " << shape_str(c.q) << ", k " << shape_str(c.k) << ", v " << shape_str(c.v));
         Tensor q = rand_tensor(c.q, rng, -1.5, 1.5), k = rand_tensor(c.k, rng, -1.5, 1.5), v = rand_tensor(c.v, rng);
         Tensor out = attention_by_ops(q, k, v);
@@ -70,16 +71,19 @@ TEST_CASE("attention_backward: dq, dk, dv match autograd's gradients", "[layer:a
     }
 }
 
-TEST_CASE("attention_backward: gradcheck of q, k and v", "[layer:attention_backward][gradcheck][ex:attention-backward]") {
+TEST_CASE("attention_backward: gradcheck of q, k and v",
+          "[layer:attention_backward][gradcheck][ex:attention-backward]") {
     Rng rng(71);
     const auto op = [](const std::vector<Tensor>& in) { return attention_by_hand(in[0], in[1], in[2]); };
     check_gradients(op, {rand_tensor({4, 6}, rng), rand_tensor({5, 6}, rng), rand_tensor({5, 3}, rng)}, 72);
     check_gradients(op, {rand_tensor({2, 3, 4}, rng), rand_tensor({2, 3, 4}, rng), rand_tensor({2, 3, 4}, rng)}, 73);
     // Large scores: nearly one-hot rows, where a softmax backward without the subtraction fails.
-    check_gradients(op, {rand_tensor({3, 4}, rng, -4, 4), rand_tensor({6, 4}, rng, -4, 4), rand_tensor({6, 2}, rng)}, 74);
+    check_gradients(op, {rand_tensor({3, 4}, rng, -4, 4), rand_tensor({6, 4}, rng, -4, 4), rand_tensor({6, 2}, rng)},
+                    74);
 }
 
-TEST_CASE("attention_backward: one key gives A = 1, so dq = dk = 0 and dv = sum of dO", "[layer:attention_backward][ex:attention-backward]") {
+TEST_CASE("attention_backward: one key gives A = 1, so dq = dk = 0 and dv = sum of dO",
+          "[layer:attention_backward][ex:attention-backward]") {
     Rng rng(75);
     const Tensor q = rand_tensor({3, 2}, rng, -1, 1, false), k = rand_tensor({1, 2}, rng, -1, 1, false);
     const Tensor v = rand_tensor({1, 4}, rng, -1, 1, false), d_out = rand_tensor({3, 4}, rng, -1, 1, false);

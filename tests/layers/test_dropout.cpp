@@ -8,7 +8,8 @@
 namespace patchgrad {
 using namespace patchgrad::test;
 
-TEST_CASE("Dropout: training zeroes about p of the elements and scales the rest by 1/(1-p)", "[layer:Dropout][forward]") {
+TEST_CASE("Dropout: training zeroes about p of the elements and scales the rest by 1/(1-p)",
+          "[layer:Dropout][forward]") {
     auto rng = std::make_shared<Rng>(20);
     Dropout drop(0.25, rng);
     CHECK(drop.type_name() == "Dropout");

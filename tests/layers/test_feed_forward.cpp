@@ -89,8 +89,10 @@ TEST_CASE("FeedForward: train/eval reaches both dropouts", "[layer:FeedForward]"
     // others by more than drop2's 1/(1-p) rescaling.
     int64_t zeroed = 0, changed = 0;
     for (int64_t i = 0; i < y_train.numel(); ++i) {
-        if (y_train.data()[i] == 0) ++zeroed;
-        else if (std::abs(y_train.data()[i] - y_eval.data()[i] / 0.5) > 1e-12) ++changed;
+        if (y_train.data()[i] == 0)
+            ++zeroed;
+        else if (std::abs(y_train.data()[i] - y_eval.data()[i] / 0.5) > 1e-12)
+            ++changed;
     }
     CHECK(zeroed > 0);
     CHECK(changed > 0);

@@ -21,7 +21,8 @@ struct Bag : Module {
 };
 }  // namespace
 
-TEST_CASE("Module: dotted names through nested modules, in registration order", "[layer:Module][ex:module-parameters]") {
+TEST_CASE("Module: dotted names through nested modules, in registration order",
+          "[layer:Module][ex:module-parameters]") {
     Rng rng(90);
     Bag root;
     root.register_parameter("cls_token", Tensor::zeros({1, 1, 4}));
@@ -50,7 +51,8 @@ TEST_CASE("Module: dotted names through nested modules, in registration order", 
                                               "blocks.1.drop2:Dropout", "head:Linear"});
 }
 
-TEST_CASE("Module: parameters are the modules' own tensors, own ones before the children's", "[layer:Module][ex:module-parameters]") {
+TEST_CASE("Module: parameters are the modules' own tensors, own ones before the children's",
+          "[layer:Module][ex:module-parameters]") {
     Rng rng(94);
     Bag empty;
     CHECK(empty.named_parameters().empty());

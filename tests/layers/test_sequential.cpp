@@ -15,7 +15,9 @@ using namespace patchgrad::test;
 TEST_CASE("Sequential: children are named 0, 1, 2 like torch.nn.Sequential", "[layer:Sequential]") {
     Rng rng(30);
     Sequential head;
-    head.add(std::make_shared<Linear>(4, 6, rng)).add(std::make_shared<Tanh>()).add(std::make_shared<Linear>(6, 3, rng));
+    head.add(std::make_shared<Linear>(4, 6, rng))
+        .add(std::make_shared<Tanh>())
+        .add(std::make_shared<Linear>(6, 3, rng));
     CHECK(head.size() == 3);
     CHECK(head.type_name() == "Sequential");
     const auto& children = head.children();

@@ -139,7 +139,8 @@ TEST_CASE("save_module: round trip through a safetensors file with metadata", "[
 
     Net wide(1, 8);
     require_error([&] { load_module(path, wide); }, {"blocks.1.weight has shape [4, 3] in the file but [8, 3]"});
-    require_error([&] { load_module((dir / "none.safetensors").string(), target); }, {"load_safetensors", "no such file"});
+    require_error([&] { load_module((dir / "none.safetensors").string(), target); },
+                  {"load_safetensors", "no such file"});
 }
 
 }  // namespace

@@ -40,7 +40,7 @@ rm "$work/handout/tutorials/notes.txt"
 mkdir -p "$work/in/stubs" "$work/in/exact/student/autograd/ops" "$work/in/wrong/autograd/ops"
 cp -R "$work/handout/." "$work/in/stubs/"
 rm -rf "$work/in/stubs/.git"
-for f in gelu softmax layernorm matmul cross_entropy; do cp "$root/autograd/ops/$f.cpp" "$work/in/exact/student/autograd/ops/"; done
+for f in gelu softmax layer_norm matmul cross_entropy; do cp "$root/autograd/ops/$f.cpp" "$work/in/exact/student/autograd/ops/"; done
 (cd "$work/in" && tar -czf exact.tar.gz exact && rm -rf exact)
 cp "$root/autograd/ops/gelu.cpp" "$work/in/wrong/autograd/ops/gelu.cpp"
 sed -i.orig 's/dx\[i\] += dy\[i\] \* (cdf + v \* pdf);/dx[i] += dy[i] * (cdf - v * pdf);/' "$work/in/wrong/autograd/ops/gelu.cpp"

@@ -59,23 +59,25 @@ std::vector<Problem> check_output(const std::string& markdown, const std::vector
 
 TEST_CASE("tutorials: a snippet equal to its region passes, dedented, an inner exercise's code elided",
           "[tutorials][checker]") {
-    const auto problems = check_snippets("Text.\n\n<!-- snippet: demo.cpp#twice-body -->\n\n```cpp\n" + kElided +
-                                         "\nreturn y;\n```\n");
+    const auto problems =
+        check_snippets("Text.\n\n<!-- snippet: demo.cpp#twice-body -->\n\n```cpp\n" + kElided + "\nreturn y;\n```\n");
     INFO(joined(problems));
     REQUIRE(problems.empty());
 }
 
 TEST_CASE("tutorials: a snippet that shows an exercise's code instead of eliding it fails", "[tutorials][checker]") {
-    const auto problems = check_snippets("<!-- snippet: demo.cpp#twice-body -->\n```cpp\n"
-                                         "const int y = 2 * x;\nreturn y;\n```\n");
+    const auto problems = check_snippets(
+        "<!-- snippet: demo.cpp#twice-body -->\n```cpp\n"
+        "const int y = 2 * x;\nreturn y;\n```\n");
     REQUIRE(problems.size() == 1);
     CHECK(problems[0].line == 3);
     CHECK(problems[0].str().find("exercise twice: you write this part") != std::string::npos);
 }
 
 TEST_CASE("tutorials: a snippet inside an exercise shows one elision line", "[tutorials][checker]") {
-    const std::string source = "void f() {\n    // [exercise:inner]\n    a();\n    // [snippet:part]\n    b();\n"
-                               "    c();\n    // [/snippet:part]\n    // [/exercise:inner]\n}\n";
+    const std::string source =
+        "void f() {\n    // [exercise:inner]\n    a();\n    // [snippet:part]\n    b();\n"
+        "    c();\n    // [/snippet:part]\n    // [/exercise:inner]\n}\n";
     std::vector<Problem> problems;
     const auto region = extract_snippet(source, "f.cpp", "part", problems);
     REQUIRE(region);
@@ -106,8 +108,8 @@ TEST_CASE("tutorials: a block that shows three lines of an exercise's code is fo
 
 TEST_CASE("tutorials: a snippet that differs fails naming the line, the source line and both texts",
           "[tutorials][checker]") {
-    const auto problems = check_snippets("<!-- snippet: demo.cpp#twice-body -->\n```cpp\n" + kElided +
-                                         "\nreturn x;\n```\n");
+    const auto problems =
+        check_snippets("<!-- snippet: demo.cpp#twice-body -->\n```cpp\n" + kElided + "\nreturn x;\n```\n");
     REQUIRE(problems.size() == 1);
     const std::string msg = problems[0].str();
     INFO(msg);
@@ -168,9 +170,10 @@ TEST_CASE("tutorials: output blocks match with relative tolerance 1e-6", "[tutor
     const std::vector<std::string> output = {"patches: [4, 48]", "loss 2.302585093", "grad max 1.5e-3 at [0, 7]",
                                              "done"};
     SECTION("equal, and off by 1e-9 relative: passes") {
-        CHECK(check_output("<!-- output: tutorial_00_demo -->\n```text\nloss 2.302585094\ngrad max 0.0015 at [0,7]\n```\n",
-                           output)
-                  .empty());
+        CHECK(
+            check_output(
+                "<!-- output: tutorial_00_demo -->\n```text\nloss 2.302585094\ngrad max 0.0015 at [0,7]\n```\n", output)
+                .empty());
     }
     SECTION("off by 1e-3: fails with the line") {
         const auto problems = check_output("<!-- output: tutorial_00_demo -->\n```text\nloss 2.304\n```\n", output);
@@ -183,9 +186,8 @@ TEST_CASE("tutorials: output blocks match with relative tolerance 1e-6", "[tutor
                                        "program's 2.302585093)") != std::string::npos);
     }
     SECTION("second line differs: names it and what differs") {
-        const auto problems =
-            check_output("<!-- output: tutorial_00_demo -->\n```text\nloss 2.302585093\ngrad max 1.6e-3 at [0, 7]\n```\n",
-                         output);
+        const auto problems = check_output(
+            "<!-- output: tutorial_00_demo -->\n```text\nloss 2.302585093\ngrad max 1.6e-3 at [0, 7]\n```\n", output);
         REQUIRE(problems.size() == 1);
         INFO(problems[0].str());
         CHECK(problems[0].line == 4);
@@ -193,9 +195,10 @@ TEST_CASE("tutorials: output blocks match with relative tolerance 1e-6", "[tutor
         CHECK(problems[0].message.find("number 1.6e-3 differs from the program's 1.5e-3") != std::string::npos);
     }
     SECTION("blocks must come in the output's order") {
-        const auto problems = check_output("<!-- output: tutorial_00_demo -->\n```text\ndone\n```\n"
-                                           "<!-- output: tutorial_00_demo -->\n```text\nloss 2.302585093\n```\n",
-                                           output);
+        const auto problems = check_output(
+            "<!-- output: tutorial_00_demo -->\n```text\ndone\n```\n"
+            "<!-- output: tutorial_00_demo -->\n```text\nloss 2.302585093\n```\n",
+            output);
         REQUIRE(problems.size() == 1);
         CHECK(problems[0].message.find("before the previous block's match") != std::string::npos);
     }
@@ -208,8 +211,9 @@ TEST_CASE("tutorials: output blocks match with relative tolerance 1e-6", "[tutor
 
 TEST_CASE("tutorials: numbers-vary ignores numbers but not words", "[tutorials][checker]") {
     const std::vector<std::string> output = {"matmul 256x256: 12.5 ms, 2.7 GFLOP/s"};
-    CHECK(check_output("<!-- output: tutorial_00_demo numbers-vary -->\n```text\nmatmul 256x256: 9.1 ms, 3.9 GFLOP/s\n```\n",
-                       output)
+    CHECK(check_output(
+              "<!-- output: tutorial_00_demo numbers-vary -->\n```text\nmatmul 256x256: 9.1 ms, 3.9 GFLOP/s\n```\n",
+              output)
               .empty());
     const auto problems = check_output(
         "<!-- output: tutorial_00_demo numbers-vary -->\n```text\nmatmul 256x256: 9.1 us, 3.9 GFLOP/s\n```\n", output);
@@ -232,8 +236,8 @@ TEST_CASE("tutorials: tokens split numbers from words and punctuation", "[tutori
 }
 
 TEST_CASE("tutorials: output stands in the section whose number its program heading carries", "[tutorials][checker]") {
-    const std::vector<std::string> output = {"preamble", "", "== 1. storage ==", "t = 1", "", "== 2. views ==", "v = 2",
-                                             "w = 3"};
+    const std::vector<std::string> output = {
+        "preamble", "", "== 1. storage ==", "t = 1", "", "== 2. views ==", "v = 2", "w = 3"};
     auto check = [&](const std::string& markdown) {
         std::vector<Problem> problems;
         const std::vector<Fence> fences = parse_fences(markdown, "chapter.md", problems);
@@ -243,8 +247,8 @@ TEST_CASE("tutorials: output stands in the section whose number its program head
     };
     const std::string block = "<!-- output: tutorial_00_demo -->\n```text\n";
     // A block before any heading, and blocks under the matching "## N." or "## C.N" section.
-    CHECK(check(block + "preamble\n```\n## 1. Storage\n" + block + "== 1. storage ==\nt = 1\n```\n## 2. Views\n" + block +
-                "w = 3\n```\n")
+    CHECK(check(block + "preamble\n```\n## 1. Storage\n" + block + "== 1. storage ==\nt = 1\n```\n## 2. Views\n" +
+                block + "w = 3\n```\n")
               .empty());
     CHECK(check("## 5.2 Views\n" + block + "v = 2\n```\n").empty());
     SECTION("a heading in the block, in another section") {
@@ -263,9 +267,10 @@ TEST_CASE("tutorials: output stands in the section whose number its program head
 
 TEST_CASE("tutorials: \"section N\" names a section of the chapter, and of main.cpp a program heading",
           "[tutorials][checker]") {
-    const std::string markdown = "## 7.1 One\n## 7.2 Two\nSee sections 1 and 2, Section 7.2's table, and\n"
-                                 "section 2 of [main.cpp](main.cpp). Chapter 4's section 9, section 3.1 of the paper\n"
-                                 "and `section 8` are someone else's.\n## Exercises\n";
+    const std::string markdown =
+        "## 7.1 One\n## 7.2 Two\nSee sections 1 and 2, Section 7.2's table, and\n"
+        "section 2 of [main.cpp](main.cpp). Chapter 4's section 9, section 3.1 of the paper\n"
+        "and `section 8` are someone else's.\n## Exercises\n";
     const auto refs = section_references(markdown, 7);
     REQUIRE(refs.size() == 4);
     CHECK(refs[0].number == 1);
@@ -290,11 +295,13 @@ TEST_CASE("tutorials: \"section N\" names a section of the chapter, and of main.
 }
 
 TEST_CASE("tutorials: the exercises a chapter names exist", "[tutorials][checker]") {
-    const std::vector<ExerciseInfo> exercises = {{"broadcast-backward", "autograd/ops/elementwise.cpp", "backward_row"}};
+    const std::vector<ExerciseInfo> exercises = {
+        {"broadcast-backward", "autograd/ops/elementwise.cpp", "backward_row"}};
     std::vector<Problem> problems;
-    check_exercise_mentions("the exercise `broadcast-backward`, the tag `[ex:broadcast-backward]`, a stub that throws\n"
-                            "`exercise NAME: not implemented yet`, and the exercises\n\n```sh\nmake\n```\n",
-                            exercises, "chapter.md", problems);
+    check_exercise_mentions(
+        "the exercise `broadcast-backward`, the tag `[ex:broadcast-backward]`, a stub that throws\n"
+        "`exercise NAME: not implemented yet`, and the exercises\n\n```sh\nmake\n```\n",
+        exercises, "chapter.md", problems);
     CHECK(problems.empty());
     check_exercise_mentions("(that function's body is the exercise\n`backward_rows`), graded by `[ex:broadcast]`\n",
                             exercises, "chapter.md", problems);
@@ -317,7 +324,8 @@ TEST_CASE("tutorials: an exercise item names the student's copy and the function
     CHECK(enclosing_function({"double LRSchedule::lr_at(int64_t step) const {", "    // [exercise:x]"}, 2) == "lr_at");
     CHECK(enclosing_function({"// [exercise:x]"}, 1).empty());
 
-    const std::vector<ExerciseInfo> exercises = {{"broadcast-backward", "autograd/ops/elementwise.cpp", "backward_row"}};
+    const std::vector<ExerciseInfo> exercises = {
+        {"broadcast-backward", "autograd/ops/elementwise.cpp", "backward_row"}};
     auto check = [&](const std::string& item) {
         std::vector<Problem> problems;
         // A link in another item (an explore exercise reading the library) is fine.
@@ -329,8 +337,9 @@ TEST_CASE("tutorials: an exercise item names the student's copy and the function
     CHECK(check("1. **`broadcast-backward`** — `student/autograd/ops/elementwise.cpp`, the body of\n"
                 "   `backward_row<SG>(n, g)`.\n")
               .empty());
-    const auto problems = check("1. **`broadcast-backward`** — [autograd/ops/elementwise.cpp](../../autograd/ops/elementwise.cpp)"
-                                ",\n   the body of `backward_rows`.\n");
+    const auto problems = check(
+        "1. **`broadcast-backward`** — [autograd/ops/elementwise.cpp](../../autograd/ops/elementwise.cpp)"
+        ",\n   the body of `backward_rows`.\n");
     const std::string all = joined(problems);
     INFO(all);
     REQUIRE(problems.size() == 3);
@@ -341,13 +350,56 @@ TEST_CASE("tutorials: an exercise item names the student's copy and the function
 
 TEST_CASE("tutorials: the index's list of the chapters with exercises is read with ranges", "[tutorials][checker]") {
     int line = 0;
-    const auto listed = chapters_said_to_have_exercises("# Tutorials\n\nEach chapter is tested. Chapters\n"
-                                                        "1\xe2\x80\x93" "3, 5-6 and 12 end with exercises that ...\n",
-                                                        &line);
+    const auto listed = chapters_said_to_have_exercises(
+        "# Tutorials\n\nEach chapter is tested. Chapters\n"
+        "1\xe2\x80\x93"
+        "3, 5-6 and 12 end with exercises that ...\n",
+        &line);
     REQUIRE(listed);
     CHECK(*listed == std::vector<int>{1, 2, 3, 5, 6, 12});
     CHECK(line == 3);
     CHECK_FALSE(chapters_said_to_have_exercises("No such sentence.\n"));
+}
+
+TEST_CASE("tutorials: --fix-snippets rewrites snippet blocks from their regions, keeping a list item's indentation",
+          "[tutorials]") {
+    const std::string markdown =
+        "# Title\n"
+        "<!-- snippet: a.cpp#one -->\n"
+        "```cpp\n"
+        "int old();\n"
+        "```\n"
+        "1. An item:\n"
+        "   <!-- snippet: a.cpp#two -->\n"
+        "   ```cpp\n"
+        "   void f() {\n"
+        "   }\n"
+        "   ```\n"
+        "The end.\n";
+    std::vector<Problem> problems;
+    const std::vector<Fence> fences = parse_fences(markdown, "README.md", problems);
+    REQUIRE(problems.empty());
+    REQUIRE(fences.size() == 2);
+    const std::string fixed = with_snippets_replaced(
+        markdown, fences, {{0, {"int one();", "int two();"}}, {1, {"void f() {", "    g();", "", "}"}}});
+    CHECK(fixed ==
+          "# Title\n"
+          "<!-- snippet: a.cpp#one -->\n"
+          "```cpp\n"
+          "int one();\n"
+          "int two();\n"
+          "```\n"
+          "1. An item:\n"
+          "   <!-- snippet: a.cpp#two -->\n"
+          "   ```cpp\n"
+          "   void f() {\n"
+          "       g();\n"
+          "\n"
+          "   }\n"
+          "   ```\n"
+          "The end.\n");
+    // Nothing to fix: the text comes back as it was.
+    CHECK(with_snippets_replaced(markdown, fences, {}) == markdown);
 }
 
 }  // namespace patchgrad::tutorials

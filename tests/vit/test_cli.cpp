@@ -23,8 +23,11 @@ TEST_CASE("cli: parse_flags takes --name value and --name=value", "[cli]") {
 
 // A flag given twice silently took its last value.
 TEST_CASE("cli: a flag given twice is a usage error naming it and both values", "[cli][errors]") {
-    require_error([] { parse_flags({"--out", "runs/a", "--lr", "1", "--out=runs/b"}, {"--out", "--lr"}); },
-                  {"--out is given twice", "'runs/a'", "'runs/b'"});
+    require_error(
+        [] {
+            parse_flags({"--out", "runs/a", "--lr", "1", "--out=runs/b"}, {"--out", "--lr"});
+        },
+        {"--out is given twice", "'runs/a'", "'runs/b'"});
     CHECK_THROWS_AS(parse_flags({"--lr", "1", "--lr", "1"}, {"--lr"}), UsageError);
 }
 

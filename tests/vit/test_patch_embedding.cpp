@@ -52,8 +52,7 @@ Tensor rearrange_p1_p2_c(const Tensor& x, int64_t P) {
 
 }  // namespace
 
-TEST_CASE("PatchEmbedding: parameters are proj.weight [D, C*P*P] and proj.bias [D]",
-          "[vit][layer:PatchEmbedding]") {
+TEST_CASE("PatchEmbedding: parameters are proj.weight [D, C*P*P] and proj.bias [D]", "[vit][layer:PatchEmbedding]") {
     Rng rng(1);
     PatchEmbedding embed(3, 4, 8, rng);
     auto params = embed.named_parameters();
@@ -67,7 +66,9 @@ TEST_CASE("PatchEmbedding: parameters are proj.weight [D, C*P*P] and proj.bias [
 
 TEST_CASE("PatchEmbedding: Conv2d with kernel = stride = P gives the same outputs as unfold + Linear",
           "[vit][layer:PatchEmbedding][forward][documents]") {
-    struct Case { int64_t B, C, H, W, P, D; };
+    struct Case {
+        int64_t B, C, H, W, P, D;
+    };
     for (Case k : {Case{2, 3, 8, 12, 4, 5}, Case{1, 1, 6, 6, 3, 7}, Case{3, 4, 4, 10, 2, 3}}) {
         INFO("B " << k.B << " C " << k.C << " H " << k.H << " W " << k.W << " P " << k.P << " D " << k.D);
         Rng rng(11);
@@ -81,9 +82,10 @@ TEST_CASE("PatchEmbedding: Conv2d with kernel = stride = P gives the same output
     }
 }
 
-TEST_CASE("PatchEmbedding: the (p1 p2 c) flattening of Visual Transformer in CV and the ViT notebook needs E's "
-          "columns permuted, not just reshaped",
-          "[vit][layer:PatchEmbedding][documents]") {
+TEST_CASE(
+    "PatchEmbedding: the (p1 p2 c) flattening of Visual Transformer in CV and the ViT notebook needs E's "
+    "columns permuted, not just reshaped",
+    "[vit][layer:PatchEmbedding][documents]") {
     const int64_t B = 2, C = 3, H = 8, W = 12, P = 4, D = 5;
     Rng rng(12);
     PatchEmbedding embed(C, P, D, rng);

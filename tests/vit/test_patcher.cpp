@@ -7,7 +7,9 @@ namespace patchgrad::test {
 
 TEST_CASE("Patcher: rows are the P x P windows in row-major order, flattened as (c, i, j)",
           "[vit][layer:Patcher][forward][ex:unfold-forward]") {
-    struct Case { int64_t B, C, H, W, P; };
+    struct Case {
+        int64_t B, C, H, W, P;
+    };
     for (Case k : {Case{2, 3, 8, 12, 4}, Case{1, 1, 6, 6, 3}, Case{3, 2, 5, 7, 1}, Case{1, 4, 6, 6, 6}}) {
         INFO("B " << k.B << " C " << k.C << " H " << k.H << " W " << k.W << " P " << k.P);
         Rng rng(7);

@@ -41,9 +41,11 @@ TEST_CASE("sinusoidal_positional_encoding: hand-computed values",
     // pos 0: sin 0 = 0 on even dims, cos 0 = 1 on odd dims
     require_close(select(pe, 1, 0), Tensor::from_vector({1, 4}, {0, 1, 0, 1}), 1e-15);
     // pos 1: angles 1 and 1 / 10000^(2/4) = 0.01
-    require_close(select(pe, 1, 1), Tensor::from_vector({1, 4}, {std::sin(1.0), std::cos(1.0), std::sin(0.01), std::cos(0.01)}), 1e-15);
+    require_close(select(pe, 1, 1),
+                  Tensor::from_vector({1, 4}, {std::sin(1.0), std::cos(1.0), std::sin(0.01), std::cos(0.01)}), 1e-15);
     // pos 2: angles 2 and 0.02
-    require_close(select(pe, 1, 2), Tensor::from_vector({1, 4}, {std::sin(2.0), std::cos(2.0), std::sin(0.02), std::cos(0.02)}), 1e-15);
+    require_close(select(pe, 1, 2),
+                  Tensor::from_vector({1, 4}, {std::sin(2.0), std::cos(2.0), std::sin(0.02), std::cos(0.02)}), 1e-15);
 }
 
 TEST_CASE("sinusoidal_positional_encoding: equals ViTs Explained's get_sinusoid_encoding, odd dims included",
@@ -61,11 +63,11 @@ TEST_CASE("sinusoidal_positional_encoding: ViT from scratch's Method 1 puts sin 
     Tensor method1 = scratch_method1_table(N, D);
     for (int64_t pos = 0; pos < N; ++pos)
         for (int64_t i = 0; i < D; i += 2) {
-            CHECK(method1.at({0, pos, i}) == Approx(ours.at({0, pos, i})).margin(1e-15));        // sin: the same
-            CHECK(method1.at({0, pos, i + 1}) == method1.at({0, pos, i}));                       // a repeated column
+            CHECK(method1.at({0, pos, i}) == Approx(ours.at({0, pos, i})).margin(1e-15));  // sin: the same
+            CHECK(method1.at({0, pos, i + 1}) == method1.at({0, pos, i}));                 // a repeated column
         }
-    CHECK(ours.at({0, 0, 1}) == 1);      // cos 0
-    CHECK(method1.at({0, 0, 1}) == 0);   // sin 0
+    CHECK(ours.at({0, 0, 1}) == 1);     // cos 0
+    CHECK(method1.at({0, 0, 1}) == 0);  // sin 0
     CHECK(max_abs_difference(ours, method1) > 0.5);
 }
 

@@ -152,8 +152,7 @@ TEST_CASE("summary: image size and classes change the totals as the shapes say",
 
 // summary --config vit-h14 --image-size 60129542144 printed "0 patches" with exit status 0:
 // (60129542144 / 14)^2 = 2^64 patches had wrapped around.
-TEST_CASE("summary: sizes whose counts overflow 64 bits are refused, not wrapped around",
-          "[vit][summary][errors]") {
+TEST_CASE("summary: sizes whose counts overflow 64 bits are refused, not wrapped around", "[vit][summary][errors]") {
     ViTConfig c = vit_config("vit-h14");
     c.image_height = c.image_width = 60129542144;
     require_error([&] { summarize(c); }, {"ViTConfig 'vit-h14'", "patches", "4294967296 x 4294967296", "64-bit"});

@@ -38,19 +38,32 @@ TEST_CASE("VisionTransformer: parameter names, shapes and order follow timm", "[
     ViTConfig c = small_config();
     c.head = "mlp";
     VisionTransformer model(c, 1);
-    std::vector<std::pair<std::string, Shape>> expected{
-        {"cls_token", {1, 1, 8}}, {"pos_embed", {1, 7, 8}}, {"patch_embed.proj.weight", {8, 48}}, {"patch_embed.proj.bias", {8}}};
+    std::vector<std::pair<std::string, Shape>> expected{{"cls_token", {1, 1, 8}},
+                                                        {"pos_embed", {1, 7, 8}},
+                                                        {"patch_embed.proj.weight", {8, 48}},
+                                                        {"patch_embed.proj.bias", {8}}};
     for (int l = 0; l < 2; ++l) {
         const std::string b = "blocks." + std::to_string(l) + ".";
-        for (auto& e : std::vector<std::pair<std::string, Shape>>{
-                 {"norm1.weight", {8}}, {"norm1.bias", {8}}, {"attn.qkv.weight", {24, 8}}, {"attn.qkv.bias", {24}},
-                 {"attn.proj.weight", {8, 8}}, {"attn.proj.bias", {8}}, {"norm2.weight", {8}}, {"norm2.bias", {8}},
-                 {"mlp.fc1.weight", {16, 8}}, {"mlp.fc1.bias", {16}}, {"mlp.fc2.weight", {8, 16}}, {"mlp.fc2.bias", {8}}})
+        for (auto& e : std::vector<std::pair<std::string, Shape>>{{"norm1.weight", {8}},
+                                                                  {"norm1.bias", {8}},
+                                                                  {"attn.qkv.weight", {24, 8}},
+                                                                  {"attn.qkv.bias", {24}},
+                                                                  {"attn.proj.weight", {8, 8}},
+                                                                  {"attn.proj.bias", {8}},
+                                                                  {"norm2.weight", {8}},
+                                                                  {"norm2.bias", {8}},
+                                                                  {"mlp.fc1.weight", {16, 8}},
+                                                                  {"mlp.fc1.bias", {16}},
+                                                                  {"mlp.fc2.weight", {8, 16}},
+                                                                  {"mlp.fc2.bias", {8}}})
             expected.emplace_back(b + e.first, e.second);
     }
-    for (auto& e : std::vector<std::pair<std::string, Shape>>{{"norm.weight", {8}}, {"norm.bias", {8}},
-                                                             {"pre_logits.fc.weight", {8, 8}}, {"pre_logits.fc.bias", {8}},
-                                                             {"head.weight", {5, 8}}, {"head.bias", {5}}})
+    for (auto& e : std::vector<std::pair<std::string, Shape>>{{"norm.weight", {8}},
+                                                              {"norm.bias", {8}},
+                                                              {"pre_logits.fc.weight", {8, 8}},
+                                                              {"pre_logits.fc.bias", {8}},
+                                                              {"head.weight", {5, 8}},
+                                                              {"head.bias", {5}}})
         expected.push_back(e);
 
     auto params = model.named_parameters();
@@ -103,8 +116,8 @@ TEST_CASE("VisionTransformer: forward is eqs. (1)-(4) composed from the children
 
             Tensor z = model.patch_embed->forward(images);
             z = concat({broadcast_to(model.cls_token, {3, 1, 8}), z}, 1) + model.pos_encoding.table;  // (1)
-            for (auto& block : model.blocks->layers) z = block->forward(z);                             // (2), (3)
-            Tensor pooled = Tensor::zeros({3, 8});                                                     // [B, D]
+            for (auto& block : model.blocks->layers) z = block->forward(z);                           // (2), (3)
+            Tensor pooled = Tensor::zeros({3, 8});                                                    // [B, D]
             for (int64_t b = 0; b < 3; ++b)
                 for (int64_t d = 0; d < 8; ++d) {
                     double acc = 0;
@@ -232,9 +245,10 @@ TEST_CASE("VisionTransformer: dropout is active in training and off in eval", "[
     require_close(model.forward(images), plain.forward(images), 0);  // dropout draws nothing at construction
 }
 
-TEST_CASE("PreLogits: ViT from scratch's pre-training head of three Linear layers collapses to one affine map; "
-          "ours does not",
-          "[vit][layer:VisionTransformer][documents]") {
+TEST_CASE(
+    "PreLogits: ViT from scratch's pre-training head of three Linear layers collapses to one affine map; "
+    "ours does not",
+    "[vit][layer:VisionTransformer][documents]") {
     Rng rng(50);
     // ViT from scratch (is_pretrain): Linear(D, mlp) -> Linear(mlp, mlp) -> Linear(mlp, classes), nothing between
     Linear l1(8, 16, rng), l2(16, 16, rng), l3(16, 5, rng);
@@ -258,7 +272,10 @@ TEST_CASE("PreLogits: ViT from scratch's pre-training head of three Linear layer
 }
 
 TEST_CASE("vit_config: the paper's Table 1 and the CIFAR configurations", "[vit][layer:VisionTransformer]") {
-    struct Row { std::string name; int64_t patch, dim, depth, heads, mlp; };
+    struct Row {
+        std::string name;
+        int64_t patch, dim, depth, heads, mlp;
+    };
     for (Row r : {Row{"vit-b16", 16, 768, 12, 12, 3072}, Row{"vit-b32", 32, 768, 12, 12, 3072},
                   Row{"vit-l16", 16, 1024, 24, 16, 4096}, Row{"vit-h14", 14, 1280, 32, 16, 5120}}) {
         INFO(r.name);
@@ -306,9 +323,8 @@ TEST_CASE("vit_config: ViT-Huge has MLP 5120 (Table 1); ViT from scratch's 4096 
 }
 
 TEST_CASE("vit_config: an unknown name lists the known ones", "[vit][layer:VisionTransformer][errors]") {
-    require_error([] { vit_config("vit-x"); },
-                  {"vit_config", "'vit-x'", "vit-b16", "vit-b32", "vit-l16", "vit-h14", "cifar-micro", "cifar-tiny",
-                   "cifar-small"});
+    require_error([] { vit_config("vit-x"); }, {"vit_config", "'vit-x'", "vit-b16", "vit-b32", "vit-l16", "vit-h14",
+                                                "cifar-micro", "cifar-tiny", "cifar-small"});
 }
 
 TEST_CASE("VisionTransformer: configuration errors name the sizes", "[vit][layer:VisionTransformer][errors]") {
@@ -318,18 +334,26 @@ TEST_CASE("VisionTransformer: configuration errors name the sizes", "[vit][layer
         return c;
     };
     auto build = [](const ViTConfig& c) { return [c] { VisionTransformer model(c, 0); }; };
-    require_error(build(with([](ViTConfig& c) { c.image_height = 10; })), {"ViTConfig 'small'", "10x12", "patch size 4"});
+    require_error(build(with([](ViTConfig& c) { c.image_height = 10; })),
+                  {"ViTConfig 'small'", "10x12", "patch size 4"});
     require_error(build(with([](ViTConfig& c) { c.image_width = 14; })), {"ViTConfig", "8x14", "patch size 4"});
     require_error(build(with([](ViTConfig& c) { c.heads = 3; })), {"ViTConfig", "dim 8", "heads 3"});
     require_error(build(with([](ViTConfig& c) { c.depth = 0; })), {"ViTConfig", "depth", "0"});
     require_error(build(with([](ViTConfig& c) { c.patch_size = -4; })), {"ViTConfig", "patch size", "-4"});
     require_error(build(with([](ViTConfig& c) { c.channels = 0; })), {"ViTConfig", "channels", "0"});
     require_error(build(with([](ViTConfig& c) { c.num_classes = 0; })), {"ViTConfig", "num_classes", "0"});
-    require_error(build(with([](ViTConfig& c) { c.mlp_dim = 0; c.mlp_ratio = 0; })), {"ViTConfig", "mlp_ratio"});
+    require_error(build(with([](ViTConfig& c) {
+                      c.mlp_dim = 0;
+                      c.mlp_ratio = 0;
+                  })),
+                  {"ViTConfig", "mlp_ratio"});
     require_error(build(with([](ViTConfig& c) { c.dropout = 1; })), {"ViTConfig", "dropout", "[0, 1)"});
     require_error(build(with([](ViTConfig& c) { c.pool = "max"; })), {"ViTConfig", "pool", "\"max\""});
     require_error(build(with([](ViTConfig& c) { c.head = "conv"; })), {"ViTConfig", "head", "\"conv\""});
-    ViTConfig ratio = with([](ViTConfig& c) { c.mlp_dim = 0; c.mlp_ratio = 3; });
+    ViTConfig ratio = with([](ViTConfig& c) {
+        c.mlp_dim = 0;
+        c.mlp_ratio = 3;
+    });
     CHECK(VisionTransformer(ratio, 0).blocks->layers[0]->mlp->fc1->out_features == 24);
 }
 
@@ -389,15 +413,31 @@ TEST_CASE("VisionTransformer: a model larger than the machine's memory is refuse
 
 TEST_CASE("VisionTransformer: input errors name the sizes", "[vit][layer:VisionTransformer][errors]") {
     VisionTransformer model(small_config(), 60);
-    require_error([&] { model.forward(Tensor::zeros({2, 1, 8, 12})); },
-                  {"VisionTransformer", "3 channels", "[B, 3, 8, 12]", "[2, 1, 8, 12]"});
-    require_error([&] { model.forward(Tensor::zeros({2, 3, 8, 8})); },
-                  {"VisionTransformer", "image size 8x12", "[2, 3, 8, 8]"});
-    require_error([&] { model.forward(Tensor::zeros({3, 8, 12})); }, {"VisionTransformer", "[B, 3, 8, 12]", "[3, 8, 12]"});
-    require_error([&] { model.forward(Tensor::zeros({2, 3, 8, 12}), {true, false, true, true, false}); },
-                  {"VisionTransformer", "patch mask has 5 entries", "6", "2x3 patches of 4x4"});
-    require_error([&] { model.forward(Tensor::zeros({2, 3, 8, 12}), std::vector<bool>(7, true)); },
-                  {"VisionTransformer", "7 entries", "6"});
+    require_error(
+        [&] {
+            model.forward(Tensor::zeros({2, 1, 8, 12}));
+        },
+        {"VisionTransformer", "3 channels", "[B, 3, 8, 12]", "[2, 1, 8, 12]"});
+    require_error(
+        [&] {
+            model.forward(Tensor::zeros({2, 3, 8, 8}));
+        },
+        {"VisionTransformer", "image size 8x12", "[2, 3, 8, 8]"});
+    require_error(
+        [&] {
+            model.forward(Tensor::zeros({3, 8, 12}));
+        },
+        {"VisionTransformer", "[B, 3, 8, 12]", "[3, 8, 12]"});
+    require_error(
+        [&] {
+            model.forward(Tensor::zeros({2, 3, 8, 12}), {true, false, true, true, false});
+        },
+        {"VisionTransformer", "patch mask has 5 entries", "6", "2x3 patches of 4x4"});
+    require_error(
+        [&] {
+            model.forward(Tensor::zeros({2, 3, 8, 12}), std::vector<bool>(7, true));
+        },
+        {"VisionTransformer", "7 entries", "6"});
 }
 
 TEST_CASE("parallel: a ViT's loss and every parameter gradient are the same bits for 1, 2, 3 threads",

@@ -22,10 +22,9 @@ TEST_CASE("ViTBlock: children and parameter names follow timm's Block", "[vit][l
     Rng rng(1);
     ViTBlock block(8, 2, 16, rng, nullptr);
     std::vector<std::pair<std::string, Shape>> expected{
-        {"norm1.weight", {8}},         {"norm1.bias", {8}},        {"attn.qkv.weight", {24, 8}},
-        {"attn.qkv.bias", {24}},       {"attn.proj.weight", {8, 8}}, {"attn.proj.bias", {8}},
-        {"norm2.weight", {8}},         {"norm2.bias", {8}},        {"mlp.fc1.weight", {16, 8}},
-        {"mlp.fc1.bias", {16}},        {"mlp.fc2.weight", {8, 16}}, {"mlp.fc2.bias", {8}}};
+        {"norm1.weight", {8}},        {"norm1.bias", {8}},     {"attn.qkv.weight", {24, 8}}, {"attn.qkv.bias", {24}},
+        {"attn.proj.weight", {8, 8}}, {"attn.proj.bias", {8}}, {"norm2.weight", {8}},        {"norm2.bias", {8}},
+        {"mlp.fc1.weight", {16, 8}},  {"mlp.fc1.bias", {16}},  {"mlp.fc2.weight", {8, 16}},  {"mlp.fc2.bias", {8}}};
     auto params = block.named_parameters();
     REQUIRE(params.size() == expected.size());
     for (size_t i = 0; i < expected.size(); ++i) {
@@ -46,7 +45,7 @@ TEST_CASE("ViTBlock: forward is the paper's eqs. (2) and (3) composed from the c
     const std::vector<bool> mask{true, false, true, true, false, true};
     for (const std::vector<bool>& m : {std::vector<bool>{}, mask}) {
         INFO("mask entries " << m.size());
-        Tensor z_prime = block->attn->forward(block->norm1->forward(z), m) + z;       // (2)
+        Tensor z_prime = block->attn->forward(block->norm1->forward(z), m) + z;           // (2)
         Tensor expected = block->mlp->forward(block->norm2->forward(z_prime)) + z_prime;  // (3)
         require_close(block->forward(z, m), expected, 1e-12);
     }
@@ -57,7 +56,8 @@ TEST_CASE("ViTBlock: forward is the paper's eqs. (2) and (3) composed from the c
 TEST_CASE("ViTBlock: with the attention and MLP outputs zeroed, the residual block is the identity",
           "[vit][layer:ViTBlock][forward][ex:vit-block-forward]") {
     auto block = random_block(4);
-    for (Tensor p : {block->attn->proj->weight, block->attn->proj->bias, block->mlp->fc2->weight, block->mlp->fc2->bias})
+    for (Tensor p :
+         {block->attn->proj->weight, block->attn->proj->bias, block->mlp->fc2->weight, block->mlp->fc2->bias})
         for (int64_t i = 0; i < p.numel(); ++i) p.data()[i] = 0;
     Rng rng(5);
     Tensor z = rand_tensor({3, 5, 8}, rng, -1, 1, false);
@@ -76,7 +76,8 @@ TEST_CASE("ViTBlock: ViT from scratch's forward feeds LN(x) to the MLP, which is
     CHECK(max_abs_difference(block->forward(z), scratch) > 1e-2);
 }
 
-TEST_CASE("ViTBlock: gradcheck w.r.t. the input and every parameter", "[vit][layer:ViTBlock][gradcheck][ex:vit-block-forward]") {
+TEST_CASE("ViTBlock: gradcheck w.r.t. the input and every parameter",
+          "[vit][layer:ViTBlock][gradcheck][ex:vit-block-forward]") {
     const std::vector<bool> mask{true, false, true, true, false, true};
     for (const std::vector<bool>& m : {std::vector<bool>{}, mask}) {
         for (bool qkv_bias : {true, false}) {
@@ -94,7 +95,11 @@ TEST_CASE("ViTBlock: errors name the sizes", "[vit][layer:ViTBlock][errors]") {
     Rng rng(10);
     require_error([&] { ViTBlock(10, 3, 16, rng, nullptr); }, {"MultiHeadSelfAttention", "dim 10", "heads 3"});
     ViTBlock block(8, 2, 16, rng, nullptr);
-    require_error([&] { block.forward(Tensor::zeros({2, 7, 8}), {true, false}); }, {"patch_mask", "2 entries", "6 patches"});
+    require_error(
+        [&] {
+            block.forward(Tensor::zeros({2, 7, 8}), {true, false});
+        },
+        {"patch_mask", "2 entries", "6 patches"});
 }
 
 TEST_CASE("ViTBlock: drop path drops whole residual branches per sample while training, never in eval",

@@ -11,8 +11,8 @@
 #include <cmath>
 #include <string>
 
-#include "autograd/ops.h"
 #include "autograd/io/safetensors.h"
+#include "autograd/ops.h"
 #include "catch.h"
 #include "layers/state_dict.h"
 #include "test_util.h"
@@ -118,9 +118,10 @@ TEST_CASE("vit golden: cls pooling, linear head, learnable pos_embed match PyTor
     check_golden("vit_golden.safetensors");
 }
 
-TEST_CASE("vit golden: mean pooling, tanh pre-training head, sinusoidal positions, no qkv bias, tanh GELU and a "
-          "patch mask match PyTorch in float32",
-          "[vit][golden]") {
+TEST_CASE(
+    "vit golden: mean pooling, tanh pre-training head, sinusoidal positions, no qkv bias, tanh GELU and a "
+    "patch mask match PyTorch in float32",
+    "[vit][golden]") {
     check_golden("vit_golden_mean_mlp.safetensors");
 }
 

@@ -24,9 +24,9 @@ int main(int argc, char** argv) {
         Tensor x = Tensor::from_vector({2, 3}, {1, 2, 3, 4, 5, 6}, /*requires_grad=*/true);
         Tensor w = Tensor::from_vector({3}, {0.5, -1, 2});  // a constant, broadcast over the rows
 
-        Tensor y = x * w;       // [2, 3] * [3] -> [2, 3]
-        Tensor loss = sum(y);   // [2, 3] -> [] (a scalar)
-        loss.backward();        // d loss / d x, into x.grad()
+        Tensor y = x * w;      // [2, 3] * [3] -> [2, 3]
+        Tensor loss = sum(y);  // [2, 3] -> [] (a scalar)
+        loss.backward();       // d loss / d x, into x.grad()
 
         std::cout << "x    = " << x << "\n";
         std::cout << "y    = " << y << "\n";

@@ -71,8 +71,7 @@ int64_t shared_offset(const Tensor& t, const Tensor& base) {
 void say_shared(const std::string& name, const Tensor& t, const Tensor& base) {
     const int64_t at = shared_offset(t, base);
     std::cout << name << ": shape " << shape_str(t.shape()) << ", "
-              << (at >= 0 ? "shares t's memory from element " + std::to_string(at) : std::string("a copy"))
-              << "\n";
+              << (at >= 0 ? "shares t's memory from element " + std::to_string(at) : std::string("a copy")) << "\n";
 }
 
 void storage_and_shape() {
@@ -98,11 +97,11 @@ void views_and_copies() {
     tutorial::heading("3. views share memory, permutes copy");
     Tensor t = reshape(Tensor::arange(0, 24), {2, 3, 4});
     // [snippet:views]
-    Tensor r = reshape(t, {6, 4});    // the same 24 elements in the same order: a view
-    Tensor s = select(t, 0, 1);       // t[1]: elements 12..23, one contiguous run: a view
-    Tensor c = select(t, 1, 0);       // t[:, 0]: elements 0..3 and 12..15, two runs: a copy
-    Tensor p = transpose(t, 1, 2);    // [2, 4, 3]: a new order of the elements: a copy
-    Tensor q = reshape(p, {2, 12});   // a view of p (p is contiguous, like every tensor)
+    Tensor r = reshape(t, {6, 4});   // the same 24 elements in the same order: a view
+    Tensor s = select(t, 0, 1);      // t[1]: elements 12..23, one contiguous run: a view
+    Tensor c = select(t, 1, 0);      // t[:, 0]: elements 0..3 and 12..15, two runs: a copy
+    Tensor p = transpose(t, 1, 2);   // [2, 4, 3]: a new order of the elements: a copy
+    Tensor q = reshape(p, {2, 12});  // a view of p (p is contiguous, like every tensor)
     // [/snippet:views]
     say_shared("r = reshape(t, {6, 4})", r, t);
     say_shared("s = select(t, 0, 1)", s, t);
@@ -121,11 +120,11 @@ void broadcasting() {
     tutorial::heading("4. broadcasting");
     // [snippet:broadcast-examples]
     Tensor x = Tensor::from_vector({2, 3}, {1, 2, 3, 4, 5, 6});
-    Tensor bias = Tensor::from_vector({3}, {10, 20, 30});       // [3]    -> each row
-    Tensor column = Tensor::from_vector({2, 1}, {100, 200});    // [2, 1] -> each column
+    Tensor bias = Tensor::from_vector({3}, {10, 20, 30});     // [3]    -> each row
+    Tensor column = Tensor::from_vector({2, 1}, {100, 200});  // [2, 1] -> each column
     std::cout << "x + bias       = " << x + bias << "\n";
     std::cout << "x + column     = " << x + column << "\n";
-    std::cout << "column + bias  = " << column + bias << "\n";  // [2, 1] + [3] -> [2, 3]
+    std::cout << "column + bias  = " << column + bias << "\n";          // [2, 1] + [3] -> [2, 3]
     std::cout << "x * scalar(2)  = " << x * Tensor::scalar(2) << "\n";  // [] stretches everywhere
     // [/snippet:broadcast-examples]
 

@@ -66,8 +66,8 @@ void scalar_example() {
     L.backward();
     // [/snippet:scalar-backward]
     std::cout << "L.backward():\n  a.grad = " << a.grad().item() << ", b.grad = " << b.grad().item()
-              << ", c.grad = " << c.grad().item() << ", f.grad = " << f.grad().item() << "\n  e.grad = "
-              << e.grad().item() << ", d.grad = " << d.grad().item() << " (kept by retain_grad)\n";
+              << ", c.grad = " << c.grad().item() << ", f.grad = " << f.grad().item()
+              << "\n  e.grad = " << e.grad().item() << ", d.grad = " << d.grad().item() << " (kept by retain_grad)\n";
     std::cout << "after backward the graph is freed: L.impl().inputs.size() = " << L.impl().inputs.size() << "\n";
 }
 
@@ -95,11 +95,11 @@ void deep_graph() {
     Tensor x = Tensor::scalar(1, true);
     Tensor y = x;
     for (int i = 0; i < 100000; ++i) y = y * real(1.00001);  // y = x * 1.00001^100000
-    y.backward();  // a recursive walk would need 100,000 nested calls here
+    y.backward();                                            // a recursive walk would need 100,000 nested calls here
     // [/snippet:deep-chain]
     std::cout.precision(12);
-    std::cout << "y = " << y.item() << ", dy/dx = " << x.grad().item() << ", 1.00001^100000 = "
-              << std::pow(1.00001, 100000) << "\n";
+    std::cout << "y = " << y.item() << ", dy/dx = " << x.grad().item()
+              << ", 1.00001^100000 = " << std::pow(1.00001, 100000) << "\n";
     std::cout.precision(6);
 }
 
@@ -109,7 +109,7 @@ void tensors() {
     Tensor x = Tensor::from_vector({2, 3}, {1, 2, 3, 4, 5, 6}, true);
     Tensor bias = Tensor::from_vector({3}, {0.1, 0.2, 0.3}, true);
     Tensor scale = Tensor::from_vector({2, 1}, {1, 0.5}, true);
-    Tensor y = (x + bias) * scale;  // [2, 3] + [3] -> [2, 3], then * [2, 1] -> [2, 3]
+    Tensor y = (x + bias) * scale;                                // [2, 3] + [3] -> [2, 3], then * [2, 1] -> [2, 3]
     Tensor dy = Tensor::from_vector({2, 3}, {1, 2, 3, 4, 5, 6});  // pretend dL/dy
     y.backward(dy);
     // [/snippet:bias-backward]
@@ -122,7 +122,7 @@ void tensors() {
     // [snippet:class-token]
     Tensor cls = Tensor::from_vector({1, 1, 4}, {0.1, 0.2, 0.3, 0.4}, true);  // [1, 1, D]
     Tensor tokens = broadcast_to(cls, {3, 1, 4});                             // [B, 1, D]: one per image
-    Tensor g = reshape(Tensor::arange(0, 12), {3, 1, 4});                      // pretend dL/dtokens
+    Tensor g = reshape(Tensor::arange(0, 12), {3, 1, 4});                     // pretend dL/dtokens
     tokens.backward(g);
     // [/snippet:class-token]
     std::cout << "\nclass token [1, 1, 4] broadcast to [3, 1, 4]; dL/dtokens = " << g << "\n";

@@ -18,9 +18,9 @@
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "autograd/rng.h"
+#include "tutorials/tutorial.h"
 #include "vit/pictures/canvas.h"
 #include "vit/pictures/chart.h"
-#include "tutorials/tutorial.h"
 
 using namespace patchgrad;
 
@@ -96,8 +96,8 @@ void draw_table(const ErrorTable& t, const std::string& dir) {
 // Gradient check of a tensor-valued op, the way tests/test_util.h's check_gradients does it:
 // reduce the output to a scalar with fixed random weights w, sum(op(x) * w), so dL/dy = w
 // differs at every output element, then compare backward() with central differences.
-GradcheckResult check_op(const std::function<Tensor(const std::vector<Tensor>&)>& op,
-                         const std::vector<Tensor>& inputs, uint64_t seed = 1) {
+GradcheckResult check_op(const std::function<Tensor(const std::vector<Tensor>&)>& op, const std::vector<Tensor>& inputs,
+                         uint64_t seed = 1) {
     Tensor w;
     {
         NoGradGuard no_grad;
@@ -192,8 +192,8 @@ void own_op() {
     };
     // [snippet:plain-sum]
     // A plain sum(y) sends dL/dy = 1 to every element: a backward that forgets dy passes.
-    GradcheckResult plain = gradcheck(
-        [](const std::vector<Tensor>& in) { return sum(silu_with_bug(in[0], Bug::ForgetsUpstream)); }, {x});
+    GradcheckResult plain =
+        gradcheck([](const std::vector<Tensor>& in) { return sum(silu_with_bug(in[0], Bug::ForgetsUpstream)); }, {x});
     // [/snippet:plain-sum]
     report("forgets dy, through a plain sum ", plain);
     report("forgets dy, random weights      ", check_op(buggy(Bug::ForgetsUpstream), {x}));
@@ -228,8 +228,7 @@ void kinks() {
     // softmax subtracts max(x) but is smooth: softmax(x - c) = softmax(x) for every c, so the
     // kink of max cancels out. An exact tie is harmless.
     const auto softmax_op = [](const std::vector<Tensor>& in) { return softmax(in[0], -1); };
-    report("softmax of [0.3, 0.2, 0.3]     ",
-           check_op(softmax_op, {Tensor::from_vector({3}, {0.3, 0.2, 0.3}, true)}));
+    report("softmax of [0.3, 0.2, 0.3]     ", check_op(softmax_op, {Tensor::from_vector({3}, {0.3, 0.2, 0.3}, true)}));
     const auto gelu_op = [](const std::vector<Tensor>& in) { return gelu(in[0]); };
     report("gelu at [-1e-7, 0, 1e-7]       ", check_op(gelu_op, {Tensor::from_vector({3}, {-1e-7, 0, 1e-7}, true)}));
 }

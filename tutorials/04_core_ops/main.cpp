@@ -18,9 +18,9 @@
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "autograd/rng.h"
+#include "tutorials/tutorial.h"
 #include "vit/pictures/canvas.h"
 #include "vit/pictures/chart.h"
-#include "tutorials/tutorial.h"
 
 using namespace patchgrad;
 
@@ -57,11 +57,11 @@ void matmul_section() {
     const Tensor b = Tensor::from_vector({3, 2}, {7, 8, 9, 10, 11, 12}, true);
     // [snippet:matmul-by-hand]
     // C = A @ B, then a loss whose gradient dL/dC is a matrix G we choose.
-    Tensor c = matmul(a, b);                                           // [2, 3] @ [3, 2] -> [2, 2]
-    const Tensor g = Tensor::from_vector({2, 2}, {1, -1, 0.5, 2});     // dL/dC
+    Tensor c = matmul(a, b);                                        // [2, 3] @ [3, 2] -> [2, 2]
+    const Tensor g = Tensor::from_vector({2, 2}, {1, -1, 0.5, 2});  // dL/dC
     sum(c * g).backward();
-    const Tensor da = matmul(g, transpose(b.detach(), 0, 1));          // dC B^T   [2, 3]
-    const Tensor db = matmul(transpose(a.detach(), 0, 1), g);          // A^T dC   [3, 2]
+    const Tensor da = matmul(g, transpose(b.detach(), 0, 1));  // dC B^T   [2, 3]
+    const Tensor db = matmul(transpose(a.detach(), 0, 1), g);  // A^T dC   [3, 2]
     // [/snippet:matmul-by-hand]
     std::cout << "C = A @ B       " << c.detach() << "\n";
     std::cout << "A.grad          " << a.grad() << "\n";
@@ -79,7 +79,8 @@ void matmul_section() {
               << "; x.grad " << shape_str(x.grad().shape()) << " (summed over the 5), w.grad "
               << shape_str(w.grad().shape()) << " (summed over the 2)\n";
     const auto mm = [](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); };
-    check("matmul [3, 4] @ [4, 5]", mm, {Tensor::uniform({3, 4}, -1, 1, rng, true), Tensor::uniform({4, 5}, -1, 1, rng, true)}, 10);
+    check("matmul [3, 4] @ [4, 5]", mm,
+          {Tensor::uniform({3, 4}, -1, 1, rng, true), Tensor::uniform({4, 5}, -1, 1, rng, true)}, 10);
     check("matmul [2, 1, 3, 4] @ [5, 4, 6]", mm,
           {Tensor::uniform({2, 1, 3, 4}, -1, 1, rng, true), Tensor::uniform({5, 4, 6}, -1, 1, rng, true)}, 11);
 }
@@ -113,8 +114,8 @@ void softmax_section() {
               << "   exp(1000) = " << std::exp(1000.0) << "\n";
     std::cout << "naive, float,  x = [90, 91, 92]       " << list(naive_softmax<float>({90, 91, 92}))
               << "   expf(89) = " << std::exp(89.0f) << "\n";
-    std::cout << "patchgrad, x = [1000, 1001, 1002]     "
-              << softmax(Tensor::from_vector({3}, {1000, 1001, 1002}), 0) << "\n";
+    std::cout << "patchgrad, x = [1000, 1001, 1002]     " << softmax(Tensor::from_vector({3}, {1000, 1001, 1002}), 0)
+              << "\n";
 
     // The backward as a vector-Jacobian product, against backward().
     const Tensor x = Tensor::from_vector({4}, {0.5, -1, 2, 0}, true);
@@ -131,9 +132,7 @@ void softmax_section() {
     std::cout << "x.grad                  " << x.grad() << "\n";
 
     Rng rng(2);
-    const auto sm = [](int64_t axis) {
-        return [axis](const std::vector<Tensor>& in) { return softmax(in[0], axis); };
-    };
+    const auto sm = [](int64_t axis) { return [axis](const std::vector<Tensor>& in) { return softmax(in[0], axis); }; };
     check("softmax [4, 7] axis -1", sm(-1), {Tensor::uniform({4, 7}, -3, 3, rng, true)}, 20);
     check("softmax [4, 7] axis 0", sm(0), {Tensor::uniform({4, 7}, -3, 3, rng, true)}, 21);
     check("softmax [4, 7] around 1000", sm(-1), {Tensor::uniform({4, 7}, 997, 1003, rng, true)}, 22);
@@ -147,14 +146,14 @@ void layernorm_section() {
     const Tensor y = layer_norm(x, Tensor(), Tensor(), 1e-5);
     std::cout << "x               " << x << "\n";
     std::cout << "layer_norm(x)   " << y.detach() << "\n";
-    std::cout << "row means " << mean(y.detach(), -1) << ", row variances "
-              << mean(y.detach() * y.detach(), -1) << "\n";
+    std::cout << "row means " << mean(y.detach(), -1) << ", row variances " << mean(y.detach() * y.detach(), -1)
+              << "\n";
 
     // A constant row has variance 0: eps is what keeps (x - mean) / sqrt(var + eps) finite.
     const Tensor flat = Tensor::full({1, 4}, 3);
     const Tensor centred = flat - mean(flat, -1, true);
-    std::cout << "constant row, (x - mean) / sqrt(var):       "
-              << centred / sqrt(mean(centred * centred, -1, true)) << "\n";
+    std::cout << "constant row, (x - mean) / sqrt(var):       " << centred / sqrt(mean(centred * centred, -1, true))
+              << "\n";
     std::cout << "constant row, layer_norm (eps = 1e-5):      " << layer_norm(flat, Tensor(), Tensor(), 1e-5) << "\n";
 
     const Tensor dy = Tensor::from_vector({2, 4}, {1, 0, -2, 0.5, 0.3, 0.3, -1, 2});
@@ -170,7 +169,6 @@ void layernorm_section() {
     // [/snippet:layernorm-by-hand]
     std::cout << "the formula     " << dx << "\n";
     std::cout << "x.grad          " << x.grad() << "\n";
-
 
     Rng rng(3);
     const auto ln = [](const std::vector<Tensor>& in) { return layer_norm(in[0], in[1], in[2], 1e-5); };
@@ -232,10 +230,12 @@ void gelu_section(const std::string& dir) {
     std::cout << "wrote gelu.png\n";
 
     Rng rng(4);
-    check("gelu exact [5, 6]", [](const std::vector<Tensor>& in) { return gelu(in[0]); },
-          {Tensor::uniform({5, 6}, -4, 4, rng, true)}, 40);
-    check("gelu tanh [5, 6]", [](const std::vector<Tensor>& in) { return gelu(in[0], GeluApproximation::Tanh); },
-          {Tensor::uniform({5, 6}, -4, 4, rng, true)}, 41);
+    check(
+        "gelu exact [5, 6]", [](const std::vector<Tensor>& in) { return gelu(in[0]); },
+        {Tensor::uniform({5, 6}, -4, 4, rng, true)}, 40);
+    check(
+        "gelu tanh [5, 6]", [](const std::vector<Tensor>& in) { return gelu(in[0], GeluApproximation::Tanh); },
+        {Tensor::uniform({5, 6}, -4, 4, rng, true)}, 41);
 }
 
 // ---- cross-entropy ---------------------------------------------------------------------
@@ -267,16 +267,22 @@ void cross_entropy_section() {
 
     // Far-apart logits: softmax underflows to 0 and its log is -inf; the fused loss is exact.
     const Tensor far = Tensor::from_vector({1, 3}, {1000, 0, -1000});
-    std::cout << "logits [1000, 0, -1000], label 2: -log(softmax)[2] = "
-              << -std::log(softmax(far, 1).data()[2]) << ", cross_entropy = " << cross_entropy(far, {2}).item()
-              << "\n";
+    std::cout << "logits [1000, 0, -1000], label 2: -log(softmax)[2] = " << -std::log(softmax(far, 1).data()[2])
+              << ", cross_entropy = " << cross_entropy(far, {2}).item() << "\n";
 
     Rng rng(5);
-    check("cross_entropy [6, 10]", [](const std::vector<Tensor>& in) { return cross_entropy(in[0], {0, 3, 9, 3, 5, 1}); },
-          {Tensor::uniform({6, 10}, -3, 3, rng, true)}, 50);
-    check("cross_entropy [6, 10], smoothing 0.1",
-          [](const std::vector<Tensor>& in) { return cross_entropy(in[0], {0, 3, 9, 3, 5, 1}, 0.1); },
-          {Tensor::uniform({6, 10}, -3, 3, rng, true)}, 51);
+    check(
+        "cross_entropy [6, 10]",
+        [](const std::vector<Tensor>& in) {
+            return cross_entropy(in[0], {0, 3, 9, 3, 5, 1});
+        },
+        {Tensor::uniform({6, 10}, -3, 3, rng, true)}, 50);
+    check(
+        "cross_entropy [6, 10], smoothing 0.1",
+        [](const std::vector<Tensor>& in) {
+            return cross_entropy(in[0], {0, 3, 9, 3, 5, 1}, 0.1);
+        },
+        {Tensor::uniform({6, 10}, -3, 3, rng, true)}, 51);
 }
 
 }  // namespace

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "vit/pictures/canvas.h"
-#include "vit/patcher.h"
 #include "tutorials/tutorial.h"
+#include "vit/patcher.h"
+#include "vit/pictures/canvas.h"
 
 using namespace patchgrad;
 
@@ -63,10 +63,10 @@ Tensor conv2d_loops(const Tensor& x, const Tensor& weight, const Tensor& bias, i
 Tensor conv2d_unfold(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t k, int64_t s) {
     const int64_t B = x.size(0), D = weight.size(0);
     const int64_t OH = (x.size(2) - k) / s + 1, OW = (x.size(3) - k) / s + 1;
-    Tensor columns = unfold(x, k, k, s, s);                          // [B, C*k*k, L]
-    Tensor filters = reshape(weight, {D, -1});                       // [D, C*k*k]
-    Tensor y = matmul(filters, columns) + reshape(bias, {D, 1});     // [B, D, L]
-    return reshape(y, {B, D, OH, OW});                               // fold: L -> (OH, OW)
+    Tensor columns = unfold(x, k, k, s, s);                       // [B, C*k*k, L]
+    Tensor filters = reshape(weight, {D, -1});                    // [D, C*k*k]
+    Tensor y = matmul(filters, columns) + reshape(bias, {D, 1});  // [B, D, L]
+    return reshape(y, {B, D, OH, OW});                            // fold: L -> (OH, OW)
 }
 // [/snippet:conv2d-unfold]
 
@@ -85,8 +85,8 @@ Tensor synthetic_image(int64_t H, int64_t W) {
             const double t = double(y) / double(H - 1);
             double r = 0.25 + 0.5 * t, g = 0.45 + 0.3 * t, b = 0.95 - 0.6 * t;
             const double dx = double(x) - 0.7 * double(W), dy = double(y) - 0.3 * double(H);
-            if (dx * dx + dy * dy < 0.04 * double(H * H)) r = 1.0, g = 0.8, b = 0.2;           // the sun
-            if (std::abs(double(x) - 1.2 * double(y)) < 2.5) r = 0.15, g = 0.15, b = 0.3;       // a stripe
+            if (dx * dx + dy * dy < 0.04 * double(H * H)) r = 1.0, g = 0.8, b = 0.2;       // the sun
+            if (std::abs(double(x) - 1.2 * double(y)) < 2.5) r = 0.15, g = 0.15, b = 0.3;  // a stripe
             img.at({0, 0, y, x}) = real(r), img.at({0, 1, y, x}) = real(g), img.at({0, 2, y, x}) = real(b);
         }
     return img;
@@ -107,8 +107,10 @@ Image patch_picture(const Tensor& image, const Tensor& patches, int64_t P) {
         for (int64_t x = 0; x < W; ++x)
             fill_rect(big, int(x) * scale, int(y) * scale, scale, scale,
                       pixel_colour(image.at({0, 0, y, x}), image.at({0, 1, y, x}), image.at({0, 2, y, x})));
-    for (int64_t c = 1; c < wide; ++c) draw_line(big, int(c * P) * scale, 0, int(c * P) * scale, big.height - 1, kWhite);
-    for (int64_t r = 1; r < H / P; ++r) draw_line(big, 0, int(r * P) * scale, big.width - 1, int(r * P) * scale, kWhite);
+    for (int64_t c = 1; c < wide; ++c)
+        draw_line(big, int(c * P) * scale, 0, int(c * P) * scale, big.height - 1, kWhite);
+    for (int64_t r = 1; r < H / P; ++r)
+        draw_line(big, 0, int(r * P) * scale, big.width - 1, int(r * P) * scale, kWhite);
     for (int64_t n = 0; n < N; ++n)
         draw_text(big, int(n % wide * P) * scale + 3, int(n / wide * P) * scale + 3, std::to_string(n + 1), kWhite);
 
@@ -116,19 +118,21 @@ Image patch_picture(const Tensor& image, const Tensor& patches, int64_t P) {
     for (int64_t n = 0; n < N; ++n) {
         Image tile = make_image(int(P), int(P));
         for (int64_t i = 0; i < P; ++i)
-            for (int64_t j = 0; j < P; ++j)  // row n of the Patcher's output: channel c, pixel (i, j) at c*P*P + i*P + j
-                set_pixel(tile, int(j), int(i),
-                          pixel_colour(patches.at({0, n, 0 * P * P + i * P + j}), patches.at({0, n, 1 * P * P + i * P + j}),
-                                       patches.at({0, n, 2 * P * P + i * P + j})));
+            for (int64_t j = 0; j < P;
+                 ++j)  // row n of the Patcher's output: channel c, pixel (i, j) at c*P*P + i*P + j
+                set_pixel(
+                    tile, int(j), int(i),
+                    pixel_colour(patches.at({0, n, 0 * P * P + i * P + j}), patches.at({0, n, 1 * P * P + i * P + j}),
+                                 patches.at({0, n, 2 * P * P + i * P + j})));
         Image enlarged = make_image(int(P) * 3, int(P) * 3);
         blit(enlarged, tile, 0, 0, 3);
         tiles.push_back(vconcat({enlarged, text_image(std::to_string(n + 1))}, 1));
     }
-    Image left = vconcat({text_image("the image, " + std::to_string(H) + "x" + std::to_string(W) + ", patch " +
-                                     std::to_string(P)),
-                          big},
-                         4);
-    Image right = vconcat({text_image("the Patcher's rows 1.." + std::to_string(N) + " as tiles"), grid(tiles, int(wide), 3)}, 4);
+    Image left = vconcat(
+        {text_image("the image, " + std::to_string(H) + "x" + std::to_string(W) + ", patch " + std::to_string(P)), big},
+        4);
+    Image right =
+        vconcat({text_image("the Patcher's rows 1.." + std::to_string(N) + " as tiles"), grid(tiles, int(wide), 3)}, 4);
     Image body = hconcat({left, right}, 20);
     return pad(body, 8);
 }
@@ -149,7 +153,7 @@ int main(int argc, char** argv) {
     Tensor x = reshape(Tensor::arange(1, 17), {1, 1, 4, 4});  // [B=1, C=1, H=4, W=4]: pixels 1..16
     Tensor columns = unfold(x, 2, 2, 2, 2);                   // kernel 2x2, stride 2: [1, 1*2*2, 4]
     Patcher patcher(1, 2);
-    Tensor patches = patcher(x);                              // [1, N=4, 4]: one row per patch
+    Tensor patches = patcher(x);  // [1, N=4, 4]: one row per patch
     // [/snippet:first-unfold]
     std::cout << "image x " << shape_str(x.shape()) << ":\n";
     print_matrix(reshape(x, {4, 4}));
@@ -158,7 +162,8 @@ int main(int argc, char** argv) {
     std::cout << "Patcher(1, 2)(x) " << shape_str(patches.shape()) << ": row n = patch n + 1\n";
     print_matrix(reshape(patches, {4, 4}));
 
-    tutorial::heading("3. Where every number comes from: C=2, P=2, patch 4 (Patcher row 3, bottom right) of a 4x4 image");
+    tutorial::heading(
+        "3. Where every number comes from: C=2, P=2, patch 4 (Patcher row 3, bottom right) of a 4x4 image");
     {
         // pixel value 100*(c+1) + 10*h + w names its own channel and position
         Tensor img = Tensor::zeros({1, 2, 4, 4});
@@ -172,16 +177,18 @@ int main(int argc, char** argv) {
             const int64_t c = col / (P * P), i = col / P % P, j = col % P;
             const int64_t h = n / wide * P + i, w = n % wide * P + j;
             char line[256];
-            std::snprintf(line, sizeof line, "%6lld  (%lld, %lld, %lld)  (%lld, %lld, %lld)        %g\n", (long long)col,
-                          (long long)c, (long long)i, (long long)j, (long long)c, (long long)h, (long long)w,
-                          double(rows.at({0, n, col})));
+            std::snprintf(line, sizeof line, "%6lld  (%lld, %lld, %lld)  (%lld, %lld, %lld)        %g\n",
+                          (long long)col, (long long)c, (long long)i, (long long)j, (long long)c, (long long)h,
+                          (long long)w, double(rows.at({0, n, col})));
             std::cout << line;
         }
     }
 
     tutorial::heading("4. The patch grid: N = HW / P^2");
     {
-        struct Case { int64_t C, H, W, P; };
+        struct Case {
+            int64_t C, H, W, P;
+        };
         for (Case k : {Case{3, 32, 32, 4}, Case{3, 224, 224, 16}, Case{3, 224, 224, 32}, Case{3, 32, 48, 8}}) {
             Tensor images = Tensor::zeros({2, k.C, k.H, k.W});
             Tensor rows = Patcher(k.C, k.P)(images);
@@ -210,7 +217,10 @@ int main(int argc, char** argv) {
     tutorial::heading("6. A convolution is unfold + matmul");
     {
         Rng rng(5);
-        struct Case { int64_t B, C, H, W, D, k, s; const char* what; };
+        struct Case {
+            int64_t B, C, H, W, D, k, s;
+            const char* what;
+        };
         for (Case c : {Case{2, 3, 8, 12, 5, 4, 4, "kernel = stride = 4 (the ViT's E)"},
                        Case{2, 3, 9, 11, 4, 3, 2, "kernel 3, stride 2 (overlapping windows)"}}) {
             Tensor images = Tensor::uniform({c.B, c.C, c.H, c.W}, -1, 1, rng);
@@ -228,8 +238,8 @@ int main(int argc, char** argv) {
     {
         // [snippet:fold-counts]
         Tensor pixels = Tensor::zeros({1, 1, 5, 5}, true);
-        Tensor windows = unfold(pixels, 3, 3, 2, 2);          // 2x2 windows of 3x3 that overlap
-        windows.backward(Tensor::ones(windows.shape()));      // dL/dwindows = 1 everywhere
+        Tensor windows = unfold(pixels, 3, 3, 2, 2);      // 2x2 windows of 3x3 that overlap
+        windows.backward(Tensor::ones(windows.shape()));  // dL/dwindows = 1 everywhere
         // [/snippet:fold-counts]
         std::cout << "kernel 3, stride 2 on 5x5, gradient of ones: each pixel counts its windows\n";
         print_matrix(reshape(pixels.grad(), {5, 5}), 2);

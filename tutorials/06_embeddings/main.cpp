@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "vit/pictures/canvas.h"
-#include "vit/patch_embedding.h"
-#include "vit/positional_encoding.h"
 #include "tutorials/tutorial.h"
+#include "vit/patch_embedding.h"
+#include "vit/pictures/canvas.h"
+#include "vit/positional_encoding.h"
 
 using namespace patchgrad;
 
@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
     Rng rng(6);
     Tensor images = Tensor::uniform({B, C, H, W}, 0, 1, rng);
     // [snippet:embed-patches]
-    PatchEmbedding patch_embed(C, P, D, rng);            // Patcher + Linear(C*P*P -> D)
+    PatchEmbedding patch_embed(C, P, D, rng);               // Patcher + Linear(C*P*P -> D)
     Tensor patches = patch_embed.patcher->forward(images);  // [B, N, C*P*P] = [2, 6, 48]
     Tensor embedded = patch_embed.forward(images);          // [B, N, D]     = [2, 6, 8]
     // [/snippet:embed-patches]
@@ -109,7 +109,8 @@ int main(int argc, char** argv) {
               << " -> embedded " << shape_str(embedded.shape()) << "\n";
     for (const auto& [name, p] : patch_embed.named_parameters())
         std::cout << "  " << name << " " << shape_str(p.shape()) << "\n";
-    std::cout << "parameters: " << patch_embed.num_parameters() << " = " << D << " * " << C * P * P << " + " << D << "\n";
+    std::cout << "parameters: " << patch_embed.num_parameters() << " = " << D << " * " << C * P * P << " + " << D
+              << "\n";
     {
         Rng big_rng(0);
         PatchEmbedding vit_b16(3, 16, 768, big_rng);
@@ -132,10 +133,11 @@ int main(int argc, char** argv) {
     tutorial::heading("3. The class token");
     // [snippet:class-token]
     Tensor cls_token = Tensor::trunc_normal({1, 1, D}, 0, 0.02, -2, 2, rng, true);  // x_class, learned
-    Tensor tokens = concat({broadcast_to(cls_token, {B, 1, D}), embedded}, 1);     // [B, N+1, D]
+    Tensor tokens = concat({broadcast_to(cls_token, {B, 1, D}), embedded}, 1);      // [B, N+1, D]
     // [/snippet:class-token]
     std::cout << "cls_token " << shape_str(cls_token.shape()) << " -> broadcast " << shape_str({B, 1, D})
-              << " -> concat with " << shape_str(embedded.shape()) << " -> tokens " << shape_str(tokens.shape()) << "\n";
+              << " -> concat with " << shape_str(embedded.shape()) << " -> tokens " << shape_str(tokens.shape())
+              << "\n";
     std::cout << "token 0 of image 0 and of image 1 is the class token: "
               << (max_abs_difference(select(tokens, 1, 0), broadcast_to(reshape(cls_token, {1, D}), {B, D})) == 0
                       ? "yes"
@@ -178,18 +180,19 @@ int main(int argc, char** argv) {
     tutorial::heading("5. Adding the position embedding: z_0");
     {
         // [snippet:z0]
-        PositionalEncoding fixed(1 + patches.size(1), D, /*learnable=*/false, rng);    // E_pos [1, N+1, D]
-        PositionalEncoding learned(1 + patches.size(1), D, /*learnable=*/true, rng);   // trunc_normal(0.02)
+        PositionalEncoding fixed(1 + patches.size(1), D, /*learnable=*/false, rng);   // E_pos [1, N+1, D]
+        PositionalEncoding learned(1 + patches.size(1), D, /*learnable=*/true, rng);  // trunc_normal(0.02)
         Tensor z0 = learned.forward(tokens);  // [B, N+1, D] + [1, N+1, D]: every token, class token included
         // [/snippet:z0]
         double sum_sq = 0;
-        for (int64_t i = 0; i < learned.table.numel(); ++i) sum_sq += double(learned.table.data()[i]) * learned.table.data()[i];
+        for (int64_t i = 0; i < learned.table.numel(); ++i)
+            sum_sq += double(learned.table.data()[i]) * learned.table.data()[i];
         char line[256];
         std::snprintf(line, sizeof line, "learned table %s, root mean square %.4f (init std 0.02)\n",
                       shape_str(learned.table.shape()).c_str(), std::sqrt(sum_sq / double(learned.table.numel())));
         std::cout << line;
-        std::cout << "fixed table " << shape_str(fixed.table.shape()) << ", a parameter: "
-                  << (fixed.table.requires_grad() ? "yes" : "no") << "\n";
+        std::cout << "fixed table " << shape_str(fixed.table.shape())
+                  << ", a parameter: " << (fixed.table.requires_grad() ? "yes" : "no") << "\n";
         std::cout << "z0 " << shape_str(z0.shape()) << "; z0[b, 0] - x_class = E_pos[0] for both images: "
                   << (max_abs_difference(select(z0, 1, 0) - broadcast_to(reshape(cls_token, {1, D}), {B, D}),
                                          broadcast_to(select(learned.table, 1, 0), {B, D})) < 1e-12

@@ -13,9 +13,9 @@
 
 #include "autograd/ops.h"
 #include "layers/attention.h"
+#include "tutorials/tutorial.h"
 #include "vit/pictures/canvas.h"
 #include "vit/positional_encoding.h"
-#include "tutorials/tutorial.h"
 
 using namespace patchgrad;
 
@@ -83,10 +83,10 @@ Image attention_picture(const Tensor& A, int cell) {
     std::vector<Image> row{query};
     for (const Image& m : maps) row.push_back(m);
     row.push_back(colorbar(Colormap::Viridis, 0, high, int(T) * cell));
-    Image all = vconcat({text_image("attention A = softmax(q k^T / sqrt(d_head)), tokens = positions 0.." +
-                                    std::to_string(T - 1)),
-                         hconcat(row, 10)},
-                        6);
+    Image all = vconcat(
+        {text_image("attention A = softmax(q k^T / sqrt(d_head)), tokens = positions 0.." + std::to_string(T - 1)),
+         hconcat(row, 10)},
+        6);
     return pad(all, 8);
 }
 
@@ -110,25 +110,33 @@ int main(int argc, char** argv) {
         Tensor w = p;
         for (int64_t i = 0; i < w.numel(); ++i) w.data()[i] = real(rng.uniform(-0.8, 0.8));
     }
-    for (const auto& [name, p] : msa.named_parameters()) std::cout << "  " << name << " " << shape_str(p.shape()) << "\n";
+    for (const auto& [name, p] : msa.named_parameters())
+        std::cout << "  " << name << " " << shape_str(p.shape()) << "\n";
     std::cout << "parameters: " << msa.num_parameters() << " = 4 * D * D + 4 * D\n";
 
     tutorial::heading("2. The layer step by step");
-    Tensor x = Tensor::uniform({B, N, D}, -1, 1, rng);  // token 0 plays the class token
-    Tensor qkv = (*msa.qkv)(x);                                      // [B, N, 3D]
-    Tensor split = reshape(qkv, {B, N, 3, heads, head_dim});         // [B, N, 3, heads, d_head]
-    Tensor qkv_heads = permute(split, {2, 0, 3, 1, 4});              // [3, B, heads, N, d_head]
-    Tensor q = select(qkv_heads, 0, 0);                              // [B, heads, N, d_head]
+    Tensor x = Tensor::uniform({B, N, D}, -1, 1, rng);        // token 0 plays the class token
+    Tensor qkv = (*msa.qkv)(x);                               // [B, N, 3D]
+    Tensor split = reshape(qkv, {B, N, 3, heads, head_dim});  // [B, N, 3, heads, d_head]
+    Tensor qkv_heads = permute(split, {2, 0, 3, 1, 4});       // [3, B, heads, N, d_head]
+    Tensor q = select(qkv_heads, 0, 0);                       // [B, heads, N, d_head]
     Tensor k = select(qkv_heads, 0, 1);
     Tensor v = select(qkv_heads, 0, 2);
     Tensor scores = matmul(q, transpose(k, 2, 3)) / std::sqrt(real(head_dim));  // [B, heads, N, N]
-    Tensor A = softmax(scores, -1);                                  // every row sums to 1
-    Tensor per_head = matmul(A, v);                                  // [B, heads, N, d_head]
+    Tensor A = softmax(scores, -1);                                             // every row sums to 1
+    Tensor per_head = matmul(A, v);                                             // [B, heads, N, d_head]
     Tensor concatenated = reshape(permute(per_head, {0, 2, 1, 3}), {B, N, D});  // heads side by side
-    Tensor y = (*msa.proj)(concatenated);                            // [B, N, D]
-    for (const auto& [name, t] : std::vector<std::pair<std::string, Tensor>>{
-             {"x", x}, {"qkv", qkv}, {"split", split}, {"qkv_heads", qkv_heads}, {"q", q}, {"scores", scores},
-             {"A", A}, {"per_head", per_head}, {"concatenated", concatenated}, {"y", y}})
+    Tensor y = (*msa.proj)(concatenated);                                       // [B, N, D]
+    for (const auto& [name, t] : std::vector<std::pair<std::string, Tensor>>{{"x", x},
+                                                                             {"qkv", qkv},
+                                                                             {"split", split},
+                                                                             {"qkv_heads", qkv_heads},
+                                                                             {"q", q},
+                                                                             {"scores", scores},
+                                                                             {"A", A},
+                                                                             {"per_head", per_head},
+                                                                             {"concatenated", concatenated},
+                                                                             {"y", y}})
         std::cout << "  " << name << std::string(13 - name.size(), ' ') << shape_str(t.shape()) << "\n";
     std::cout << "equals MultiHeadSelfAttention::forward to 1e-12: "
               << (max_abs_difference(y, msa(x)) < 1e-12 ? "yes" : "NO") << "\n";
@@ -179,7 +187,10 @@ int main(int argc, char** argv) {
         // ViT-B: D = 768, 12 heads of 64. Unit-variance q and k; 16 keys per row; 400 rows.
         const int64_t d = 64, h = 12, keys = 16, rows = 400;
         Rng normal_rng(70);
-        struct Way { const char* name; double logit_scale, output_scale; };
+        struct Way {
+            const char* name;
+            double logit_scale, output_scale;
+        };
         const std::vector<Way> ways{
             {"none:                     softmax(q k^T)            ", 1.0, 1.0},
             {"ours:                     softmax(q k^T / sqrt(d))  ", 1 / std::sqrt(double(d)), 1.0},

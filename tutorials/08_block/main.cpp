@@ -18,10 +18,10 @@
 #include "autograd/rng.h"
 #include "layers/drop_path.h"
 #include "layers/feed_forward.h"
+#include "tutorials/tutorial.h"
 #include "vit/pictures/canvas.h"
 #include "vit/pictures/chart.h"
 #include "vit/vit_block.h"
-#include "tutorials/tutorial.h"
 
 using namespace patchgrad;
 
@@ -81,12 +81,12 @@ void block_step_by_step() {
     ViTBlock block(D, 2, mlp_hidden_dim(D, 0, 4), rng, nullptr);
     Tensor z = Tensor::uniform({2, 5, D}, -1, 1, rng);  // z_{l-1} [B, N+1, D]
     // [snippet:block-steps]
-    Tensor ln1 = block.norm1->forward(z);           // LN(z)             [2, 5, 8]
-    Tensor msa = block.attn->forward(ln1);          // MSA(LN(z))        [2, 5, 8]
-    Tensor z_prime = msa + z;                       // z' (eq. 2)        [2, 5, 8]
-    Tensor ln2 = block.norm2->forward(z_prime);     // LN(z')            [2, 5, 8]
-    Tensor mlp = block.mlp->forward(ln2);           // MLP(LN(z'))       [2, 5, 8]
-    Tensor z_out = mlp + z_prime;                   // z_l (eq. 3)       [2, 5, 8]
+    Tensor ln1 = block.norm1->forward(z);        // LN(z)             [2, 5, 8]
+    Tensor msa = block.attn->forward(ln1);       // MSA(LN(z))        [2, 5, 8]
+    Tensor z_prime = msa + z;                    // z' (eq. 2)        [2, 5, 8]
+    Tensor ln2 = block.norm2->forward(z_prime);  // LN(z')            [2, 5, 8]
+    Tensor mlp = block.mlp->forward(ln2);        // MLP(LN(z'))       [2, 5, 8]
+    Tensor z_out = mlp + z_prime;                // z_l (eq. 3)       [2, 5, 8]
     std::cout << "z " << shape_str(z.shape()) << " -> LN " << shape_str(ln1.shape()) << " -> MSA "
               << shape_str(msa.shape()) << " -> z' " << shape_str(z_prime.shape()) << " -> MLP "
               << shape_str(mlp.shape()) << " -> z_l " << shape_str(z_out.shape()) << "\n";
@@ -107,9 +107,9 @@ void block_step_by_step() {
 // ---- 4. the MLP -------------------------------------------------------------------------
 void the_mlp() {
     tutorial::heading("4. the MLP: Linear -> GELU -> Linear, applied to every token alone");
-    std::cout << "mlp_hidden_dim(768, 0, 4) = " << mlp_hidden_dim(768, 0, 4)
-              << "   (ViT-B: D = 768, ratio 4)\n";
-    std::cout << "mlp_hidden_dim(768, 3072, 4) = " << mlp_hidden_dim(768, 3072, 4) << "   (mlp_dim given: used as is)\n";
+    std::cout << "mlp_hidden_dim(768, 0, 4) = " << mlp_hidden_dim(768, 0, 4) << "   (ViT-B: D = 768, ratio 4)\n";
+    std::cout << "mlp_hidden_dim(768, 3072, 4) = " << mlp_hidden_dim(768, 3072, 4)
+              << "   (mlp_dim given: used as is)\n";
     Rng rng(3);
     const int64_t D = 8;
     ViTBlock block(D, 2, mlp_hidden_dim(D, 0, 4), rng, nullptr);
@@ -121,8 +121,7 @@ void the_mlp() {
     std::cout << "x " << shape_str(x.shape()) << " -> fc1 " << shape_str(h.shape()) << " -> GELU "
               << shape_str(a.shape()) << " -> fc2 " << shape_str(mlp.fc2->forward(a).shape()) << "\n";
     std::cout << "fc1.weight " << shape_str(mlp.fc1->weight.shape()) << ", fc2.weight "
-              << shape_str(mlp.fc2->weight.shape()) << ", parameters 2 D F + F + D = " << mlp.num_parameters()
-              << "\n";
+              << shape_str(mlp.fc2->weight.shape()) << ", parameters 2 D F + F + D = " << mlp.num_parameters() << "\n";
 
     // Change token 3 of the input and see which output tokens move.
     // [snippet:token-mixing]
@@ -138,8 +137,8 @@ void the_mlp() {
         return tokens;
     };
     std::cout << "tokens changed by the MLP:      " << moved_tokens(mlp(x), mlp(changed)) << "\n";
-    std::cout << "tokens changed by the attention:" << moved_tokens(block.attn->forward(x), block.attn->forward(changed))
-              << "\n";
+    std::cout << "tokens changed by the attention:"
+              << moved_tokens(block.attn->forward(x), block.attn->forward(changed)) << "\n";
     // [/snippet:token-mixing]
 }
 
@@ -198,7 +197,9 @@ void residuals(const std::string& dir) {
     }
     const std::string path = dir + "/grad_norms.png";
     save(line_chart("gradient reaching z_l, 24 blocks", "layer l", "log10 |dL/dz_l|", {with, without}, 400, 260), path);
-    std::cout << "wrote " << "grad_norms.png" << "\n";
+    std::cout << "wrote "
+              << "grad_norms.png"
+              << "\n";
 }
 
 // ---- 6. dropout and drop path ----------------------------------------------------------
@@ -208,10 +209,10 @@ void dropout_and_drop_path() {
     auto dropout_rng = std::make_shared<Rng>(6);
     const int64_t D = 8;
     // dropout 0.1 (attention projection and MLP), attention dropout 0.1, drop path 0.5
-    ViTBlock block(D, 2, mlp_hidden_dim(D, 0, 4), rng, dropout_rng, true, 0.1, 0.1, GeluApproximation::None, 1e-6,
-                   0.5);
+    ViTBlock block(D, 2, mlp_hidden_dim(D, 0, 4), rng, dropout_rng, true, 0.1, 0.1, GeluApproximation::None, 1e-6, 0.5);
     for (const auto& [name, m] : block.named_modules())
-        if (m->type_name() == "Dropout" || m->type_name() == "DropPath") std::cout << name << " (" << m->type_name() << ")\n";
+        if (m->type_name() == "Dropout" || m->type_name() == "DropPath")
+            std::cout << name << " (" << m->type_name() << ")\n";
 
     DropPath drop(0.5, dropout_rng);
     Tensor ones = Tensor::ones({8, 2, 3});

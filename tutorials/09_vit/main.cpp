@@ -18,9 +18,9 @@
 #include "autograd/ops.h"
 #include "autograd/rng.h"
 #include "layers/linear.h"
+#include "tutorials/tutorial.h"
 #include "vit/summary.h"
 #include "vit/vision_transformer.h"
-#include "tutorials/tutorial.h"
 
 using namespace patchgrad;
 
@@ -78,13 +78,13 @@ void assemble() {
     Tensor images = Tensor::uniform({2, 3, 16, 16}, -1, 1, rng);
     // [snippet:assemble-steps]
     const int64_t B = 2, D = c.dim;
-    Tensor patches = model.patch_embed->patcher->forward(images);      // x_p       [2, 16, 48]
-    Tensor x = model.patch_embed->proj->forward(patches);               // x_p E     [2, 16, 16]
-    x = concat({broadcast_to(model.cls_token, {B, 1, D}), x}, 1);       // x_class;  [2, 17, 16]
-    Tensor z0 = model.pos_encoding.forward(x);                          // + E_pos   [2, 17, 16]
-    Tensor zL = model.blocks->forward(z0);                              // L blocks  [2, 17, 16]
-    Tensor y = model.norm->forward(select(zL, 1, 0));                   // LN(z_L^0) [2, 16]
-    Tensor logits = model.head->forward(y);                             // head      [2, 10]
+    Tensor patches = model.patch_embed->patcher->forward(images);  // x_p       [2, 16, 48]
+    Tensor x = model.patch_embed->proj->forward(patches);          // x_p E     [2, 16, 16]
+    x = concat({broadcast_to(model.cls_token, {B, 1, D}), x}, 1);  // x_class;  [2, 17, 16]
+    Tensor z0 = model.pos_encoding.forward(x);                     // + E_pos   [2, 17, 16]
+    Tensor zL = model.blocks->forward(z0);                         // L blocks  [2, 17, 16]
+    Tensor y = model.norm->forward(select(zL, 1, 0));              // LN(z_L^0) [2, 16]
+    Tensor logits = model.head->forward(y);                        // head      [2, 10]
     // [/snippet:assemble-steps]
     std::cout << "images " << shape_str(images.shape()) << " -> patches " << shape_str(patches.shape()) << " -> x_p E "
               << shape_str(model.patch_embed->forward(images).shape()) << " -> with x_class " << shape_str(x.shape())
@@ -114,9 +114,9 @@ void pooling() {
     Tensor zL = cls_model.blocks->forward(z0);  // [2, 17, 16]
     const int64_t T = zL.size(1);
     // [snippet:three-poolings]
-    Tensor cls = select(zL, 1, 0);                      // z_L^0                       [2, 16]
-    Tensor mean_all = mean(zL, 1);                      // (1/(N+1)) sum_i z_L^i       [2, 16]
-    Tensor timm_avg = mean(slice(zL, 1, 1, T), 1);      // (1/N) sum_{i>=1} z_L^i      [2, 16]
+    Tensor cls = select(zL, 1, 0);                  // z_L^0                       [2, 16]
+    Tensor mean_all = mean(zL, 1);                  // (1/(N+1)) sum_i z_L^i       [2, 16]
+    Tensor timm_avg = mean(slice(zL, 1, 1, T), 1);  // (1/N) sum_{i>=1} z_L^i      [2, 16]
     // [/snippet:three-poolings]
     auto logits = [&](const Tensor& pooled) { return cls_model.head->forward(cls_model.norm->forward(pooled)); };
     std::cout << "cls pooling,        logits of image 0: " << row0(logits(cls), 4) << " ...\n";
@@ -140,19 +140,20 @@ void heads() {
               << " (+ pre_logits.fc 768 x 768 + 768 = " << with_thousands(768 * 768 + 768) << ")\n";
     // ViT from scratch's is_pretrain head: Linear(768, 3072) -> Linear(3072, 3072) -> Linear(3072, 1000)
     const int64_t scratch_head = (768 * 3072 + 3072) + (3072 * 3072 + 3072) + (3072 * 1000 + 1000);
-    std::cout << "ViT from scratch's three-Linear head for ViT-B/16: " << with_thousands(scratch_head) << " parameters\n";
+    std::cout << "ViT from scratch's three-Linear head for ViT-B/16: " << with_thousands(scratch_head)
+              << " parameters\n";
 
     // Three Linear layers with nothing between them are one affine map (W3 W2 W1, W3 (W2 b1 + b2) + b3).
     Rng rng(30);
     Linear l1(8, 16, rng), l2(16, 16, rng), l3(16, 5, rng);
     for (Linear* l : {&l1, &l2, &l3}) scramble_parameters(*l, rng);
     // [snippet:collapse]
-    Tensor W = matmul(l3.weight, matmul(l2.weight, l1.weight));      // [5, 8]
-    Tensor b = reshape(l3(l2(reshape(l1.bias, {1, 16}))), {5});      // [5]
+    Tensor W = matmul(l3.weight, matmul(l2.weight, l1.weight));  // [5, 8]
+    Tensor b = reshape(l3(l2(reshape(l1.bias, {1, 16}))), {5});  // [5]
     Tensor x = Tensor::uniform({4, 8}, -2, 2, rng);
     const double gap = max_abs_difference(l3(l2(l1(x))), linear(x, W, b));
-    std::cout << "ViT from scratch's head vs one Linear(W, b): max |difference| < 1e-12: " << (gap < 1e-12 ? "yes" : "no")
-              << "\n";
+    std::cout << "ViT from scratch's head vs one Linear(W, b): max |difference| < 1e-12: "
+              << (gap < 1e-12 ? "yes" : "no") << "\n";
     // [/snippet:collapse]
 }
 
@@ -163,11 +164,11 @@ void heads() {
 int64_t vit_parameters(const ViTConfig& c) {
     const int64_t D = c.dim, F = c.mlp_hidden(), N = c.num_patches(), K = c.num_classes;
     const int64_t CPP = c.channels * c.patch_size * c.patch_size;
-    const int64_t embedding = CPP * D + D;                                   // E [D, C P P], bias [D]
-    const int64_t tokens = D + (c.learnable_pos_embed ? (N + 1) * D : 0);    // x_class, E_pos
+    const int64_t embedding = CPP * D + D;                                       // E [D, C P P], bias [D]
+    const int64_t tokens = D + (c.learnable_pos_embed ? (N + 1) * D : 0);        // x_class, E_pos
     const int64_t attention = 3 * D * D + (c.qkv_bias ? 3 * D : 0) + D * D + D;  // qkv, proj
-    const int64_t mlp = D * F + F + F * D + D;                               // fc1, fc2
-    const int64_t block = 2 * D + attention + 2 * D + mlp;                   // norm1, norm2
+    const int64_t mlp = D * F + F + F * D + D;                                   // fc1, fc2
+    const int64_t block = 2 * D + attention + 2 * D + mlp;                       // norm1, norm2
     const int64_t head = 2 * D + (c.head == "mlp" ? D * D + D : 0) + D * K + K;  // norm, pre_logits, head
     return embedding + tokens + c.depth * block + head;
 }
@@ -209,8 +210,8 @@ void variants() {
     const ViTConfig b16 = vit_config("vit-b16");
     const int64_t D = b16.dim, F = b16.mlp_hidden();
     std::cout << "ViT-B/16: E " << with_thousands(768 * D + D) << " + x_class " << D << " + E_pos "
-              << with_thousands(197 * D) << " + 12 blocks x " << with_thousands(12 * D * D + 13 * D)
-              << " + norm " << with_thousands(2 * D) << " + head " << with_thousands(D * 1000 + 1000) << " = "
+              << with_thousands(197 * D) << " + 12 blocks x " << with_thousands(12 * D * D + 13 * D) << " + norm "
+              << with_thousands(2 * D) << " + head " << with_thousands(D * 1000 + 1000) << " = "
               << with_thousands(vit_parameters(b16)) << "\n";
     std::cout << "one block: 4 D^2 + 2 D F + 9 D + F = " << with_thousands(4 * D * D + 2 * D * F + 9 * D + F)
               << " (= 12 D^2 + 13 D when F = 4 D)\n";
@@ -230,7 +231,8 @@ void document_counts() {
     huge.mlp_dim = 4096;
     std::cout << "ViT-H/14, MLP 4096 (ViT from scratch): " << with_thousands(vit_parameters(huge)) << "\n";
     huge.patch_size = 16;
-    std::cout << "ViT from scratch's ViT_Huge defaults (patch 16, MLP 4096): " << with_thousands(vit_parameters(huge)) << "\n";
+    std::cout << "ViT from scratch's ViT_Huge defaults (patch 16, MLP 4096): " << with_thousands(vit_parameters(huge))
+              << "\n";
 }
 
 // ---- 8. the whole model's gradient -----------------------------------------------------

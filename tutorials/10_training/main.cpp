@@ -14,19 +14,19 @@
 #include <string>
 #include <vector>
 
-#include "autograd/optim/lr_schedule.h"
 #include "autograd/ops.h"
+#include "autograd/optim/lr_schedule.h"
 #include "autograd/optim/optimizer.h"
 #include "datasets/augment.h"
 #include "datasets/cifar10.h"
 #include "datasets/mixup.h"
 #include "datasets/normalize.h"
 #include "datasets/split.h"
+#include "tutorials/tutorial.h"
 #include "vit/pictures/canvas.h"
 #include "vit/pictures/chart.h"
 #include "vit/pictures/inspect.h"
 #include "vit/train/trainer.h"
-#include "tutorials/tutorial.h"
 
 using namespace patchgrad;
 namespace fs = std::filesystem;
@@ -83,9 +83,9 @@ int main(int argc, char** argv) {
         return 2;
     }
     fs::create_directories(out);
-    const fs::path tmp = fs::temp_directory_path() /
-                         ("patchgrad-tutorial-10-" +
-                          std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+    const fs::path tmp =
+        fs::temp_directory_path() /
+        ("patchgrad-tutorial-10-" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
 
     // ---- 1. the CIFAR-10 files -----------------------------------------------------------
     std::printf("== 1. CIFAR-10 in its binary layout ==\n");
@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
     std::printf("data_batch_1.bin: %lld bytes = %lld records of 1 + 3 * 1024 = %lld bytes\n",
                 static_cast<long long>(bytes), static_cast<long long>(bytes / kCifar10RecordBytes),
                 static_cast<long long>(kCifar10RecordBytes));
-    std::printf("training set: %lld images [%lld, %lld, %lld], labels of the first five:", 
+    std::printf("training set: %lld images [%lld, %lld, %lld], labels of the first five:",
                 static_cast<long long>(all_train.size()), static_cast<long long>(all_train.channels),
                 static_cast<long long>(all_train.height), static_cast<long long>(all_train.width));
     for (int64_t i = 0; i < 5; ++i)
@@ -108,8 +108,8 @@ int main(int argc, char** argv) {
     // ---- 2. normalisation ----------------------------------------------------------------
     std::printf("\n== 2. Normalisation ==\n");
     const ChannelStats own = channel_stats(all_train), cifar = ChannelStats::cifar10();
-    std::printf("synthetic set's own mean %.4f %.4f %.4f, std %.4f %.4f %.4f\n", own.mean[0], own.mean[1],
-                own.mean[2], own.std[0], own.std[1], own.std[2]);
+    std::printf("synthetic set's own mean %.4f %.4f %.4f, std %.4f %.4f %.4f\n", own.mean[0], own.mean[1], own.mean[2],
+                own.std[0], own.std[1], own.std[2]);
     std::printf("CIFAR-10's constants: mean %.4f %.4f %.4f, std %.4f %.4f %.4f\n", cifar.mean[0], cifar.mean[1],
                 cifar.mean[2], cifar.std[0], cifar.std[1], cifar.std[2]);
     const Tensor x = to_tensor(all_train.subset({0}), cifar);
@@ -160,8 +160,8 @@ int main(int argc, char** argv) {
         const Tensor images = to_tensor(pair, unit);
         const MixedBatch mixed = mixup_batch(images, pair.labels, 0.7);
         const MixedBatch cut = cutmix_batch(images, pair.labels, Box{8, 8, 16, 16});
-        std::printf("mixup lambda %.2f: loss = %.2f CE(label %lld) + %.2f CE(label %lld)\n", mixed.lambda,
-                    mixed.lambda, static_cast<long long>(mixed.labels_a[0]), 1 - mixed.lambda,
+        std::printf("mixup lambda %.2f: loss = %.2f CE(label %lld) + %.2f CE(label %lld)\n", mixed.lambda, mixed.lambda,
+                    static_cast<long long>(mixed.labels_a[0]), 1 - mixed.lambda,
                     static_cast<long long>(mixed.labels_b[0]));
         std::printf("cutmix box 16 x 16: lambda = 1 - 256 / 1024 = %.2f\n", cut.lambda);
         tiles.push_back(tile(bytes_of(mixed.images, 0), 0, "mixup 0.7"));
@@ -235,8 +235,7 @@ int main(int argc, char** argv) {
     for (const std::vector<real>& z : {std::vector<real>{2, 0, 0, 0}, {5, 0, 0, 0}, {10, 0, 0, 0}, {20, 0, 0, 0}}) {
         const Tensor logits = Tensor::from_vector({1, 4}, z);
         std::printf("%-22s %12.6f %12.6f\n", ("[" + std::to_string(int(z[0])) + ", 0, 0, 0]").c_str(),
-                    double(cross_entropy(logits, {0}).item()),
-                    double(cross_entropy(logits, {0}, real(0.1)).item()));
+                    double(cross_entropy(logits, {0}).item()), double(cross_entropy(logits, {0}, real(0.1)).item()));
     }
 
     // ---- 9. training ---------------------------------------------------------------------------------
@@ -248,9 +247,9 @@ int main(int argc, char** argv) {
     options.data_source = "--data";
     options.validation = 50;  // 5 per class, out of the 200 training images
     options.epochs = 5;
-    options.batch = 25;       // 6 steps per epoch
+    options.batch = 25;  // 6 steps per epoch
     options.weight_decay = 0.05;
-    options.momentum = 0.9;   // SGD only
+    options.momentum = 0.9;  // SGD only
     options.warmup_epochs = 1;
     options.label_smoothing = 0.1;
     options.augment = "crop-flip";

@@ -14,8 +14,8 @@
 #include "autograd/optim/optimizer.h"
 #include "datasets/cifar10.h"
 #include "datasets/normalize.h"
-#include "vit/pictures/inspect.h"
 #include "tutorials/tutorial.h"
+#include "vit/pictures/inspect.h"
 
 using namespace patchgrad;
 namespace fs = std::filesystem;
@@ -39,8 +39,8 @@ double similarity(const Matrix& s, const PatchGrid& grid, int64_t r1, int64_t c1
 }
 
 void print_similarities(const char* name, const Matrix& s, const PatchGrid& grid) {
-    std::printf("%-30s %9.4f %9.4f %9.4f %9.4f\n", name, similarity(s, grid, 4, 4, 4, 5), similarity(s, grid, 4, 4, 5, 4),
-                similarity(s, grid, 4, 4, 4, 8), similarity(s, grid, 4, 4, 8, 8));
+    std::printf("%-30s %9.4f %9.4f %9.4f %9.4f\n", name, similarity(s, grid, 4, 4, 4, 5),
+                similarity(s, grid, 4, 4, 5, 4), similarity(s, grid, 4, 4, 4, 8), similarity(s, grid, 4, 4, 8, 8));
 }
 
 void print_distances(const Matrix& d) {
@@ -99,9 +99,10 @@ int main(int argc, char** argv) {
     double patch_share = 0, top = 0, rollout_sum = 0;
     for (double a : head1) patch_share += a, top = std::max(top, a);
     for (int64_t j = 0; j < rollout.cols; ++j) rollout_sum += rollout(0, j);
-    std::printf("last layer, head 1: the class token gives %.4f to the patches and %.4f to itself; "
-                "largest %.4f (uniform: 1/65 = %.4f)\n",
-                patch_share, 1 - patch_share, top, 1.0 / 65);
+    std::printf(
+        "last layer, head 1: the class token gives %.4f to the patches and %.4f to itself; "
+        "largest %.4f (uniform: 1/65 = %.4f)\n",
+        patch_share, 1 - patch_share, top, 1.0 / 65);
     std::printf("rollout row 0 sums to %.6f; it keeps %.4f on the class token itself\n", rollout_sum, rollout(0, 0));
 
     // ---- 4. mean attention distance ---------------------------------------------------------------
@@ -114,7 +115,8 @@ int main(int argc, char** argv) {
 
     // ---- 5. principal components of E ---------------------------------------------------------------
     std::printf("\n== 5. Principal components of E [%lld, %lld], as initialised ==\n",
-                static_cast<long long>(config.dim), static_cast<long long>(config.channels * config.patch_size * config.patch_size));
+                static_cast<long long>(config.dim),
+                static_cast<long long>(config.channels * config.patch_size * config.patch_size));
     print_components(principal_components(embedding_filters(model), 6));
 
     // ---- 6. a few training steps ------------------------------------------------------------------------
@@ -129,7 +131,8 @@ int main(int argc, char** argv) {
         loss.backward();
         optimizer.step();
         optimizer.zero_grad();
-        if (step % 10 == 9) std::printf("step %2lld: loss %.4f\n", static_cast<long long>(step + 1), double(loss.item()));
+        if (step % 10 == 9)
+            std::printf("step %2lld: loss %.4f\n", static_cast<long long>(step + 1), double(loss.item()));
     }
     // [/snippet:few-steps]
     std::printf("\n%-30s %9s %9s %9s %9s\n", "similarity of (4, 4) with", "(4, 5)", "(5, 4)", "(4, 8)", "(8, 8)");

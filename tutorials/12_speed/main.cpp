@@ -100,10 +100,15 @@ int main() {
     };
     // [/snippet:call-gemm]
     const std::vector<double> seconds = best_of(
-        {[&] { naive_ijk(A.data(), B.data(), c_ijk.data()); },
-         [&] { naive_ikj(A.data(), B.data(), c_ikj.data()); },
-         [&] { set_num_threads(1); blocked(c_gemm1); },
-         [&] { set_num_threads(2); blocked(c_gemm2); }},
+        {[&] { naive_ijk(A.data(), B.data(), c_ijk.data()); }, [&] { naive_ikj(A.data(), B.data(), c_ikj.data()); },
+         [&] {
+             set_num_threads(1);
+             blocked(c_gemm1);
+         },
+         [&] {
+             set_num_threads(2);
+             blocked(c_gemm2);
+         }},
         3);
     set_num_threads(1);
 

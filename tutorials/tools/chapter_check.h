@@ -100,9 +100,8 @@ struct MarkerLine {
 
 inline bool valid_region_name(const std::string& name) {
     if (name.empty()) return false;
-    return std::all_of(name.begin(), name.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
-    });
+    return std::all_of(name.begin(), name.end(),
+                       [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
 }
 
 inline std::optional<MarkerLine> parse_marker_line(const std::string& line) {
@@ -147,8 +146,9 @@ inline std::vector<Region> find_regions(const std::string& text, const std::stri
         auto same = [&](const Region& r) { return r.kind == m->kind && r.name == m->name; };
         if (!m->closing) {
             if (std::any_of(open.begin(), open.end(), same) || std::any_of(done.begin(), done.end(), same)) {
-                problems.push_back({path, line, marker, "duplicate region: " + m->kind + " '" + m->name +
-                                                            "' is opened a second time in this file"});
+                problems.push_back(
+                    {path, line, marker,
+                     "duplicate region: " + m->kind + " '" + m->name + "' is opened a second time in this file"});
                 continue;
             }
             open.push_back({m->kind, m->name, line, 0});
@@ -188,8 +188,8 @@ inline std::string elided_exercise_line(const std::string& indent, const std::st
 // receives the 1-based line in `text` of each returned line. Empty optional + a problem when the
 // region is missing or malformed.
 inline std::optional<std::vector<std::string>> extract_snippet(const std::string& text, const std::string& path,
-                                                              const std::string& name, std::vector<Problem>& problems,
-                                                              std::vector<int>* line_numbers = nullptr) {
+                                                               const std::string& name, std::vector<Problem>& problems,
+                                                               std::vector<int>* line_numbers = nullptr) {
     std::vector<Problem> region_problems;
     const std::vector<Region> regions = find_regions(text, path, region_problems);
     for (const Problem& p : region_problems)
@@ -212,7 +212,7 @@ inline std::optional<std::vector<std::string>> extract_snippet(const std::string
     const std::vector<std::string> lines = split_lines(text);
     std::vector<std::string> out;
     std::vector<int> numbers;
-    const Region* elided = nullptr;  // the exercise whose elision line was emitted last
+    const Region* elided = nullptr;                            // the exercise whose elision line was emitted last
     for (int i = it->begin_line; i < it->end_line - 1; ++i) {  // 0-based i is line i + 1
         const Region* exercise = exercise_at(i + 1);
         if (exercise) {
@@ -240,10 +240,10 @@ inline std::optional<std::vector<std::string>> extract_snippet(const std::string
 // Markdown: fenced blocks and the marker before each.
 
 struct Fence {
-    int open_line = 0;   // 1-based line of the opening ```
-    std::string info;    // the info string ("cpp", "text", ...)
+    int open_line = 0;  // 1-based line of the opening ```
+    std::string info;   // the info string ("cpp", "text", ...)
     std::vector<std::string> body;
-    int marker_line = 0; // 1-based line of the marker comment, 0 = none
+    int marker_line = 0;      // 1-based line of the marker comment, 0 = none
     std::string marker_kind;  // "snippet", "not-compiled", "output" or "" (none)
     std::string marker_arg;   // what follows "<kind>:" in the marker, trimmed
     std::string marker_text;  // the marker as written
@@ -266,6 +266,12 @@ inline bool is_cpp_info(const std::string& info) {
     std::transform(lang.begin(), lang.end(), lang.begin(), [](unsigned char c) { return char(std::tolower(c)); });
     return lang == "cpp" || lang == "c++" || lang == "cxx" || lang == "cc" || lang == "hpp";
 }
+
+// A snippet block to be rewritten: fence `fence_index`'s body becomes `region`.
+struct SnippetFix {
+    size_t fence_index;
+    std::vector<std::string> region;
+};
 
 // Parses the fences of `markdown` (file `path`); problems for unclosed fences and markers that
 // are not followed by a fence.
@@ -307,16 +313,15 @@ inline std::vector<Fence> parse_fences(const std::string& markdown, const std::s
                                                          : body.find_first_not_of(" \t"));
                 f.body.push_back(body.substr(drop));
             }
-            if (!closed)
-                problems.push_back({path, f.open_line, "```" + f.info, "code fence is never closed"});
+            if (!closed) problems.push_back({path, f.open_line, "```" + f.info, "code fence is never closed"});
             fences.push_back(f);
             i = j;
             continue;
         }
         if (pending_marker) {
-            problems.push_back({path, pending_marker, trim(lines[pending_marker - 1]),
-                                "marker is not followed by a fenced block (the next non-blank line is " +
-                                    quote_line(raw) + ")"});
+            problems.push_back(
+                {path, pending_marker, trim(lines[pending_marker - 1]),
+                 "marker is not followed by a fenced block (the next non-blank line is " + quote_line(raw) + ")"});
             pending_marker = 0;
         }
         if (parse_html_marker(raw)) pending_marker = static_cast<int>(i) + 1;
@@ -325,6 +330,30 @@ inline std::vector<Fence> parse_fences(const std::string& markdown, const std::s
         problems.push_back({path, pending_marker, trim(lines[pending_marker - 1]),
                             "marker at the end of the file is not followed by a fenced block"});
     return fences;
+}
+
+// `markdown` with the bodies of the fences in `fixes` replaced by their regions (`fences` as
+// parse_fences found them), each line given its fence's indentation (fences in list items are
+// indented). Every line ends in a newline.
+inline std::string with_snippets_replaced(const std::string& markdown, const std::vector<Fence>& fences,
+                                          const std::vector<SnippetFix>& fixes) {
+    std::vector<std::string> lines = split_lines(markdown);
+    std::vector<SnippetFix> order = fixes;  // from the last fence up, so line numbers stay valid
+    std::sort(order.begin(), order.end(),
+              [](const SnippetFix& a, const SnippetFix& b) { return a.fence_index > b.fence_index; });
+    for (const SnippetFix& fix : order) {
+        const Fence& f = fences[fix.fence_index];
+        const std::string& open = lines[static_cast<size_t>(f.open_line) - 1];
+        const std::string indent = open.substr(0, open.find_first_not_of(" \t"));
+        std::vector<std::string> body;
+        for (const std::string& line : fix.region) body.push_back(line.empty() ? line : indent + line);
+        const auto first = lines.begin() + f.open_line;  // the line after the opening fence
+        lines.erase(first, first + static_cast<std::ptrdiff_t>(f.body.size()));
+        lines.insert(lines.begin() + f.open_line, body.begin(), body.end());
+    }
+    std::string text;
+    for (const std::string& line : lines) text += line + "\n";
+    return text;
 }
 
 // Rule (a): every C++ block carries a snippet or not-compiled marker.
@@ -416,7 +445,8 @@ inline void compare_snippet(const Fence& fence, const std::vector<std::string>& 
     else if (block.size() > region.size())
         problems.push_back({path, block_line(n), fence.marker_text,
                             "the block has " + std::to_string(block.size()) + " lines, the region " +
-                                std::to_string(region.size()) + ": the chapter has an extra line " + quote_line(block[n])});
+                                std::to_string(region.size()) + ": the chapter has an extra line " +
+                                quote_line(block[n])});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -523,10 +553,10 @@ inline bool lines_match(const std::string& expected, const std::string& actual, 
 
 struct OutputMatch {
     bool found = false;
-    size_t at = 0;         // index in stdout of the block's first line, when found
+    size_t at = 0;  // index in stdout of the block's first line, when found
     // When not found: the best partial match, to explain the difference.
-    size_t best_at = 0;    // stdout index where the longest run of leading block lines matched
-    size_t best_len = 0;   // how many leading lines matched there
+    size_t best_at = 0;   // stdout index where the longest run of leading block lines matched
+    size_t best_len = 0;  // how many leading lines matched there
 };
 
 // Looks for `block` (trailing blank lines ignored) as a contiguous run of `output`'s lines at
@@ -630,8 +660,8 @@ inline std::vector<BlockMatch> check_output_blocks(const std::vector<Fence>& fen
             if (closest < output.size()) {
                 std::string why;
                 lines_match(block[0], output[closest], vary, &why);
-                hint = "; the closest is line " + std::to_string(closest + 1) + " " + quote_line(output[closest]) + " (" +
-                       why + ")";
+                hint = "; the closest is line " + std::to_string(closest + 1) + " " + quote_line(output[closest]) +
+                       " (" + why + ")";
             }
             problems.push_back({path, f.open_line + 1, f.marker_text,
                                 "the block's first line " + quote_line(block[0]) + " is not in " + output_name +
@@ -645,7 +675,8 @@ inline std::vector<BlockMatch> check_output_blocks(const std::vector<Fence>& fen
         if (out_line < output.size()) lines_match(block[k], output[out_line], vary, &why);
         problems.push_back({path, f.open_line + 1 + static_cast<int>(k), f.marker_text,
                             "block line " + std::to_string(k + 1) + " differs from " + output_name + " line " +
-                                std::to_string(out_line + 1) + ": expected " + quote_line(block[k]) + ", the program printed " +
+                                std::to_string(out_line + 1) + ": expected " + quote_line(block[k]) +
+                                ", the program printed " +
                                 (out_line < output.size() ? quote_line(output[out_line]) + " (" + why + ")"
                                                           : std::string("nothing more"))});
     }
@@ -669,8 +700,10 @@ inline std::vector<std::pair<int, std::string>> local_links(const std::string& m
         std::string line;
         bool in_code = false;
         for (char c : lines[i]) {
-            if (c == '`') in_code = !in_code;
-            else if (!in_code) line += c;
+            if (c == '`')
+                in_code = !in_code;
+            else if (!in_code)
+                line += c;
         }
         for (size_t p = line.find("]("); p != std::string::npos; p = line.find("](", p + 2)) {
             const size_t end = line.find(')', p + 2);
@@ -822,8 +855,9 @@ inline std::vector<SectionReference> section_references(const std::string& markd
     for (size_t p = 0; p + 7 < text.size(); ++p) {
         if (!starts_with(p, "section") || (p > 0 && is_word_char(text[p - 1]))) continue;
         const size_t line_start = text.rfind('\n', p) == std::string::npos ? 0 : text.rfind('\n', p);
-        if (std::count(text.begin() + static_cast<std::ptrdiff_t>(line_start), text.begin() + static_cast<std::ptrdiff_t>(p),
-                       '`') % 2)
+        if (std::count(text.begin() + static_cast<std::ptrdiff_t>(line_start),
+                       text.begin() + static_cast<std::ptrdiff_t>(p), '`') %
+            2)
             continue;  // inside inline code
         // "chapter 4's section 2", "the paper's section 3": someone else's section.
         if (p >= 3 && text.compare(p - 3, 3, "'s ") == 0) continue;
@@ -845,8 +879,10 @@ inline std::vector<SectionReference> section_references(const std::string& markd
             numbers.push_back({c, n});
             i = j;
             size_t k = i;
-            if (k < text.size() && (text[k] == ',' || text[k] == '-')) ++k;
-            else if (text.compare(k, 3, "\xe2\x80\x93") == 0) k += 3;  // an en dash
+            if (k < text.size() && (text[k] == ',' || text[k] == '-'))
+                ++k;
+            else if (text.compare(k, 3, "\xe2\x80\x93") == 0)
+                k += 3;  // an en dash
             k = skip_space(k);
             if (starts_with(k, "and ") || starts_with(k, "to ")) k = skip_space(k + (text[k] == 'a' ? 3 : 2));
             if (k == i || k >= text.size() || !is_digit_char(text[k])) break;
@@ -1000,8 +1036,8 @@ inline void check_exercise_items(const std::string& markdown, const std::string&
     for (size_t k = 0; k + 1 < items.size(); ++k) {
         const std::vector<std::string> first = code_spans(prose[items[k]].second);
         if (first.empty()) continue;
-        const auto e = std::find_if(exercises.begin(), exercises.end(),
-                                    [&](const ExerciseInfo& x) { return x.name == first[0]; });
+        const auto e =
+            std::find_if(exercises.begin(), exercises.end(), [&](const ExerciseInfo& x) { return x.name == first[0]; });
         if (e == exercises.end()) continue;
         std::string item;
         for (size_t j = items[k]; j < items[k + 1]; ++j) item += prose[j].second + "\n";

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/io/atomic_file.h"
 #include "chapter_check.h"
 #include "tool_io.h"
 
@@ -67,24 +68,47 @@ std::vector<Exercise> find_exercises(const std::string& root) {
 }
 
 int usage() {
-    std::cerr << "usage: tutorial_check_chapter --root REPO --chapter NN_slug [--program EXE --out DIR]\n";
+    std::cerr << "usage: tutorial_check_chapter --root REPO --chapter NN_slug [--program EXE --out DIR]\n"
+                 "       tutorial_check_chapter --root REPO --chapter NN_slug --fix-snippets\n";
     return 2;
+}
+
+// Writes the chapter with its snippet blocks rewritten from their sources (`fixes`), whole or
+// not at all.
+int fix_snippets(const fs::path& readme, const std::string& markdown, const std::vector<Fence>& fences,
+                 const std::vector<SnippetFix>& fixes) {
+    const std::string text = with_snippets_replaced(markdown, fences, fixes);
+    patchgrad::atomic_write(readme.string(), "tutorial_check_chapter --fix-snippets",
+                            [&](std::ostream& out) { out << text; });
+    std::cout << readme.string() << ": rewrote " << fixes.size() << " snippet block(s) from their sources\n";
+    return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
     std::string root, chapter, program, out_dir;
+    bool fix = false;  // --fix-snippets: rewrite the snippet blocks instead of checking
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
+        if (a == "--fix-snippets") {
+            fix = true;
+            continue;
+        }
         if (i + 1 >= argc) return usage();
-        if (a == "--root") root = argv[++i];
-        else if (a == "--chapter") chapter = argv[++i];
-        else if (a == "--program") program = argv[++i];
-        else if (a == "--out") out_dir = argv[++i];
-        else return usage();
+        if (a == "--root")
+            root = argv[++i];
+        else if (a == "--chapter")
+            chapter = argv[++i];
+        else if (a == "--program")
+            program = argv[++i];
+        else if (a == "--out")
+            out_dir = argv[++i];
+        else
+            return usage();
     }
-    if (root.empty() || chapter.empty() || program.empty() != out_dir.empty()) return usage();
+    if (root.empty() || chapter.empty() || program.empty() != out_dir.empty() || (fix && !program.empty()))
+        return usage();
 
     const std::string readme_rel = "tutorials/" + chapter + "/README.md";
     const fs::path chapter_dir = fs::path(root) / "tutorials" / chapter;
@@ -109,7 +133,9 @@ int main(int argc, char** argv) {
         return sources.emplace(rel, text).first->second;
     };
     int snippets = 0, outputs = 0;
-    for (const Fence& f : fences) {
+    std::vector<SnippetFix> fixes;
+    for (size_t index = 0; index < fences.size(); ++index) {
+        const Fence& f = fences[index];
         if (f.marker_kind == "output") ++outputs;
         if (f.marker_kind != "snippet") continue;
         ++snippets;
@@ -134,8 +160,10 @@ int main(int argc, char** argv) {
                 problems.push_back({readme_rel, f.marker_line, f.marker_text, p.str()});
             continue;
         }
+        if (fix && dedent(f.body) != *region) fixes.push_back({index, *region});
         compare_snippet(f, *region, readme_rel, rel, region_lines, problems);
     }
+    if (fix) return fixes.empty() ? 0 : fix_snippets(fs::path(root) / readme_rel, *markdown, fences, fixes);
     const std::string main_rel = "tutorials/" + chapter + "/main.cpp";
     if (fs::exists(fs::path(root) / main_rel)) source(main_rel);
 
@@ -209,10 +237,9 @@ int main(int argc, char** argv) {
                                     out_dir + "; its stderr is " + err_file});
         }
     }
-    const std::vector<BlockMatch> found =
-        check_output_blocks(fences, output, target, readme_rel,
-                            program.empty() ? "the program's output" : (fs::path(out_dir) / "stdout.txt").string(),
-                            problems);
+    const std::vector<BlockMatch> found = check_output_blocks(
+        fences, output, target, readme_rel,
+        program.empty() ? "the program's output" : (fs::path(out_dir) / "stdout.txt").string(), problems);
 
     // (g), (h) sections: output stands in the section of its program part; "section N" exists.
     const std::vector<Section> sections = chapter_sections(*markdown);

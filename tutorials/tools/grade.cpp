@@ -34,11 +34,11 @@
 #include "tool_io.h"
 
 namespace fs = std::filesystem;
+using patchgrad::tutorials::describe_status;
 using patchgrad::tutorials::find_regions;
 using patchgrad::tutorials::Problem;
-using patchgrad::tutorials::Region;
-using patchgrad::tutorials::describe_status;
 using patchgrad::tutorials::read_file;
+using patchgrad::tutorials::Region;
 using patchgrad::tutorials::shell_quote;
 
 namespace {
@@ -49,17 +49,18 @@ struct Exercise {
 
 struct Outcome {
     int tests = 0, failed = 0;
-    std::string result;      // "pass", "FAIL ...", "not implemented", "no tests ..."
-    std::string max_rel;     // "-" when no gradient check reported
+    std::string result;   // "pass", "FAIL ...", "not implemented", "no tests ..."
+    std::string max_rel;  // "-" when no gradient check reported
     std::string first_failure;
     bool passed = false;
 };
 
 std::string xml_unescape(std::string s) {
-    const std::pair<const char*, const char*> entities[] = {
-        {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&apos;", "'"}, {"&#39;", "'"}, {"&amp;", "&"}};
+    const std::pair<const char*, const char*> entities[] = {{"&lt;", "<"},   {"&gt;", ">"},  {"&quot;", "\""},
+                                                            {"&apos;", "'"}, {"&#39;", "'"}, {"&amp;", "&"}};
     for (const auto& [from, to] : entities)
-        for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + 1)) s.replace(p, std::string(from).size(), to);
+        for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + 1))
+            s.replace(p, std::string(from).size(), to);
     return s;
 }
 
@@ -142,7 +143,8 @@ Outcome grade(const Exercise& ex, const std::vector<Exercise>& all, const std::s
         }
         p = next;
     }
-    const bool complete = xml.find("</Catch>") != std::string::npos || xml.find("</Catch2TestRun>") != std::string::npos;
+    const bool complete =
+        xml.find("</Catch>") != std::string::npos || xml.find("</Catch2TestRun>") != std::string::npos;
 
     double worst = -1;
     std::istringstream lines(read_file(report).value_or(""));
@@ -241,7 +243,8 @@ int main(int argc, char** argv) {
     for (const Exercise& e : now) current.insert(key(e));
     if (configured != current) {
         for (const std::string& k : current)
-            if (!configured.count(k)) std::cout << "exercise " << k << " is in the sources but not in the build's list\n";
+            if (!configured.count(k))
+                std::cout << "exercise " << k << " is in the sources but not in the build's list\n";
         for (const std::string& k : configured)
             if (!current.count(k)) std::cout << "exercise " << k << " is in the build's list but not in the sources\n";
         std::cout << "the exercise list is stale: re-run cmake on this build directory, then grade again\n";
@@ -328,7 +331,8 @@ int main(int argc, char** argv) {
         std::error_code rename_error;
         fs::rename(tmp, csv, rename_error);
         if (rename_error) {
-            std::cerr << "patchgrad_grade: cannot rename " << tmp << " to " << csv << ": " << rename_error.message() << "\n";
+            std::cerr << "patchgrad_grade: cannot rename " << tmp << " to " << csv << ": " << rename_error.message()
+                      << "\n";
             return 2;
         }
     }

@@ -24,12 +24,12 @@
 
 #include "autograd/cpu/cpu_isa.h"
 #include "autograd/cpu/gemm.h"
+#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/thread_choice.h"
 #include "autograd/ops.h"
 #include "autograd/optim/optimizer.h"
-#include "autograd/cpu/parallel.h"
 #include "autograd/rng.h"
 #include "autograd/storage.h"
-#include "autograd/cpu/thread_choice.h"
 #include "vit/cli/cli.h"
 #include "vit/vision_transformer.h"
 
@@ -204,17 +204,17 @@ int run_training(const Flags& flags) {
     VisionTransformer model(config, 0);
     AdamW optimizer(split_weight_decay(model.named_parameters()), 1e-3, {0.9, 0.999}, 1e-8, 0.05);
     Rng rng(1);
-    const Tensor images =
-        Tensor::normal({batch, config.channels, config.image_height, config.image_width}, 0, 1, rng);
+    const Tensor images = Tensor::normal({batch, config.channels, config.image_height, config.image_width}, 0, 1, rng);
     std::vector<int64_t> labels(batch);
     for (int64_t& label : labels) label = static_cast<int64_t>(rng.below(config.num_classes));
 
     const double train_gflop_per_image = 3 * 2 * forward_macs_per_image(config) * 1e-9;
     std::printf("patchgrad bench: %s, %lld parameters\n", describe(config).c_str(),
                 static_cast<long long>(model.num_parameters()));
-    std::printf("batch %lld, %lld warm-up + %lld measured steps of forward, cross-entropy, backward, AdamW, "
-                "zero_grad\n",
-                static_cast<long long>(batch), static_cast<long long>(warmup), static_cast<long long>(steps));
+    std::printf(
+        "batch %lld, %lld warm-up + %lld measured steps of forward, cross-entropy, backward, AdamW, "
+        "zero_grad\n",
+        static_cast<long long>(batch), static_cast<long long>(warmup), static_cast<long long>(steps));
     std::printf("cpu: %s\n", cpu_model().c_str());
     std::printf("build: %s, kernels %s, other code compiled for %s, matmul by %s\n",
                 sizeof(real) == 4 ? "float32" : "float64", gemm_kernel_description().c_str(), compiled_isa(),
@@ -233,9 +233,10 @@ int run_training(const Flags& flags) {
     std::printf("         (OpenBLAS runs its own threads: OPENBLAS_NUM_THREADS=%s)\n",
                 blas_threads ? blas_threads : "unset, i.e. all cores");
 #endif
-    std::printf("work: %.2f M multiply-adds per image forward -> %.4f GFLOP per image per training step "
-                "(2 FLOPs per multiply-add, training = 3 x forward)\n\n",
-                forward_macs_per_image(config) * 1e-6, train_gflop_per_image);
+    std::printf(
+        "work: %.2f M multiply-adds per image forward -> %.4f GFLOP per image per training step "
+        "(2 FLOPs per multiply-add, training = 3 x forward)\n\n",
+        forward_macs_per_image(config) * 1e-6, train_gflop_per_image);
 
     const Memory before = memory_now();  // model, optimiser and the batch, before any step
     // "tensors" is what the step's tensors held at their peak (autograd/storage.h), "cached"
@@ -275,8 +276,7 @@ int run_training(const Flags& flags) {
     std::printf("GFLOP/s          %.1f (mean step), %.1f (fastest step)\n",
                 train_gflop_per_image * double(batch) / (mean_ms * 1e-3),
                 train_gflop_per_image * double(batch) / (min_ms * 1e-3));
-    std::printf("peak RSS         %.1f MiB (VmHWM); %.1f MiB before the first step\n", mem.peak_mib,
-                before.rss_mib);
+    std::printf("peak RSS         %.1f MiB (VmHWM); %.1f MiB before the first step\n", mem.peak_mib, before.rss_mib);
     std::printf("peak tensors     %.1f MiB (largest sum of live tensor data and gradients in a step)\n",
                 double(peak_tensor_bytes) / (1 << 20));
     if (mem.rss_mib > 0)
@@ -285,9 +285,10 @@ int run_training(const Flags& flags) {
     // The yardstick for the step: how fast this machine multiplies big matrices, with the same
     // kernel and threads (measured last, so its buffers are not in the memory figures).
     const double sgemm = sgemm_rate();
-    std::printf("sgemm rate       %.1f GFLOP/s (gemm, 1024 x 1024 x 1024, same threads): the mean step runs at "
-                "%.0f%% of it\n",
-                sgemm, 100 * train_gflop_per_image * double(batch) / (mean_ms * 1e-3) / sgemm);
+    std::printf(
+        "sgemm rate       %.1f GFLOP/s (gemm, 1024 x 1024 x 1024, same threads): the mean step runs at "
+        "%.0f%% of it\n",
+        sgemm, 100 * train_gflop_per_image * double(batch) / (mean_ms * 1e-3) / sgemm);
     return 0;
 }
 
@@ -303,8 +304,9 @@ int run_matmul(const std::vector<std::string>& args) {
         return 0;
     }
     if (!sizes.empty() && sizes.size() != 3)
-        throw UsageError("matmul takes three sizes M N K (e.g. 'bench matmul 1024 1024 1024'), or none for the "
-                         "standard set");
+        throw UsageError(
+            "matmul takes three sizes M N K (e.g. 'bench matmul 1024 1024 1024'), or none for the "
+            "standard set");
     const int64_t repeats =
         flags.values.count("--repeats") ? parse_positive_int("--repeats", flags.values.at("--repeats")) : 5;
     std::printf("cpu: %s; gemm kernels %s; float%d; best of %lld runs, GFLOP/s\n", cpu_model().c_str(),
@@ -314,8 +316,11 @@ int run_matmul(const std::vector<std::string>& args) {
                               parse_positive_int("K", sizes[2]), repeats);
     // The standard set: the big square product BLAS libraries are judged by, then cifar-tiny's
     // linear layers at batch 128 (8320 token rows): qkv, proj, fc1, fc2.
-    for (const auto& [M, N, K] : {std::array<int64_t, 3>{1024, 1024, 1024}, {8320, 384, 128}, {8320, 128, 128},
-                                  {8320, 256, 128}, {8320, 128, 256}})
+    for (const auto& [M, N, K] : {std::array<int64_t, 3>{1024, 1024, 1024},
+                                  {8320, 384, 128},
+                                  {8320, 128, 128},
+                                  {8320, 256, 128},
+                                  {8320, 128, 256}})
         run_one_matmul(M, N, K, repeats);
     return 0;
 }

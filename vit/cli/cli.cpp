@@ -19,8 +19,7 @@ Flags parse_flags(const std::vector<std::string>& args, const std::vector<std::s
         }
         const size_t eq = arg.find('=');
         const std::string name = arg.substr(0, eq);
-        if (name.rfind("--", 0) != 0)
-            throw UsageError("unexpected argument '" + arg + "'");
+        if (name.rfind("--", 0) != 0) throw UsageError("unexpected argument '" + arg + "'");
         if (std::find(value_flags.begin(), value_flags.end(), name) == value_flags.end())
             throw UsageError("unknown option '" + name + "'");
         std::string value;

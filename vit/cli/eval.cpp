@@ -10,8 +10,8 @@
 #include "autograd/cpu/parallel.h"
 #include "datasets/cifar10.h"
 #include "datasets/normalize.h"
-#include "vit/train/checkpoint.h"
 #include "vit/cli/cli.h"
+#include "vit/train/checkpoint.h"
 #include "vit/train/trainer.h"
 
 namespace patchgrad::cli {
@@ -19,20 +19,21 @@ namespace patchgrad::cli {
 namespace {
 
 void print_help() {
-    std::cout << "usage: patchgrad eval --checkpoint PATH [--data DIR | --file FILE.bin] [--batch N] [--threads T]\n"
-                 "\n"
-                 "Evaluates a checkpoint written by 'patchgrad train' (last.safetensors, best.safetensors) and\n"
-                 "prints the accuracy, the accuracy of every class and the confusion matrix.\n"
-                 "\n"
-                 "  --checkpoint PATH   the checkpoint; the model is rebuilt from its metadata\n"
-                 "  --data DIR          evaluate on DIR/test_batch.bin (default: $PATCHGRAD_DATA, else "
-              << kDefaultDataDir
-              << ")\n"
-                 "  --file FILE.bin     evaluate on any file of CIFAR-10 binary records instead\n"
-                 "  --batch N           images per forward pass (default: 256)\n"
-                 "  --threads T         threads, or auto (measured, as in train; default: 1); the results are identical\n"
-                 "                      for any T\n"
-                 "  -h, --help          show this help\n";
+    std::cout
+        << "usage: patchgrad eval --checkpoint PATH [--data DIR | --file FILE.bin] [--batch N] [--threads T]\n"
+           "\n"
+           "Evaluates a checkpoint written by 'patchgrad train' (last.safetensors, best.safetensors) and\n"
+           "prints the accuracy, the accuracy of every class and the confusion matrix.\n"
+           "\n"
+           "  --checkpoint PATH   the checkpoint; the model is rebuilt from its metadata\n"
+           "  --data DIR          evaluate on DIR/test_batch.bin (default: $PATCHGRAD_DATA, else "
+        << kDefaultDataDir
+        << ")\n"
+           "  --file FILE.bin     evaluate on any file of CIFAR-10 binary records instead\n"
+           "  --batch N           images per forward pass (default: 256)\n"
+           "  --threads T         threads, or auto (measured, as in train; default: 1); the results are identical\n"
+           "                      for any T\n"
+           "  -h, --help          show this help\n";
 }
 
 // "trained 12 epochs" or "trained 3 epochs and 170 steps" (a checkpoint saved mid-epoch).

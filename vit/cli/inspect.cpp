@@ -14,29 +14,30 @@
 #include "autograd/cpu/parallel.h"
 #include "datasets/cifar10.h"
 #include "datasets/normalize.h"
-#include "vit/train/checkpoint.h"
 #include "vit/cli/cli.h"
 #include "vit/pictures/inspect.h"
+#include "vit/train/checkpoint.h"
 
 namespace patchgrad::cli {
 
 namespace {
 
 void print_help() {
-    std::cout << "usage: patchgrad inspect (--checkpoint PATH | --config NAME [--seed S]) [--image N]\n"
-                 "                         [--data DIR | --file FILE.bin] --out DIR [--distance-images M] [--threads T]\n"
-                 "\n"
-                 "Draws what a Vision Transformer has learned, as in the ViT paper's section 4.5, into DIR:\n"
-                 "  patches.png             the image cut into patches, and the patches as the token sequence\n"
-                 "  pos_similarity.png      cosine similarity between the patches' position embeddings (Fig. 7)\n"
-                 "  attention.png           the class token's attention per head of the last layer, and the\n"
-                 "                          attention rollout through all layers, over the image\n"
-                 "  attention_distance.png  the mean attention distance of every head against depth (Fig. 7)\n"
-                 "  embedding_filters.png   principal components of the patch embedding filters E (Fig. 7)\n"
-                 "Run it on a checkpoint and on a fresh model of the same configuration to see what training did.\n"
-                 "\n"
-                 "  --checkpoint PATH     a checkpoint of 'patchgrad train'; the model is rebuilt from it\n"
-                 "  --config NAME         a fresh, untrained model instead, one of:";
+    std::cout
+        << "usage: patchgrad inspect (--checkpoint PATH | --config NAME [--seed S]) [--image N]\n"
+           "                         [--data DIR | --file FILE.bin] --out DIR [--distance-images M] [--threads T]\n"
+           "\n"
+           "Draws what a Vision Transformer has learned, as in the ViT paper's section 4.5, into DIR:\n"
+           "  patches.png             the image cut into patches, and the patches as the token sequence\n"
+           "  pos_similarity.png      cosine similarity between the patches' position embeddings (Fig. 7)\n"
+           "  attention.png           the class token's attention per head of the last layer, and the\n"
+           "                          attention rollout through all layers, over the image\n"
+           "  attention_distance.png  the mean attention distance of every head against depth (Fig. 7)\n"
+           "  embedding_filters.png   principal components of the patch embedding filters E (Fig. 7)\n"
+           "Run it on a checkpoint and on a fresh model of the same configuration to see what training did.\n"
+           "\n"
+           "  --checkpoint PATH     a checkpoint of 'patchgrad train'; the model is rebuilt from it\n"
+           "  --config NAME         a fresh, untrained model instead, one of:";
     for (const std::string& name : vit_config_names()) std::cout << " " << name;
     std::cout << "\n"
                  "  --seed S              the fresh model's initialisation seed (default: 0)\n"
@@ -63,8 +64,8 @@ uint64_t parse_index(const std::string& flag, const std::string& text) {
 }  // namespace
 
 int inspect_command(const std::vector<std::string>& args) {
-    const Flags flags = parse_flags(args, {"--checkpoint", "--config", "--seed", "--image", "--data", "--file",
-                                           "--out", "--distance-images", "--threads"});
+    const Flags flags = parse_flags(args, {"--checkpoint", "--config", "--seed", "--image", "--data", "--file", "--out",
+                                           "--distance-images", "--threads"});
     if (flags.help) {
         print_help();
         return 0;
@@ -117,8 +118,8 @@ int inspect_command(const std::vector<std::string>& args) {
 
     const Inspection inspection = write_inspection(model, set, ChannelStats::cifar10(), value("--out"), options);
     const Matrix& d = inspection.attention_distance;
-    std::cout << "mean attention distance (pixels; uniform attention: " << mean_patch_distance(PatchGrid::of(model.config))
-              << "), per layer, heads in order:\n";
+    std::cout << "mean attention distance (pixels; uniform attention: "
+              << mean_patch_distance(PatchGrid::of(model.config)) << "), per layer, heads in order:\n";
     for (int64_t l = 0; l < d.rows; ++l) {
         std::cout << "  layer " << l + 1 << ":";
         for (int64_t h = 0; h < d.cols; ++h) std::cout << " " << d(l, h);

@@ -22,9 +22,12 @@ const Command commands[] = {
      patchgrad::cli::summary_command},
     {"bench", "time training steps of a ViT on random data (img/s, GFLOP/s, memory), or one matmul",
      patchgrad::cli::bench_command},
-    {"train", "train a ViT on CIFAR-10 (progress, metrics, plots, checkpoints, --resume)", patchgrad::cli::train_command},
-    {"eval", "accuracy, per-class accuracy and confusion matrix of a checkpoint on CIFAR-10", patchgrad::cli::eval_command},
-    {"inspect", "pictures of a ViT's patches, position embeddings, attention and filters (paper 4.5)", patchgrad::cli::inspect_command},
+    {"train", "train a ViT on CIFAR-10 (progress, metrics, plots, checkpoints, --resume)",
+     patchgrad::cli::train_command},
+    {"eval", "accuracy, per-class accuracy and confusion matrix of a checkpoint on CIFAR-10",
+     patchgrad::cli::eval_command},
+    {"inspect", "pictures of a ViT's patches, position embeddings, attention and filters (paper 4.5)",
+     patchgrad::cli::inspect_command},
 };
 
 void print_usage(std::ostream& os) {

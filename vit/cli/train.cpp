@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "datasets/cifar10.h"
-#include "vit/train/checkpoint.h"
 #include "vit/cli/cli.h"
+#include "vit/train/checkpoint.h"
 #include "vit/train/trainer.h"
 
 namespace patchgrad::cli {
@@ -31,11 +31,11 @@ namespace patchgrad::cli {
 namespace {
 
 const std::vector<std::string> kValueFlags = {
-    "--preset",   "--config",       "--dim",     "--depth",     "--heads",     "--mlp",       "--patch",
-    "--data",     "--epochs",       "--batch",   "--optimizer", "--lr",        "--weight-decay",
-    "--momentum", "--warmup",       "--schedule", "--min-lr",   "--label-smoothing", "--clip-grad",
-    "--drop-path", "--dropout",     "--augment", "--rand-augment", "--erasing", "--mixup",    "--cutmix",
-    "--validation", "--seed",       "--threads", "--out",       "--max-steps", "--log-every"};
+    "--preset",  "--config",       "--dim",       "--depth",           "--heads",     "--mlp",          "--patch",
+    "--data",    "--epochs",       "--batch",     "--optimizer",       "--lr",        "--weight-decay", "--momentum",
+    "--warmup",  "--schedule",     "--min-lr",    "--label-smoothing", "--clip-grad", "--drop-path",    "--dropout",
+    "--augment", "--rand-augment", "--erasing",   "--mixup",           "--cutmix",    "--validation",   "--seed",
+    "--threads", "--out",          "--max-steps", "--log-every"};
 
 void print_help() {
     const TrainOptions d = preset_options("default"), q = preset_options("quick");
@@ -48,55 +48,55 @@ void print_help() {
         if (o.config.drop_path > 0) os << ", drop path " << o.config.drop_path;
         return os.str();
     };
-    std::cout
-        << "usage: patchgrad train [options]\n"
-           "\n"
-           "Trains a Vision Transformer on CIFAR-10. With no options it runs the default recipe. Progress\n"
-           "goes to stderr (a live bar on a terminal, a line every --log-every steps otherwise), one line\n"
-           "per epoch to stdout, and OUT/ gets metrics.csv, metrics.png, last.safetensors (+ the optimizer\n"
-           "state last.state.safetensors), best.safetensors and, at the end, results.json with the test\n"
-           "accuracy. Ctrl-C (or SIGTERM, SIGHUP) saves a checkpoint and exits; --resume continues bit for bit.\n"
-           "\n"
-           "recipe (defaults from the preset; on --resume from the checkpoint):\n"
-           "  --preset NAME          default: "
-        << recipe_line(d) << "\n                         quick:   " << recipe_line(q) << "\n"
-           "  --config NAME          the model: cifar-micro, cifar-tiny or cifar-small (the preset's)\n"
-           "  --dim D, --depth L, --heads H, --mlp M, --patch P\n"
-           "                         override the model's hidden size, blocks, heads, MLP size, patch size\n"
-           "  --epochs N             epochs\n"
-           "  --batch B              images per optimizer step\n"
-           "  --optimizer NAME       sgd, adam or adamw\n"
-           "  --lr LR                peak learning rate\n"
-           "  --weight-decay WD      AdamW: decoupled; SGD/Adam: L2 (never on biases, norms, embeddings)\n"
-           "  --momentum M           SGD momentum (default 0.9); --nesterov for Nesterov momentum\n"
-           "  --warmup E             epochs of linear warmup, may be fractional\n"
-           "  --schedule NAME        cosine, step (x0.1 after each third of the run) or constant\n"
-           "  --min-lr LR            where cosine ends\n"
-           "  --label-smoothing E    in [0, 1)\n"
-           "  --clip-grad NORM       clip the global gradient norm (0 = off)\n"
-           "  --drop-path P          stochastic depth of the last block; --dropout P inside the blocks\n"
-           "  --augment NAME         crop-flip (4-pixel padded crop + flip) or none\n"
-           "  --rand-augment SPEC    timm's RandAugment string (rand-m9-n2, rand-m9-mstd0.5-inc1) or none\n"
-           "  --erasing P            random erasing probability (0 = off)\n"
-           "  --mixup ALPHA, --cutmix ALPHA   Beta(alpha, alpha) mixing (0 = off)\n"
-           "  --validation N         training images held out for the per-epoch evaluation (default 5000;\n"
-           "                         0 = evaluate on the test set each epoch)\n"
-           "  --seed S               seeds the model, the split, the batches and the augmentation\n"
-           "\n"
-           "running:\n"
-           "  --data DIR             CIFAR-10 binary files (else $PATCHGRAD_DATA, else "
-        << kDefaultDataDir
-        << ";\n"
-           "                         to get them: bash datasets/download_cifar10.sh)\n"
-           "  --out DIR              output directory (default: runs/<config>)\n"
-           "  --resume               continue from OUT/last.safetensors\n"
-           "  --overwrite            OUT may hold a run: delete its files and start anew (without it, a\n"
-           "                         run in OUT is refused, never replaced)\n"
-           "  --threads T            threads, or auto (the default: the fewest that run a sample of the\n"
-           "                         step fastest here, measured at start); the results are identical for any T\n"
-           "  --max-steps N          stop after N optimizer steps of the run, saving a checkpoint\n"
-           "  --log-every N          steps between progress lines when stderr is not a terminal\n"
-           "  -h, --help             show this help\n";
+    std::cout << "usage: patchgrad train [options]\n"
+                 "\n"
+                 "Trains a Vision Transformer on CIFAR-10. With no options it runs the default recipe. Progress\n"
+                 "goes to stderr (a live bar on a terminal, a line every --log-every steps otherwise), one line\n"
+                 "per epoch to stdout, and OUT/ gets metrics.csv, metrics.png, last.safetensors (+ the optimizer\n"
+                 "state last.state.safetensors), best.safetensors and, at the end, results.json with the test\n"
+                 "accuracy. Ctrl-C (or SIGTERM, SIGHUP) saves a checkpoint and exits; --resume continues bit for bit.\n"
+                 "\n"
+                 "recipe (defaults from the preset; on --resume from the checkpoint):\n"
+                 "  --preset NAME          default: "
+              << recipe_line(d) << "\n                         quick:   " << recipe_line(q)
+              << "\n"
+                 "  --config NAME          the model: cifar-micro, cifar-tiny or cifar-small (the preset's)\n"
+                 "  --dim D, --depth L, --heads H, --mlp M, --patch P\n"
+                 "                         override the model's hidden size, blocks, heads, MLP size, patch size\n"
+                 "  --epochs N             epochs\n"
+                 "  --batch B              images per optimizer step\n"
+                 "  --optimizer NAME       sgd, adam or adamw\n"
+                 "  --lr LR                peak learning rate\n"
+                 "  --weight-decay WD      AdamW: decoupled; SGD/Adam: L2 (never on biases, norms, embeddings)\n"
+                 "  --momentum M           SGD momentum (default 0.9); --nesterov for Nesterov momentum\n"
+                 "  --warmup E             epochs of linear warmup, may be fractional\n"
+                 "  --schedule NAME        cosine, step (x0.1 after each third of the run) or constant\n"
+                 "  --min-lr LR            where cosine ends\n"
+                 "  --label-smoothing E    in [0, 1)\n"
+                 "  --clip-grad NORM       clip the global gradient norm (0 = off)\n"
+                 "  --drop-path P          stochastic depth of the last block; --dropout P inside the blocks\n"
+                 "  --augment NAME         crop-flip (4-pixel padded crop + flip) or none\n"
+                 "  --rand-augment SPEC    timm's RandAugment string (rand-m9-n2, rand-m9-mstd0.5-inc1) or none\n"
+                 "  --erasing P            random erasing probability (0 = off)\n"
+                 "  --mixup ALPHA, --cutmix ALPHA   Beta(alpha, alpha) mixing (0 = off)\n"
+                 "  --validation N         training images held out for the per-epoch evaluation (default 5000;\n"
+                 "                         0 = evaluate on the test set each epoch)\n"
+                 "  --seed S               seeds the model, the split, the batches and the augmentation\n"
+                 "\n"
+                 "running:\n"
+                 "  --data DIR             CIFAR-10 binary files (else $PATCHGRAD_DATA, else "
+              << kDefaultDataDir
+              << ";\n"
+                 "                         to get them: bash datasets/download_cifar10.sh)\n"
+                 "  --out DIR              output directory (default: runs/<config>)\n"
+                 "  --resume               continue from OUT/last.safetensors\n"
+                 "  --overwrite            OUT may hold a run: delete its files and start anew (without it, a\n"
+                 "                         run in OUT is refused, never replaced)\n"
+                 "  --threads T            threads, or auto (the default: the fewest that run a sample of the\n"
+                 "                         step fastest here, measured at start); the results are identical for any T\n"
+                 "  --max-steps N          stop after N optimizer steps of the run, saving a checkpoint\n"
+                 "  --log-every N          steps between progress lines when stderr is not a terminal\n"
+                 "  -h, --help             show this help\n";
 }
 
 // Removes every "--name" from args; returns whether there was one. parse_flags only knows
@@ -173,8 +173,8 @@ void apply_flags(TrainOptions& o, const Flags& flags) {
                                       {"--mixup", &o.mixup},
                                       {"--cutmix", &o.cutmix}})
         if (given(flag)) *field = parse_number(flag, value(flag));
-    for (const auto& [flag, field] : {std::pair<const char*, real*>{"--drop-path", &o.config.drop_path},
-                                      {"--dropout", &o.config.dropout}})
+    for (const auto& [flag, field] :
+         {std::pair<const char*, real*>{"--drop-path", &o.config.drop_path}, {"--dropout", &o.config.dropout}})
         if (given(flag)) *field = static_cast<real>(parse_number(flag, value(flag)));
     for (const auto& [flag, field] : {std::pair<const char*, std::string*>{"--optimizer", &o.optimizer},
                                       {"--schedule", &o.schedule},

@@ -123,17 +123,16 @@ constexpr uint8_t kBox[kGlyphRows] = {0x1F, 0x11, 0x11, 0x11, 0x11, 0x11, 0x1F, 
 // matplotlib's viridis (_cm_listed.py, 256 entries) sampled at t = k / 32, k = 0..32; linear
 // interpolation between these anchors stays within 2/255 of the full table.
 constexpr Rgb kViridis[] = {
-    {68, 1, 84},    {71, 13, 96},   {72, 24, 106},  {72, 35, 116},  {71, 45, 123},  {69, 54, 129},
-    {66, 64, 134},  {63, 73, 137},  {59, 82, 139},  {55, 90, 141},  {51, 99, 141},  {47, 106, 142},
-    {44, 114, 142}, {41, 122, 142}, {38, 129, 142}, {35, 137, 142}, {33, 144, 140}, {31, 152, 139},
-    {31, 159, 136}, {33, 166, 133}, {40, 174, 128}, {49, 181, 123}, {62, 188, 116}, {76, 194, 108},
-    {93, 201, 99},  {110, 206, 88}, {130, 211, 76}, {150, 216, 63}, {171, 220, 50}, {192, 223, 36},
-    {213, 226, 26}, {234, 229, 26}, {253, 231, 37},
+    {68, 1, 84},    {71, 13, 96},   {72, 24, 106},  {72, 35, 116},  {71, 45, 123},  {69, 54, 129},  {66, 64, 134},
+    {63, 73, 137},  {59, 82, 139},  {55, 90, 141},  {51, 99, 141},  {47, 106, 142}, {44, 114, 142}, {41, 122, 142},
+    {38, 129, 142}, {35, 137, 142}, {33, 144, 140}, {31, 152, 139}, {31, 159, 136}, {33, 166, 133}, {40, 174, 128},
+    {49, 181, 123}, {62, 188, 116}, {76, 194, 108}, {93, 201, 99},  {110, 206, 88}, {130, 211, 76}, {150, 216, 63},
+    {171, 220, 50}, {192, 223, 36}, {213, 226, 26}, {234, 229, 26}, {253, 231, 37},
 };
 // ColorBrewer's 11-class RdBu, reversed so that low values are blue: #053061 ... #f7f7f7 ... #67001f.
 constexpr Rgb kDiverging[] = {
-    {5, 48, 97},    {33, 102, 172}, {67, 147, 195}, {146, 197, 222}, {209, 229, 240}, {247, 247, 247},
-    {253, 219, 199}, {244, 165, 130}, {214, 96, 77}, {178, 24, 43},  {103, 0, 31},
+    {5, 48, 97},     {33, 102, 172},  {67, 147, 195}, {146, 197, 222}, {209, 229, 240}, {247, 247, 247},
+    {253, 219, 199}, {244, 165, 130}, {214, 96, 77},  {178, 24, 43},   {103, 0, 31},
 };
 
 // Drawing calls accept any image whose buffer matches its size (an empty 0 x 0 one too), so a
@@ -141,10 +140,10 @@ constexpr Rgb kDiverging[] = {
 void check_image(const Image& image, const char* where) {
     if (image.width < 0 || image.height < 0 ||
         image.rgb.size() != static_cast<size_t>(image.width) * static_cast<size_t>(image.height) * 3)
-        throw std::invalid_argument(std::string(where) + ": image " + std::to_string(image.width) + "x" +
-                                    std::to_string(image.height) + " needs " +
-                                    std::to_string(std::max<int64_t>(0, image.width) * std::max<int64_t>(0, image.height) * 3) +
-                                    " RGB bytes, has " + std::to_string(image.rgb.size()));
+        throw std::invalid_argument(
+            std::string(where) + ": image " + std::to_string(image.width) + "x" + std::to_string(image.height) +
+            " needs " + std::to_string(std::max<int64_t>(0, image.width) * std::max<int64_t>(0, image.height) * 3) +
+            " RGB bytes, has " + std::to_string(image.rgb.size()));
 }
 
 void check_positive(int value, const char* where, const char* what) {
@@ -237,7 +236,8 @@ Rgb get_pixel(const Image& image, int x, int y) {
         throw std::invalid_argument("get_pixel: (" + std::to_string(x) + ", " + std::to_string(y) +
                                     ") is outside the " + std::to_string(image.width) + "x" +
                                     std::to_string(image.height) + " image");
-    const uint8_t* p = &image.rgb[(static_cast<size_t>(y) * static_cast<size_t>(image.width) + static_cast<size_t>(x)) * 3];
+    const uint8_t* p =
+        &image.rgb[(static_cast<size_t>(y) * static_cast<size_t>(image.width) + static_cast<size_t>(x)) * 3];
     return {p[0], p[1], p[2]};
 }
 
@@ -251,10 +251,10 @@ void draw_rect(Image& image, int x, int y, int width, int height, Rgb colour, in
     check_positive(thickness, "draw_rect", "thickness");
     if (width <= 0 || height <= 0) return;
     const int t = std::min({thickness, width, height});
-    fill(image, x, y, width, t, colour);                       // top
-    fill(image, x, y + height - t, width, t, colour);          // bottom
-    fill(image, x, y, t, height, colour);                      // left
-    fill(image, x + width - t, y, t, height, colour);          // right
+    fill(image, x, y, width, t, colour);               // top
+    fill(image, x, y + height - t, width, t, colour);  // bottom
+    fill(image, x, y, t, height, colour);              // left
+    fill(image, x + width - t, y, t, height, colour);  // right
 }
 
 void draw_line(Image& image, int x0, int y0, int x1, int y1, Rgb colour, int thickness) {
@@ -300,7 +300,9 @@ void blit(Image& target, const Image& source, int x, int y, int scale) {
     check_positive(scale, "blit", "scale");
     for (int sy = 0; sy < source.height; ++sy)
         for (int sx = 0; sx < source.width; ++sx) {
-            const uint8_t* p = &source.rgb[(static_cast<size_t>(sy) * static_cast<size_t>(source.width) + static_cast<size_t>(sx)) * 3];
+            const uint8_t* p =
+                &source
+                     .rgb[(static_cast<size_t>(sy) * static_cast<size_t>(source.width) + static_cast<size_t>(sx)) * 3];
             fill(target, x + sx * scale, y + sy * scale, scale, scale, {p[0], p[1], p[2]});
         }
 }
@@ -358,14 +360,13 @@ Rgb colormap(Colormap map, double t) {
     return {mix(table[i].r, table[i + 1].r), mix(table[i].g, table[i + 1].g), mix(table[i].b, table[i + 1].b)};
 }
 
-Image heatmap(const std::vector<double>& values, int rows, int cols, int cell, double low, double high,
-              Colormap map) {
+Image heatmap(const std::vector<double>& values, int rows, int cols, int cell, double low, double high, Colormap map) {
     check_positive(rows, "heatmap", "rows");
     check_positive(cols, "heatmap", "cols");
     check_positive(cell, "heatmap", "cell size");
     if (values.size() != static_cast<size_t>(rows) * static_cast<size_t>(cols))
-        throw std::invalid_argument("heatmap: a " + std::to_string(rows) + "x" + std::to_string(cols) +
-                                    " grid needs " + std::to_string(int64_t(rows) * cols) + " values, got " +
+        throw std::invalid_argument("heatmap: a " + std::to_string(rows) + "x" + std::to_string(cols) + " grid needs " +
+                                    std::to_string(int64_t(rows) * cols) + " values, got " +
                                     std::to_string(values.size()));
     if (!std::isfinite(low) || !std::isfinite(high) || low > high)
         throw std::invalid_argument("heatmap: value range [" + format_label(low) + ", " + format_label(high) +

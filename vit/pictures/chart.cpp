@@ -15,10 +15,10 @@ namespace {
 constexpr Rgb kGridColour{225, 225, 225};
 constexpr Rgb kLegendBorder{170, 170, 170};
 constexpr int kMinWidth = 160, kMinHeight = 120;
-constexpr int kInset = 8;        // pixels between the frame and the outermost ticks
+constexpr int kInset = 8;  // pixels between the frame and the outermost ticks
 constexpr int kTickLength = 4;
 constexpr int kLineWidth = 2;
-constexpr int kDotRadius = 3;    // scatter dots
+constexpr int kDotRadius = 3;      // scatter dots
 constexpr int kLoneDotRadius = 2;  // a line-series point with no finite neighbour to join
 
 // Numbers in error messages: 6 significant digits, "nan", "inf".
@@ -94,7 +94,8 @@ Ticks nice_ticks(double low, double high, int max_ticks) {
             Ticks ticks;
             ticks.step = step;
             const int count = static_cast<int>(k_high - k_low) + 1;
-            for (int i = 0; i < count; ++i) ticks.values.push_back(tick_value(k_low + i, m, e) + 0.0);  // + 0.0: no "-0"
+            for (int i = 0; i < count; ++i)
+                ticks.values.push_back(tick_value(k_low + i, m, e) + 0.0);  // + 0.0: no "-0"
             return ticks;
         }
 }
@@ -128,7 +129,13 @@ std::string tick_label(double value, double step) {
 Rgb series_colour(size_t index) {
     // Okabe & Ito (2008), "Color Universal Design"; their yellow is left out: too faint on white.
     static constexpr std::array<Rgb, 7> kPalette = {{
-        {0, 114, 178}, {213, 94, 0}, {0, 158, 115}, {204, 121, 167}, {230, 159, 0}, {86, 180, 233}, {0, 0, 0},
+        {0, 114, 178},
+        {213, 94, 0},
+        {0, 158, 115},
+        {204, 121, 167},
+        {230, 159, 0},
+        {86, 180, 233},
+        {0, 0, 0},
     }};
     return kPalette[index % kPalette.size()];
 }
@@ -254,8 +261,7 @@ Image line_chart(const std::string& title, const std::string& x_label, const std
 
     const int plot_mid_x = (plot_x0 + plot_x1) / 2, plot_mid_y = (plot_y0 + plot_y1) / 2;
     if (!title.empty()) draw_text(image, plot_mid_x - text_width(title, 2) / 2, 8, title, kBlack, 2);
-    if (!x_label.empty())
-        draw_text(image, plot_mid_x - text_width(x_label) / 2, height - 8 - text_h, x_label, kBlack);
+    if (!x_label.empty()) draw_text(image, plot_mid_x - text_width(x_label) / 2, height - 8 - text_h, x_label, kBlack);
     if (!y_label.empty()) draw_text_vertical(image, 8, plot_mid_y - text_width(y_label) / 2, y_label, kBlack);
     return image;
 }

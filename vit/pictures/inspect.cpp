@@ -325,8 +325,8 @@ Matrix mean_attention_distance(const std::vector<Tensor>& attention, const Patch
     const int64_t n = grid.size();
     if (s.tokens != n + 1)
         throw std::invalid_argument("mean_attention_distance: attention maps " + shape_str(attention[0].shape()) +
-                                    " have " + str(s.tokens) + " tokens, the " + str(grid.rows) + "x" +
-                                    str(grid.cols) + " patch grid needs " + str(n + 1) + " (class token + patches)");
+                                    " have " + str(s.tokens) + " tokens, the " + str(grid.rows) + "x" + str(grid.cols) +
+                                    " patch grid needs " + str(n + 1) + " (class token + patches)");
     const Matrix distance = patch_distances(grid);
     Matrix result(static_cast<int64_t>(attention.size()), s.heads);
     for (size_t l = 0; l < attention.size(); ++l)
@@ -489,8 +489,10 @@ Image patches_picture(const Image& image, const PatchGrid& grid, const std::stri
     const Image right =
         titled({"the token sequence x_p^1 ... x_p^" + str(grid.size()) + ", row by row (the class token is prepended)"},
                patchgrad::grid(tiles, columns, 6), 0);
-    return pad(titled({caption, str(grid.size()) + " patches of " + str(grid.patch) + "x" + str(grid.patch) + " pixels"},
-                      hconcat({left, right}, 24, kWhite)), kMargin);
+    return pad(
+        titled({caption, str(grid.size()) + " patches of " + str(grid.patch) + "x" + str(grid.patch) + " pixels"},
+               hconcat({left, right}, 24, kWhite)),
+        kMargin);
 }
 
 Image position_similarity_picture(const Matrix& similarity, const PatchGrid& grid, const std::string& caption) {
@@ -538,11 +540,12 @@ Image position_similarity_picture(const Matrix& similarity, const PatchGrid& gri
     return pad(titled({"Position embedding similarity", caption,
                        "tile (row r, column c): cosine similarity of that patch's position embedding",
                        "with every patch's, laid out like the patches (paper Fig. 7, centre)"},
-                      picture), kMargin);
+                      picture),
+               kMargin);
 }
 
-Image attention_picture(const Image& image, const std::vector<Tensor>& attention, int64_t index,
-                        const PatchGrid& grid, const std::string& caption) {
+Image attention_picture(const Image& image, const std::vector<Tensor>& attention, int64_t index, const PatchGrid& grid,
+                        const std::string& caption) {
     check_grid(grid, "attention_picture");
     const AttentionShape s = check_attention(attention, "attention_picture");
     if (s.tokens != grid.size() + 1 || image.width != grid.cols * grid.patch || image.height != grid.rows * grid.patch)
@@ -567,12 +570,13 @@ Image attention_picture(const Image& image, const std::vector<Tensor>& attention
                             overlay(big, flow, grid, scale), 0));
     const Image body = patchgrad::grid(panels, static_cast<int>(std::min<size_t>(panels.size(), 6)), 12);
     const Image bar = titled({"/ max"}, colorbar(Colormap::Viridis, 0, 1, big.height, 14), 0);
-    return pad(titled({caption,
-                       "the class token's attention to every patch: each head of the last layer, and the attention",
-                       "rollout through all layers (Abnar & Zuidema 2020); every map in viridis over the image,",
-                       "scaled to its own maximum (uniform attention would be 1/" + str(s.tokens) + " = " +
-                           short_number(1.0 / double(s.tokens)) + " everywhere)"},
-                      hconcat({body, bar}, 16)), kMargin);
+    return pad(
+        titled({caption, "the class token's attention to every patch: each head of the last layer, and the attention",
+                "rollout through all layers (Abnar & Zuidema 2020); every map in viridis over the image,",
+                "scaled to its own maximum (uniform attention would be 1/" + str(s.tokens) + " = " +
+                    short_number(1.0 / double(s.tokens)) + " everywhere)"},
+               hconcat({body, bar}, 16)),
+        kMargin);
 }
 
 Image attention_distance_picture(const Matrix& distance, const PatchGrid& grid, const std::string& caption) {
@@ -590,11 +594,13 @@ Image attention_distance_picture(const Matrix& distance, const PatchGrid& grid, 
     const double uniform = mean_patch_distance(grid), last = double(std::max<int64_t>(distance.rows, 4));
     const Series spread{"uniform attention: " + short_number(uniform) + " px", {0, last}, {uniform, uniform}, false};
     const Series own{"own patch only: 0 px", {0, last}, {0, 0}, false};
-    const Image chart = line_chart("Mean attention distance", "network depth (layer)", "mean attention distance (pixels)",
-                                   {spread, own, heads}, 640, 400);
-    return pad(titled({caption, "per head: the attention-weighted distance from each query patch to the patches it "
-                                "attends to (paper Fig. 7, right)"},
-                      chart, 0), kMargin);
+    const Image chart = line_chart("Mean attention distance", "network depth (layer)",
+                                   "mean attention distance (pixels)", {spread, own, heads}, 640, 400);
+    return pad(titled({caption,
+                       "per head: the attention-weighted distance from each query patch to the patches it "
+                       "attends to (paper Fig. 7, right)"},
+                      chart, 0),
+               kMargin);
 }
 
 Image embedding_filters_picture(const PrincipalComponents& pcs, int64_t channels, int64_t patch_size,
@@ -629,7 +635,8 @@ Image embedding_filters_picture(const PrincipalComponents& pcs, int64_t channels
                        "principal components of E's " + str(f) + "-value rows (C*P*P), largest first, each as a " +
                            str(channels) + "x" + str(patch_size) + "x" + str(patch_size) + " patch",
                        "stretched to [0, 255] on its own; % = its share of the variance (paper Fig. 7, left)"},
-                      patchgrad::grid(tiles, 7, 10)), kMargin);
+                      patchgrad::grid(tiles, 7, 10)),
+               kMargin);
 }
 
 // ---- an inspection -------------------------------------------------------------------
@@ -637,17 +644,17 @@ Image embedding_filters_picture(const PrincipalComponents& pcs, int64_t channels
 void check_inspection(const ViTConfig& config, const ImageSet& set, const InspectOptions& options) {
     if (options.image < 0 || options.image >= set.size())
         throw std::invalid_argument("write_inspection: image " + str(options.image) + " is out of range: " +
-                                    (set.size() == 0 ? std::string("the set has no images")
-                                                     : "the set has " + str(set.size()) + " images, 0 to " +
-                                                           str(set.size() - 1)));
+                                    (set.size() == 0
+                                         ? std::string("the set has no images")
+                                         : "the set has " + str(set.size()) + " images, 0 to " + str(set.size() - 1)));
     if (set.channels != config.channels || set.height != config.image_height || set.width != config.image_width)
         throw std::invalid_argument("write_inspection: model " + config.name + " takes " + str(config.channels) + "x" +
                                     str(config.image_height) + "x" + str(config.image_width) +
                                     " images (CxHxW), the data's are " + str(set.channels) + "x" + str(set.height) +
                                     "x" + str(set.width));
     if (options.distance_images < 1 || options.components < 1 || options.batch < 1)
-        throw std::invalid_argument("write_inspection: distance_images " + str(options.distance_images) + ", components " +
-                                    str(options.components) + " and batch " + str(options.batch) +
+        throw std::invalid_argument("write_inspection: distance_images " + str(options.distance_images) +
+                                    ", components " + str(options.components) + " and batch " + str(options.batch) +
                                     " must all be positive");
 }
 
@@ -665,8 +672,9 @@ Inspection write_inspection(VisionTransformer& model, const ImageSet& set, const
     const PatchGrid grid = PatchGrid::of(config);
     const std::string model_name = options.model_name.empty() ? config.name : options.model_name;
     const int64_t label = set.labels[static_cast<size_t>(options.image)];
-    const std::string image_name = "image " + str(options.image) +
-                                   (label < set.num_classes() ? " (" + set.class_names[static_cast<size_t>(label)] + ")" : "");
+    const std::string image_name =
+        "image " + str(options.image) +
+        (label < set.num_classes() ? " (" + set.class_names[static_cast<size_t>(label)] + ")" : "");
     Inspection result;
     auto write = [&](const Image& picture, const char* name) {
         const std::string path = (fs::path(out_dir) / name).string();

@@ -144,8 +144,8 @@ Image position_similarity_picture(const Matrix& similarity, const PatchGrid& gri
 // last layer, and the attention rollout's class-token row, each overlaid on the image
 // (viridis blended over it, every map scaled to its own maximum, which is printed under it).
 // attention holds the maps of a batch; `index` picks the image in it.
-Image attention_picture(const Image& image, const std::vector<Tensor>& attention, int64_t index,
-                        const PatchGrid& grid, const std::string& caption);
+Image attention_picture(const Image& image, const std::vector<Tensor>& attention, int64_t index, const PatchGrid& grid,
+                        const std::string& caption);
 
 // attention_distance.png (paper Fig. 7 right): distance [layers, heads] as a scatter chart,
 // one dot per head at its layer (1-based), with the distance of uniform attention as a

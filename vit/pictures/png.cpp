@@ -72,11 +72,16 @@ void filter_row(const uint8_t* cur, const uint8_t* up, size_t row, size_t bpp, u
 
 void filter_row(Filter filter, const uint8_t* cur, const uint8_t* up, size_t row, size_t bpp, uint8_t* out) {
     switch (filter) {
-        case kNone: return filter_row(cur, up, row, bpp, out, [](int, int, int) { return 0; });
-        case kSub: return filter_row(cur, up, row, bpp, out, [](int a, int, int) { return a; });
-        case kUp: return filter_row(cur, up, row, bpp, out, [](int, int b, int) { return b; });
-        case kAverage: return filter_row(cur, up, row, bpp, out, [](int a, int b, int) { return (a + b) / 2; });
-        case kPaeth: return filter_row(cur, up, row, bpp, out, paeth);
+        case kNone:
+            return filter_row(cur, up, row, bpp, out, [](int, int, int) { return 0; });
+        case kSub:
+            return filter_row(cur, up, row, bpp, out, [](int a, int, int) { return a; });
+        case kUp:
+            return filter_row(cur, up, row, bpp, out, [](int, int b, int) { return b; });
+        case kAverage:
+            return filter_row(cur, up, row, bpp, out, [](int a, int b, int) { return (a + b) / 2; });
+        case kPaeth:
+            return filter_row(cur, up, row, bpp, out, paeth);
     }
 }
 
@@ -112,7 +117,7 @@ std::vector<uint8_t> filter_rows(const std::vector<uint8_t>& pixels, size_t row,
 
 // ---- DEFLATE constants (RFC 1951 section 3.2.5) ----------------------------------------
 
-constexpr size_t kWindow = 32768;          // the farthest a match may point back
+constexpr size_t kWindow = 32768;  // the farthest a match may point back
 constexpr size_t kMinMatch = 3, kMaxMatch = 258;
 constexpr int kMaxChain = 64;              // chain candidates tried per position: speed vs ratio
 constexpr size_t kLazyLimit = 32;          // a match this long is taken without looking one byte ahead
@@ -128,9 +133,9 @@ constexpr std::array<uint16_t, 29> kLengthBase = {3,  4,  5,  6,  7,  8,  9,  10
                                                   31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258};
 constexpr std::array<uint8_t, 29> kLengthExtra = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2,
                                                   2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
-constexpr std::array<uint16_t, 30> kDistBase = {1,    2,    3,    4,    5,    7,     9,     13,    17,    25,
-                                                33,   49,   65,   97,   129,  193,   257,   385,   513,   769,
-                                                1025, 1537, 2049, 3073, 4097, 6145,  8193,  12289, 16385, 24577};
+constexpr std::array<uint16_t, 30> kDistBase = {1,    2,    3,    4,    5,    7,    9,    13,    17,    25,
+                                                33,   49,   65,   97,   129,  193,  257,  385,   513,   769,
+                                                1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577};
 constexpr std::array<uint8_t, 30> kDistExtra = {0, 0, 0, 0, 1, 1, 2, 2,  3,  3,  4,  4,  5,  5,  6,
                                                 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13};
 // The order the code-length code's lengths are sent in (3.2.7): the likeliest first, so
@@ -384,9 +389,9 @@ std::vector<uint8_t> fixed_litlen_lengths() {
 // length 3-6 times), 17 (3-10 zeros) and 18 (11-138 zeros), themselves Huffman coded
 // with the "code-length code".
 struct DynamicHeader {
-    int hlit = 0, hdist = 0, hclen = 0;  // how many lengths are sent of each table
+    int hlit = 0, hdist = 0, hclen = 0;             // how many lengths are sent of each table
     std::vector<std::pair<uint8_t, uint8_t>> runs;  // (symbol 0..18, its extra-bits value)
-    std::vector<uint8_t> cl_lengths;                 // the code-length code, [19]
+    std::vector<uint8_t> cl_lengths;                // the code-length code, [19]
 
     DynamicHeader(const std::vector<uint8_t>& litlen, const std::vector<uint8_t>& dist) {
         // Trailing unused symbols need not be sent, down to 257 and 1 codes.
@@ -475,8 +480,8 @@ void write_block(BitWriter& out, const Token* tokens, size_t n, const uint8_t* r
 
     const uint64_t fixed_bits =
         3 + coded_bits(counts.litlen, fixed_litlen) + coded_bits(counts.dist, fixed_dist) + counts.extra_bits;
-    const uint64_t dynamic_bits = 3 + header.bits() + coded_bits(counts.litlen, litlen) +
-                                  coded_bits(counts.dist, dist) + counts.extra_bits;
+    const uint64_t dynamic_bits =
+        3 + header.bits() + coded_bits(counts.litlen, litlen) + coded_bits(counts.dist, dist) + counts.extra_bits;
     const uint64_t stored_pieces = std::max<size_t>(1, (size + kMaxStoredBlock - 1) / kMaxStoredBlock);
     const uint64_t stored_bits = stored_pieces * (3 + 7 + 32) + 8 * uint64_t(size);  // header, padding, LEN, NLEN
 

@@ -127,7 +127,8 @@ public:
             throw std::invalid_argument(where_ + ": " + name + " has shape " + shape_str(t.shape()) +
                                         " but the model expects " + shape_str(expected));
         const std::string non_finite = non_finite_element(name, t);
-        if (!non_finite.empty()) throw std::invalid_argument(where_ + ": " + non_finite + ": the weights are not finite");
+        if (!non_finite.empty())
+            throw std::invalid_argument(where_ + ": " + non_finite + ": the weights are not finite");
         seen_.insert(name);
         return t;
     }
@@ -295,7 +296,8 @@ Checkpoint checkpoint_from(NamedTensors file, const std::string& path) {
     // The tensors must be the ones the config describes before anyone builds its model: the
     // metadata alone could ask for a model of any size.
     WeightChecker check(file, checkpoint.config, where);
-    for_each_parameter(checkpoint.config, [&](const std::string& name, const Shape& shape) { check.expect(name, shape); });
+    for_each_parameter(checkpoint.config,
+                       [&](const std::string& name, const Shape& shape) { check.expect(name, shape); });
     check.finish();
     checkpoint.weights = std::move(file);
     return checkpoint;
@@ -316,7 +318,8 @@ void load_weights(VisionTransformer& model, const Checkpoint& checkpoint) {
 std::string non_finite_element(const std::string& name, const Tensor& t) {
     const real* x = t.data();
     for (int64_t i = 0; i < t.numel(); ++i)
-        if (!std::isfinite(x[i])) return name + " holds " + exact_text(double(x[i])) + " at element " + std::to_string(i);
+        if (!std::isfinite(x[i]))
+            return name + " holds " + exact_text(double(x[i])) + " at element " + std::to_string(i);
     return "";
 }
 
@@ -324,8 +327,7 @@ namespace {
 // The optimizer state in optimizer_state_path(weights_path), checked to be from the same save
 // as the weights (`global_step`): a resume file's "optimizer.*" tensors (its weights are a
 // copy), or all of an older run's state file.
-std::vector<std::pair<std::string, Tensor>> read_optimizer_state(const std::string& weights_path,
-                                                                int64_t global_step) {
+std::vector<std::pair<std::string, Tensor>> read_optimizer_state(const std::string& weights_path, int64_t global_step) {
     const std::string path = optimizer_state_path(weights_path);
     std::error_code ec;
     if (!std::filesystem::exists(path, ec))
@@ -334,7 +336,8 @@ std::vector<std::pair<std::string, Tensor>> read_optimizer_state(const std::stri
     const NamedTensors file = load_safetensors(path);
     const std::string where = "optimizer state " + path;
     check_format(file.metadata, where);
-    const int64_t step = parse_int64(required(file.metadata, "state.global_step", where, ""), where, "state.global_step");
+    const int64_t step =
+        parse_int64(required(file.metadata, "state.global_step", where, ""), where, "state.global_step");
     if (step != global_step)
         throw std::invalid_argument(where + ": global step " + std::to_string(step) + " but " + weights_path +
                                     " is at step " + std::to_string(global_step) +
@@ -342,7 +345,8 @@ std::vector<std::pair<std::string, Tensor>> read_optimizer_state(const std::stri
     const bool resume_file = file.metadata.count("config.dim") > 0;
     std::vector<std::pair<std::string, Tensor>> tensors;
     for (const auto& [name, t] : file.tensors) {
-        if (name.compare(0, 10, "optimizer.") == 0) tensors.emplace_back(name.substr(10), t);
+        if (name.compare(0, 10, "optimizer.") == 0)
+            tensors.emplace_back(name.substr(10), t);
         else if (!resume_file)
             throw std::invalid_argument(where + ": unexpected tensor " + name + " (expected optimizer.state.*)");
     }
@@ -356,8 +360,7 @@ void load_optimizer_state(Optimizer& optimizer, const std::string& weights_path,
 
 bool has_resume_point(const std::string& weights_path) {
     std::error_code ec;
-    return std::filesystem::exists(optimizer_state_path(weights_path), ec) ||
-           std::filesystem::exists(weights_path, ec);
+    return std::filesystem::exists(optimizer_state_path(weights_path), ec) || std::filesystem::exists(weights_path, ec);
 }
 
 Checkpoint load_resume_point(const std::string& weights_path) {

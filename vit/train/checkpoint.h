@@ -40,8 +40,8 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/optim/optimizer.h"
 #include "autograd/io/safetensors.h"
+#include "autograd/optim/optimizer.h"
 #include "vit/vision_transformer.h"
 
 namespace patchgrad {
@@ -52,17 +52,17 @@ using Metadata = std::map<std::string, std::string>;
 
 // Where a run stands, and what of the running epoch a resumed run must not lose.
 struct TrainingState {
-    int64_t epoch = 0;          // the epoch in progress, 0-based (== epochs once training is done)
-    int64_t step_in_epoch = 0;  // optimizer steps of `epoch` already taken
-    int64_t global_step = 0;    // optimizer steps of the whole run: where the LR schedule is
+    int64_t epoch = 0;                      // the epoch in progress, 0-based (== epochs once training is done)
+    int64_t step_in_epoch = 0;              // optimizer steps of `epoch` already taken
+    int64_t global_step = 0;                // optimizer steps of the whole run: where the LR schedule is
     std::array<uint64_t, 4> dropout_rng{};  // VisionTransformer::dropout_rng's state
     // The running training metrics of `epoch`: sums over the images seen so far.
-    double loss_sum = 0;     // sum of per-batch mean loss x batch size
-    double correct = 0;      // images classified right (mixed batches count fractionally)
-    int64_t seen = 0;        // images
-    double best_accuracy = -1;    // the best evaluation accuracy so far, -1 before the first
-    double elapsed_seconds = 0;   // wall time of the run so far, over all sessions
-    double epoch_seconds = 0;     // of it, the time spent in `epoch`
+    double loss_sum = 0;         // sum of per-batch mean loss x batch size
+    double correct = 0;          // images classified right (mixed batches count fractionally)
+    int64_t seen = 0;            // images
+    double best_accuracy = -1;   // the best evaluation accuracy so far, -1 before the first
+    double elapsed_seconds = 0;  // wall time of the run so far, over all sessions
+    double epoch_seconds = 0;    // of it, the time spent in `epoch`
 };
 
 // "runs/x/last.safetensors" -> "runs/x/last.state.safetensors" (any other name: + ".state").
@@ -144,11 +144,16 @@ bool parse_bool(const std::string& text, const std::string& where, const std::st
 // writing, reading and comparing (see for_each_config_field in checkpoint.cpp).
 template <class T>
 std::string metadata_text(const T& value) {
-    if constexpr (std::is_same_v<T, std::string>) return value;
-    else if constexpr (std::is_same_v<T, bool>) return value ? "true" : "false";
-    else if constexpr (std::is_same_v<T, GeluApproximation>) return value == GeluApproximation::Tanh ? "tanh" : "none";
-    else if constexpr (std::is_floating_point_v<T>) return exact_text(value);
-    else return std::to_string(value);
+    if constexpr (std::is_same_v<T, std::string>)
+        return value;
+    else if constexpr (std::is_same_v<T, bool>)
+        return value ? "true" : "false";
+    else if constexpr (std::is_same_v<T, GeluApproximation>)
+        return value == GeluApproximation::Tanh ? "tanh" : "none";
+    else if constexpr (std::is_floating_point_v<T>)
+        return exact_text(value);
+    else
+        return std::to_string(value);
 }
 
 template <class T>

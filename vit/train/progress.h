@@ -40,7 +40,7 @@ struct ProgressLine {
     double loss = 0;                // the epoch's mean training loss so far
     double accuracy = 0;            // and accuracy, a fraction
     double images_per_second = 0;
-    double eta_seconds = 0;         // for the rest of the epoch
+    double eta_seconds = 0;  // for the rest of the epoch
 };
 
 // The terminal form (with the bar) or the log form: "epoch 3/100 step 170/352 loss 1.234

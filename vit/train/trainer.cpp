@@ -13,13 +13,13 @@
 #include <stdexcept>
 #include <type_traits>
 
-#include "autograd/io/atomic_file.h"
 #include "autograd/cpu/cpu_isa.h"
 #include "autograd/cpu/gemm.h"
-#include "autograd/optim/lr_schedule.h"
-#include "autograd/optim/optimizer.h"
 #include "autograd/cpu/parallel.h"
 #include "autograd/cpu/thread_choice.h"
+#include "autograd/io/atomic_file.h"
+#include "autograd/optim/lr_schedule.h"
+#include "autograd/optim/optimizer.h"
 #include "datasets/augment.h"
 #include "datasets/batcher.h"
 #include "datasets/cifar10.h"
@@ -76,11 +76,11 @@ std::vector<std::string> preset_names() {
 }
 
 TrainOptions preset_options(const std::string& preset, const std::string& config_name) {
-    const auto p = std::find_if(std::begin(kPresets), std::end(kPresets),
-                                [&](const Preset& row) { return row.name == preset; });
+    const auto p =
+        std::find_if(std::begin(kPresets), std::end(kPresets), [&](const Preset& row) { return row.name == preset; });
     if (p == std::end(kPresets))
-        throw std::invalid_argument("train options: unknown preset '" + preset + "' (known: " +
-                                    joined(preset_names()) + ")");
+        throw std::invalid_argument("train options: unknown preset '" + preset + "' (known: " + joined(preset_names()) +
+                                    ")");
     TrainOptions o;
     o.preset = p->name;
     o.config = vit_config(config_name.empty() ? p->config : config_name);
@@ -142,7 +142,8 @@ void validate(const TrainOptions& o) {
     require(o.momentum >= 0 && o.momentum < 1, "--momentum must be in [0, 1), got " + num(o.momentum));
     require(!o.nesterov || o.optimizer == "sgd", "--nesterov is for --optimizer sgd, not " + o.optimizer);
     // More warmup than epochs is allowed (a short trial of a recipe): the schedule caps it.
-    require(o.warmup_epochs >= 0 && std::isfinite(o.warmup_epochs), "--warmup must be >= 0, got " + num(o.warmup_epochs));
+    require(o.warmup_epochs >= 0 && std::isfinite(o.warmup_epochs),
+            "--warmup must be >= 0, got " + num(o.warmup_epochs));
     const auto kinds = lr_schedule_kinds();
     require(std::find(kinds.begin(), kinds.end(), o.schedule) != kinds.end(),
             "--schedule must be one of " + joined(kinds) + ", got '" + o.schedule + "'");
@@ -164,9 +165,9 @@ void validate(const TrainOptions& o) {
     require(o.cutmix >= 0, "--cutmix must be >= 0 (0 = off), got " + num(o.cutmix));
     require(o.validation >= 0 && o.validation % 10 == 0,
             "--validation must be 0 or a multiple of the 10 classes, got " + std::to_string(o.validation));
-    require(o.threads >= 0 && o.threads <= kMaxThreads, "--threads must be auto (0) or in [1, " +
-                                                            std::to_string(kMaxThreads) + "], got " +
-                                                            std::to_string(o.threads));
+    require(
+        o.threads >= 0 && o.threads <= kMaxThreads,
+        "--threads must be auto (0) or in [1, " + std::to_string(kMaxThreads) + "], got " + std::to_string(o.threads));
     require(o.max_steps >= 0, "--max-steps must be >= 0 (0 = no limit), got " + std::to_string(o.max_steps));
     require(o.log_every >= 0, "--log-every must be >= 0, got " + std::to_string(o.log_every));
     require(!o.out_dir.empty(), "--out must not be empty");
@@ -337,8 +338,8 @@ std::string format_evaluation(const Evaluation& e) {
     std::ostringstream os;
     char line[160];
     std::snprintf(line, sizeof line, "accuracy %.2f%% (%lld of %lld images), mean loss %.4f\n\n", 100 * e.accuracy,
-                  static_cast<long long>(std::llround(e.accuracy * double(e.images))),
-                  static_cast<long long>(e.images), e.loss);
+                  static_cast<long long>(std::llround(e.accuracy * double(e.images))), static_cast<long long>(e.images),
+                  e.loss);
     os << line;
     std::snprintf(line, sizeof line, "%-*s %9s %8s\n", w, "class", "accuracy", "images");
     os << line;
@@ -411,7 +412,6 @@ EpochRecord parse_csv_row(const std::string& line, const std::string& where) {
     return r;
 }
 
-
 }  // namespace
 
 void write_metrics_csv(const std::string& path, const std::vector<EpochRecord>& history) {
@@ -433,7 +433,8 @@ std::vector<EpochRecord> read_metrics_csv(const std::string& path) {
                                     kMetricsHeader);
     std::vector<EpochRecord> history;
     for (int64_t n = 2; std::getline(in, line); ++n)
-        if (!line.empty()) history.push_back(parse_csv_row(line, "read_metrics_csv: " + path + " line " + std::to_string(n)));
+        if (!line.empty())
+            history.push_back(parse_csv_row(line, "read_metrics_csv: " + path + " line " + std::to_string(n)));
     return history;
 }
 
@@ -478,8 +479,8 @@ std::string data_identity(const std::string& dir) {
 }
 
 // The files a run writes into its output directory.
-const char* const kRunFiles[] = {"last.safetensors", "last.state.safetensors", "best.safetensors",
-                                 "metrics.csv",      "metrics.png",            "results.json"};
+const char* const kRunFiles[] = {
+    "last.safetensors", "last.state.safetensors", "best.safetensors", "metrics.csv", "metrics.png", "results.json"};
 
 // A new run must not silently replace another: refuses an output directory holding one,
 // unless `overwrite`, which deletes that run's files (so no stale results.json is left beside
@@ -555,8 +556,8 @@ LRSchedule make_schedule(const TrainOptions& o, int64_t steps_per_epoch) {
     s.total = checked_mul(o.epochs, steps_per_epoch, "train options: --epochs x steps per epoch");
     // Warmup beyond the run is capped at the run, in epochs first: 1e19 epochs of steps
     // would overflow the step count.
-    s.warmup = std::min<int64_t>(std::llround(std::min(o.warmup_epochs, double(o.epochs)) * double(steps_per_epoch)),
-                                 s.total);
+    s.warmup =
+        std::min<int64_t>(std::llround(std::min(o.warmup_epochs, double(o.epochs)) * double(steps_per_epoch)), s.total);
     s.min_lr = o.min_lr;
     s.step_size = std::max<int64_t>(1, (s.total - s.warmup) / 3);  // "step": x0.1 after each third
     s.gamma = 0.1;
@@ -592,7 +593,8 @@ double correct_predictions(const Tensor& logits, const MixedBatch& mixed) {
     double correct = 0;
     for (int64_t i = 0; i < logits.size(0); ++i) {
         const int64_t predicted = argmax(logits.data() + i * K, K);
-        correct += mixed.lambda * (predicted == mixed.labels_a[i]) + (1 - mixed.lambda) * (predicted == mixed.labels_b[i]);
+        correct +=
+            mixed.lambda * (predicted == mixed.labels_a[i]) + (1 - mixed.lambda) * (predicted == mixed.labels_b[i]);
     }
     return correct;
 }
@@ -656,11 +658,11 @@ private:
     std::vector<EpochRecord> history_;
     double last_lr_ = 0;
     Clock::time_point session_start_ = Clock::now();
-    double elapsed_base_ = 0;          // elapsed seconds of earlier sessions
-    Clock::time_point epoch_start_;    // when this session began the current epoch
-    double epoch_base_ = 0;            // training seconds the epoch had before that
-    int64_t epoch_first_step_ = 0;     // the epoch's step at epoch_start_
-    int64_t epoch_session_images_ = 0; // images trained on since epoch_start_
+    double elapsed_base_ = 0;           // elapsed seconds of earlier sessions
+    Clock::time_point epoch_start_;     // when this session began the current epoch
+    double epoch_base_ = 0;             // training seconds the epoch had before that
+    int64_t epoch_first_step_ = 0;      // the epoch's step at epoch_start_
+    int64_t epoch_session_images_ = 0;  // images trained on since epoch_start_
 };
 
 Trainer::Trainer(const TrainOptions& options, const TrainOutput& output, Data data)
@@ -711,8 +713,8 @@ void Trainer::resume() {
 void Trainer::print_header() const {
     std::ostream& out = *output_.out;
     const TrainOptions& o = options_;
-    out << "patchgrad train: " << describe(o.config) << ", drop path " << exact_text(o.config.drop_path)
-        << ", dropout " << exact_text(o.config.dropout) << "; " << model_->num_parameters() << " parameters\n";
+    out << "patchgrad train: " << describe(o.config) << ", drop path " << exact_text(o.config.drop_path) << ", dropout "
+        << exact_text(o.config.dropout) << "; " << model_->num_parameters() << " parameters\n";
     out << "data: " << o.data_dir << " (" << o.data_source << "): " << data_.train.size() << " training, "
         << data_.validation.size() << " validation, " << data_.test.size() << " test images\n";
     out << "recipe:" << recipe_flags(o) << " (" << batcher_.num_batches() << " steps per epoch)\n";
@@ -720,9 +722,9 @@ void Trainer::print_header() const {
         << (num_threads() == 1 ? " thread" : " threads") << (o.threads == 0 ? " (auto)\n" : "\n");
     out << "output: " << o.out_dir << "/ (metrics.csv, metrics.png, last.safetensors, best.safetensors)\n";
     if (o.resume)
-        out << "resuming from " << optimizer_state_path(path("last.safetensors")) << " at epoch " << state_.epoch + 1 << ", step "
-            << state_.step_in_epoch << " of " << batcher_.num_batches() << " (global step " << state_.global_step
-            << ")\n";
+        out << "resuming from " << optimizer_state_path(path("last.safetensors")) << " at epoch " << state_.epoch + 1
+            << ", step " << state_.step_in_epoch << " of " << batcher_.num_batches() << " (global step "
+            << state_.global_step << ")\n";
     out << std::flush;
 }
 
@@ -801,8 +803,8 @@ void Trainer::show_progress() {
     line.accuracy = state_.correct / double(state_.seen);
     line.images_per_second = per_second(double(epoch_session_images_), epoch_time);
     // At the pace of this session's steps: an earlier session may have run on other threads.
-    line.eta_seconds = eta_seconds(state_.step_in_epoch - epoch_first_step_,
-                                   batcher_.num_batches() - epoch_first_step_, epoch_time);
+    line.eta_seconds =
+        eta_seconds(state_.step_in_epoch - epoch_first_step_, batcher_.num_batches() - epoch_first_step_, epoch_time);
     progress_.update(line, seconds_since(session_start_));
 }
 

@@ -50,26 +50,26 @@ struct TrainOptions {
     std::string optimizer = "adamw";  // "sgd", "adam" or "adamw"
     double lr = 1e-3;
     double weight_decay = 0;
-    double momentum = 0.9;  // SGD only
-    bool nesterov = false;  // SGD only
-    double warmup_epochs = 0;     // linear warmup; fractional ones are rounded to whole steps, capped at the run
+    double momentum = 0.9;            // SGD only
+    bool nesterov = false;            // SGD only
+    double warmup_epochs = 0;         // linear warmup; fractional ones are rounded to whole steps, capped at the run
     std::string schedule = "cosine";  // "cosine", "step" (x0.1 after each third) or "constant"
-    double min_lr = 0;            // where cosine ends
+    double min_lr = 0;                // where cosine ends
     double label_smoothing = 0;
-    double clip_grad = 0;         // max global gradient norm; 0 = no clipping
+    double clip_grad = 0;               // max global gradient norm; 0 = no clipping
     std::string augment = "crop-flip";  // or "none"
     std::string rand_augment = "none";  // timm's string, e.g. "rand-m9-n2", or "none"
-    double erasing = 0;           // random erasing probability
-    double mixup = 0;             // Beta(alpha, alpha) of mixup; 0 = off
-    double cutmix = 0;            // of cutmix; 0 = off (both on: half the batches each)
-    int64_t validation = 5000;    // training images held out for the per-epoch evaluation; 0 = use the test set
+    double erasing = 0;                 // random erasing probability
+    double mixup = 0;                   // Beta(alpha, alpha) of mixup; 0 = off
+    double cutmix = 0;                  // of cutmix; 0 = off (both on: half the batches each)
+    int64_t validation = 5000;          // training images held out for the per-epoch evaluation; 0 = use the test set
     uint64_t seed = 0;
 
     // ---- how to run it: may differ between a run and its resume ----
     std::string data_dir = "data/cifar-10-batches-bin";
     std::string data_source = "default";  // where data_dir came from, for messages (resolve_data_dir)
     std::string out_dir = "runs/cifar-tiny";
-    int64_t threads = 0;  // 0 = auto: the count choose_thread_count measures to pay here (thread_choice.h)
+    int64_t threads = 0;     // 0 = auto: the count choose_thread_count measures to pay here (thread_choice.h)
     bool resume = false;     // continue from out_dir/last.safetensors
     bool overwrite = false;  // out_dir may hold a run, which is deleted first (else it is refused)
     int64_t max_steps = 0;   // stop (and save) after this many optimizer steps of the run; 0 = no limit
@@ -157,9 +157,9 @@ std::vector<EpochRecord> read_metrics_csv(const std::string& path);
 // ---- the run -----------------------------------------------------------------------------
 
 struct TrainOutput {
-    std::ostream* out = &std::cout;  // the header, one line per epoch, the final result
-    std::ostream* log = &std::cerr;  // progress
-    bool terminal = false;           // live progress bar on `log` instead of periodic lines
+    std::ostream* out = &std::cout;        // the header, one line per epoch, the final result
+    std::ostream* log = &std::cerr;        // progress
+    bool terminal = false;                 // live progress bar on `log` instead of periodic lines
     std::function<bool()> stop_requested;  // polled after every step (Ctrl-C): save and stop
 };
 

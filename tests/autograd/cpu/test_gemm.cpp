@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "autograd/cpu/gemm.h"
-#include "catch.h"
 #include "autograd/determinism_util.h"
+#include "catch.h"
 #include "test_util.h"
 
 namespace patchgrad {
@@ -14,8 +14,8 @@ using namespace patchgrad::test;
 
 namespace {
 
-using GemmFn = void (*)(bool, bool, int64_t, int64_t, int64_t, real, const real*, int64_t, const real*, int64_t,
-                        real, real*, int64_t, const real*);
+using GemmFn = void (*)(bool, bool, int64_t, int64_t, int64_t, real, const real*, int64_t, const real*, int64_t, real,
+                        real*, int64_t, const real*);
 
 std::vector<real> random_values(int64_t n, Rng& rng) {
     std::vector<real> v(static_cast<size_t>(n));
@@ -27,10 +27,10 @@ std::vector<real> random_values(int64_t n, Rng& rng) {
 // [M, N] (stored with `pad` spare columns after every row, to test leading dimensions) and
 // requires every C element to agree within the rounding-error bound of a length-K dot
 // product, K * eps * (|alpha| |op(A)| @ |op(B)| + |beta| |C|), and the padding to be untouched.
-void check_against_reference(GemmFn kernel, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-                             real alpha, real beta, uint64_t seed, int64_t pad = 0, bool with_bias = false) {
-    INFO("trans_a " << trans_a << " trans_b " << trans_b << " M " << M << " N " << N << " K " << K << " alpha "
-                    << alpha << " beta " << beta << " pad " << pad << " bias " << with_bias);
+void check_against_reference(GemmFn kernel, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha,
+                             real beta, uint64_t seed, int64_t pad = 0, bool with_bias = false) {
+    INFO("trans_a " << trans_a << " trans_b " << trans_b << " M " << M << " N " << N << " K " << K << " alpha " << alpha
+                    << " beta " << beta << " pad " << pad << " bias " << with_bias);
     Rng rng(seed);
     const int64_t lda = (trans_a ? M : K) + pad, ldb = (trans_b ? K : N) + pad, ldc = N + pad;
     const std::vector<real> A = random_values((trans_a ? K : M) * lda, rng);
@@ -62,9 +62,8 @@ void check_against_reference(GemmFn kernel, bool trans_a, bool trans_b, int64_t 
         if (!ok) bad = at;
     }
     const int64_t at = std::max<int64_t>(bad, 0);
-    INFO("first mismatch: C[" << at / ldc << ", " << at % ldc << "] = " << actual[at] << ", reference "
-                              << expected[at] << ", initial " << C0[at] << ", error bound "
-                              << double(K + 2) * eps * bound[at]);
+    INFO("first mismatch: C[" << at / ldc << ", " << at % ldc << "] = " << actual[at] << ", reference " << expected[at]
+                              << ", initial " << C0[at] << ", error bound " << double(K + 2) * eps * bound[at]);
     REQUIRE(bad == -1);
 }
 
@@ -99,7 +98,8 @@ TEST_CASE("gemm: gemm_blocked matches gemm_reference on small, prime and odd siz
             for (bool trans_b : {false, true})
                 for (int64_t M : sizes)
                     for (int64_t N : sizes)
-                        for (int64_t K : sizes) check_against_reference(gemm_blocked, trans_a, trans_b, M, N, K, 1, 0, ++seed);
+                        for (int64_t K : sizes)
+                            check_against_reference(gemm_blocked, trans_a, trans_b, M, N, K, 1, 0, ++seed);
     });
 }
 
@@ -127,7 +127,8 @@ TEST_CASE("gemm: alpha, beta and leading dimensions larger than the rows", "[op:
                         for (real beta : {0.0, 1.0, 0.3})
                             for (int64_t pad : {0, 5}) {
                                 check_against_reference(kernel, trans_a, trans_b, 13, 29, 11, alpha, beta, ++seed, pad);
-                                check_against_reference(kernel, trans_a, trans_b, 40, 50, 300, alpha, beta, ++seed, pad);
+                                check_against_reference(kernel, trans_a, trans_b, 40, 50, 300, alpha, beta, ++seed,
+                                                        pad);
                             }
     });
 }

@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "autograd/cpu/gemm.h"
-#include "catch.h"
 #include "autograd/determinism_util.h"
+#include "catch.h"
 #include "test_util.h"
 
 namespace patchgrad {
@@ -13,8 +13,8 @@ using namespace patchgrad::test;
 
 namespace {
 
-using GemmFn = void (*)(bool, bool, int64_t, int64_t, int64_t, real, const real*, int64_t, const real*, int64_t,
-                        real, real*, int64_t, const real*);
+using GemmFn = void (*)(bool, bool, int64_t, int64_t, int64_t, real, const real*, int64_t, const real*, int64_t, real,
+                        real*, int64_t, const real*);
 
 // `kernel` and gemm_reference, both in float32, on random op(A) [M, K] and op(B) [K, N]
 // (beta = 0): each has a rounding error of at most ~K/2 eps |op(A)| @ |op(B)| per element
@@ -59,12 +59,13 @@ void check_f32(GemmFn kernel, bool trans_a, bool trans_b, int64_t M, int64_t N, 
 struct Shape3 {
     int64_t M, N, K;
 };
-const Shape3 kVitLinear[] = {{130, 384, 128}, {130, 128, 128}, {130, 512, 128}, {130, 128, 512}, {130, 128, 48},
-                             {2, 10, 128}};
+const Shape3 kVitLinear[] = {{130, 384, 128}, {130, 128, 128}, {130, 512, 128},
+                             {130, 128, 512}, {130, 128, 48},  {2, 10, 128}};
 
 }  // namespace
 
-TEST_CASE("gemm: float32 gemm agrees with gemm_reference on ViT shapes, at every instruction-set level", "[op:gemm][forward]") {
+TEST_CASE("gemm: float32 gemm agrees with gemm_reference on ViT shapes, at every instruction-set level",
+          "[op:gemm][forward]") {
     for_each_isa([&](Isa) {
 #ifdef PATCHGRAD_USE_OPENBLAS
         INFO("gemm is cblas_sgemm");

@@ -12,8 +12,8 @@
 #include "autograd/cpu/cpu_isa.h"
 #include "autograd/cpu/gemm.h"
 #include "autograd/cpu/gemm_kernels.h"
-#include "catch.h"
 #include "autograd/determinism_util.h"
+#include "catch.h"
 #include "test_util.h"
 
 namespace patchgrad {
@@ -62,8 +62,8 @@ TEST_CASE("isa: each level's gemm tile is whole vectors of its register width", 
         CHECK(k.nr % k.vector == 0);
         CHECK(k.nr / k.vector <= 3);
         CHECK(k.packed[k.nr / k.vector - 1] != nullptr);
-        CHECK(gemm_kernel_description() == std::string(isa_name(isa)) + ", tile " + std::to_string(k.mr) + " x " +
-                                               std::to_string(k.nr));
+        CHECK(gemm_kernel_description() ==
+              std::string(isa_name(isa)) + ", tile " + std::to_string(k.mr) + " x " + std::to_string(k.nr));
     });
 }
 

@@ -7,10 +7,10 @@
 #include <thread>
 #include <vector>
 
-#include "autograd/ops.h"
 #include "autograd/cpu/parallel.h"
 #include "autograd/cpu/thread_choice.h"
 #include "autograd/determinism_util.h"
+#include "autograd/ops.h"
 #include "test_util.h"
 
 using namespace patchgrad;
@@ -56,8 +56,7 @@ TEST_CASE("parallel: a nested parallel_for runs inside its chunk; exceptions rea
     REQUIRE(sum == 100);
 }
 
-TEST_CASE("parallel: workers take loops back to back and after sleeping, on their own threads",
-          "[parallel]") {
+TEST_CASE("parallel: workers take loops back to back and after sleeping, on their own threads", "[parallel]") {
     // A waiting worker spins for a moment, then sleeps (parallel.cpp). Loops in quick
     // succession meet a spinning worker, loops after a pause a sleeping one; both must run
     // chunk 1 on the worker, and a lost wake-up would hang here.
@@ -90,8 +89,10 @@ TEST_CASE("parallel: set_num_threads rejects more than kMaxThreads", "[parallel]
     REQUIRE(num_threads() == 1);
 }
 
-TEST_CASE("parallel: matmul, linear, gelu, layer_norm, softmax, elementwise ops and copies give the same bits for 1, 2, 3 threads",
-          "[parallel][op:matmul][op:linear][op:gelu][op:layer_norm][op:softmax]") {
+TEST_CASE(
+    "parallel: matmul, linear, gelu, layer_norm, softmax, elementwise ops and copies give the same bits for 1, 2, 3 "
+    "threads",
+    "[parallel][op:matmul][op:linear][op:gelu][op:layer_norm][op:softmax]") {
     Rng rng(3);
     for (const OpCase& c : threaded_op_cases(rng)) {
         INFO(c.name);
@@ -111,7 +112,7 @@ TEST_CASE("parallel: choose_thread_count picks a count it tried and leaves the s
     CHECK(choice.threads >= 1);
     CHECK(choice.threads <= choice.candidates);
     CHECK((choice.threads == 1 ? choice.speedup == 1 : choice.speedup > 1));  // never slower than one
-    CHECK(choice.speedup * 1.05 >= choice.best_speedup);                       // within 5% of the fastest
-    if (choice.threads > 1) CHECK(choice.best_speedup > 1.05);                 // more threads must pay
+    CHECK(choice.speedup * 1.05 >= choice.best_speedup);                      // within 5% of the fastest
+    if (choice.threads > 1) CHECK(choice.best_speedup > 1.05);                // more threads must pay
     CHECK(num_threads() == 3);
 }

@@ -36,9 +36,7 @@ TEST_CASE("atomic_write: a symlink or a stale file at the temporary name is neve
           "[atomic_file][errors]") {
     TempDir dir;
     const std::string victim = dir.file("victim.txt"), path = dir.file("ckpt");
-    {
-        std::ofstream(victim) << "precious";
-    }
+    { std::ofstream(victim) << "precious"; }
     std::filesystem::create_symlink(victim, path + ".tmp");
     atomic_write(path, "test", [](std::ostream& out) { out << "new"; });
     CHECK(contents(victim) == "precious");

@@ -93,9 +93,9 @@ TEST_CASE("safetensors: round trip in double keeps every bit, shape, name and me
     named.tensors.emplace_back("scalar", Tensor::scalar(-0.0));
     named.tensors.emplace_back("empty", Tensor::zeros({0, 3}));
     const real inf = std::numeric_limits<real>::infinity();
-    named.tensors.emplace_back("special", Tensor::from_vector({5}, {inf, -inf, std::numeric_limits<real>::quiet_NaN(),
-                                                                    std::numeric_limits<real>::denorm_min(),
-                                                                    1.0 / 3.0}));
+    named.tensors.emplace_back("special",
+                               Tensor::from_vector({5}, {inf, -inf, std::numeric_limits<real>::quiet_NaN(),
+                                                         std::numeric_limits<real>::denorm_min(), 1.0 / 3.0}));
     named.tensors.emplace_back("name with \"quotes\" \\ and ünïcode", Tensor::full({2}, 0.1));
     named.metadata = {{"config", "{\"dim\": 16}"}, {"newline\nkey", "tab\tvalue"}, {"empty", ""}, {"π", "3.14"}};
 
@@ -146,13 +146,14 @@ TEST_CASE("safetensors: reads F32, F64 and I64 files written in the reference la
     const std::string path = dir.file("ref.safetensors");
     // Whitespace, escapes and key order as another writer might produce them; the tensors
     // are listed in a different order than their data.
-    write_file(path, file_bytes(
-        "{ \"labels\" : {\"shape\": [3], \"dtype\": \"I64\", \"data_offsets\": [20, 44]},\n"
-        "  \"x\\u00e9\\ud83d\\ude00\": {\"dtype\":\"F32\",\"shape\":[1,2],\"data_offsets\":[0,8]},\n"
-        "  \"d\": {\"dtype\":\"F64\",\"shape\":[],\"data_offsets\":[12,20]},\n"
-        "  \"z\": {\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]},\n"
-        "  \"__metadata__\": {\"q\": \"a\\\"b\\\\c\\/\\n\"} }",
-        f32_bytes({0.1f, -3.5f}) + f32_bytes({2}) + f64_bytes({0.1}) + i64_bytes({0, 4, -9007199254740992LL})));
+    write_file(path,
+               file_bytes("{ \"labels\" : {\"shape\": [3], \"dtype\": \"I64\", \"data_offsets\": [20, 44]},\n"
+                          "  \"x\\u00e9\\ud83d\\ude00\": {\"dtype\":\"F32\",\"shape\":[1,2],\"data_offsets\":[0,8]},\n"
+                          "  \"d\": {\"dtype\":\"F64\",\"shape\":[],\"data_offsets\":[12,20]},\n"
+                          "  \"z\": {\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]},\n"
+                          "  \"__metadata__\": {\"q\": \"a\\\"b\\\\c\\/\\n\"} }",
+                          f32_bytes({0.1f, -3.5f}) + f32_bytes({2}) + f64_bytes({0.1}) +
+                              i64_bytes({0, 4, -9007199254740992LL})));
     const NamedTensors t = load_safetensors(path);
     REQUIRE(t.tensors.size() == 4);
     // Returned in data order.
@@ -216,7 +217,8 @@ TEST_CASE("safetensors: corrupt files give errors naming the file and the proble
     const std::string f6 = f32_bytes({1, 2, 3, 4, 5, 6});
 
     SECTION("missing file") {
-        require_error([&] { load_safetensors(dir.file("nope.safetensors")); }, {"load_safetensors", "nope.safetensors", "no such file"});
+        require_error([&] { load_safetensors(dir.file("nope.safetensors")); },
+                      {"load_safetensors", "nope.safetensors", "no such file"});
         require_error([&] { load_safetensors(dir.path.string()); }, {"load_safetensors", "directory"});
     }
     SECTION("truncated header length") {
@@ -224,16 +226,16 @@ TEST_CASE("safetensors: corrupt files give errors naming the file and the proble
         load_bytes(std::string("\x10\0\0", 3), {"truncated", "3 bytes"});
     }
     SECTION("header length larger than the file") {
-        load_bytes(le_bytes(1000, 8) + "{}      ", {"header length 1000", "larger than the rest of the file (8 bytes)"});
+        load_bytes(le_bytes(1000, 8) + "{}      ",
+                   {"header length 1000", "larger than the rest of the file (8 bytes)"});
         load_bytes(le_bytes(~uint64_t(0), 8) + "{}", {"header length 18446744073709551615", "larger"});
     }
-    SECTION("not JSON at all") {
-        load_bytes(le_bytes(8, 8) + "PK\x03\x04zip!", {"does not start with '{'"});
-    }
+    SECTION("not JSON at all") { load_bytes(le_bytes(8, 8) + "PK\x03\x04zip!", {"does not start with '{'"}); }
     SECTION("invalid JSON, with its offset") {
         load_bytes(file_bytes(R"({"a": {"dtype": "F32",, "shape": [1]}})", ""), {"invalid JSON", "byte 22"});
         load_bytes(file_bytes(R"({"a": {"dtype": "F32")", ""), {"invalid JSON", "header ended"});
-        load_bytes(file_bytes(R"({"a": {"dtype": "F32", "shape": [1.5]}})", ""), {"invalid JSON", "byte 34", "fractional"});
+        load_bytes(file_bytes(R"({"a": {"dtype": "F32", "shape": [1.5]}})", ""),
+                   {"invalid JSON", "byte 34", "fractional"});
         load_bytes(file_bytes(R"({"a": {"dtype": true}})", ""), {"invalid JSON", "byte 16", "unexpected 't'"});
         load_bytes(file_bytes(R"({"a\q": 1})", ""), {"invalid JSON", "unknown escape \\q"});
         load_bytes(file_bytes(R"({"a": 1} x)", ""), {"invalid JSON", "byte 9", "after the JSON object"});
@@ -251,9 +253,12 @@ TEST_CASE("safetensors: corrupt files give errors naming the file and the proble
                    {"tensor 'a'", "unsupported dtype \"F16\"", "F32, F64 and I64"});
     }
     SECTION("malformed entries") {
-        load_bytes(file_bytes(R"({"a":{"shape":[1],"data_offsets":[0,4]}})", f32_bytes({1})), {"tensor 'a'", "missing dtype"});
-        load_bytes(file_bytes(R"({"a":{"dtype":"F32","data_offsets":[0,4]}})", f32_bytes({1})), {"tensor 'a'", "missing shape"});
-        load_bytes(file_bytes(R"({"a":{"dtype":"F32","shape":[1]}})", f32_bytes({1})), {"tensor 'a'", "missing data_offsets"});
+        load_bytes(file_bytes(R"({"a":{"shape":[1],"data_offsets":[0,4]}})", f32_bytes({1})),
+                   {"tensor 'a'", "missing dtype"});
+        load_bytes(file_bytes(R"({"a":{"dtype":"F32","data_offsets":[0,4]}})", f32_bytes({1})),
+                   {"tensor 'a'", "missing shape"});
+        load_bytes(file_bytes(R"({"a":{"dtype":"F32","shape":[1]}})", f32_bytes({1})),
+                   {"tensor 'a'", "missing data_offsets"});
         load_bytes(file_bytes(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", f32_bytes({1})),
                    {"tensor 'a'", "non-negative"});
         load_bytes(file_bytes(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0]}})", f32_bytes({1})),
@@ -278,15 +283,18 @@ TEST_CASE("safetensors: corrupt files give errors naming the file and the proble
                    {"tensor 'a'", "[2, 2]", "needs 16 bytes", "hold 24"});
         load_bytes(file_bytes(R"({"a":{"dtype":"F64","shape":[2,3],"data_offsets":[0,24]}})", f6),
                    {"tensor 'a'", "[2, 3] is larger than the file's data section"});
-        load_bytes(file_bytes(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,24]}})", f6),
-                   {"tensor 'a'", "larger than the file's data section"});
+        load_bytes(
+            file_bytes(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,24]}})", f6),
+            {"tensor 'a'", "larger than the file's data section"});
     }
     SECTION("overlapping tensors, holes and trailing bytes") {
         load_bytes(file_bytes(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},)"
-                              R"("b":{"dtype":"F32","shape":[4],"data_offsets":[8,24]}})", f6),
+                              R"("b":{"dtype":"F32","shape":[4],"data_offsets":[8,24]}})",
+                              f6),
                    {"tensors 'a' and 'b' overlap"});
         load_bytes(file_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-                              R"("b":{"dtype":"F32","shape":[2],"data_offsets":[16,24]}})", f6),
+                              R"("b":{"dtype":"F32","shape":[2],"data_offsets":[16,24]}})",
+                              f6),
                    {"bytes 8 to 16", "belong to no tensor"});
         load_bytes(file_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", f6),
                    {"last 16 bytes", "belong to no tensor"});

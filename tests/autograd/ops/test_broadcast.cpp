@@ -83,7 +83,8 @@ const std::vector<BroadcastCase>& broadcast_cases() {
 
 }  // namespace
 
-TEST_CASE("broadcast_shapes: aligns at the right and stretches 1-sized axes", "[op:broadcast_shapes][forward][ex:broadcast-shapes]") {
+TEST_CASE("broadcast_shapes: aligns at the right and stretches 1-sized axes",
+          "[op:broadcast_shapes][forward][ex:broadcast-shapes]") {
     for (const auto& c : broadcast_cases()) {
         INFO(shape_str(c.a) << " and " << shape_str(c.b));
         REQUIRE(broadcast_shapes(c.a, c.b, "add") == c.out);
@@ -91,7 +92,8 @@ TEST_CASE("broadcast_shapes: aligns at the right and stretches 1-sized axes", "[
     REQUIRE(broadcast_shapes({0, 3}, {1, 3}, "add") == Shape{0, 3});
 }
 
-TEST_CASE("broadcast_shapes: incompatible shapes name the op and both shapes", "[op:broadcast_shapes][errors][ex:broadcast-shapes]") {
+TEST_CASE("broadcast_shapes: incompatible shapes name the op and both shapes",
+          "[op:broadcast_shapes][errors][ex:broadcast-shapes]") {
     require_error([] { broadcast_shapes({2, 3}, {4}, "add"); }, {"add: shapes [2, 3] and [4] cannot be broadcast"});
     require_error([] { broadcast_shapes({3, 1, 5}, {4, 6}, "mul"); }, {"mul", "[3, 1, 5]", "[4, 6]"});
     require_error([] { broadcast_shapes({2}, {3}, "sub"); }, {"sub", "[2]", "[3]"});
@@ -111,17 +113,19 @@ TEST_CASE("add/sub/mul/div: broadcast forward matches an index-by-index referenc
         }
 }
 
-TEST_CASE("add: broadcast forward by hand, bias along the last axis and a column", "[op:add][forward][ex:broadcast-shapes]") {
+TEST_CASE("add: broadcast forward by hand, bias along the last axis and a column",
+          "[op:add][forward][ex:broadcast-shapes]") {
     Tensor x = Tensor::from_vector({2, 3}, {1, 2, 3, 4, 5, 6});
-    require_close(add(x, Tensor::from_vector({3}, {10, 20, 30})),
-                  Tensor::from_vector({2, 3}, {11, 22, 33, 14, 25, 36}), 0);
+    require_close(add(x, Tensor::from_vector({3}, {10, 20, 30})), Tensor::from_vector({2, 3}, {11, 22, 33, 14, 25, 36}),
+                  0);
     require_close(add(x, Tensor::from_vector({2, 1}, {100, 200})),
                   Tensor::from_vector({2, 3}, {101, 102, 103, 204, 205, 206}), 0);
     require_close(add(Tensor::from_vector({2, 1}, {1, 2}), Tensor::from_vector({3}, {10, 20, 30})),
                   Tensor::from_vector({2, 3}, {11, 21, 31, 12, 22, 32}), 0);
 }
 
-TEST_CASE("mul: the gradient of a broadcast operand sums over the stretched axes", "[op:mul][gradcheck][ex:broadcast-backward]") {
+TEST_CASE("mul: the gradient of a broadcast operand sums over the stretched axes",
+          "[op:mul][gradcheck][ex:broadcast-backward]") {
     Tensor x = Tensor::from_vector({2, 3}, {1, 2, 3, 4, 5, 6});
     Tensor scale = Tensor::from_vector({3}, {1, 1, 1}, true);
     Tensor row = Tensor::from_vector({2, 1}, {1, 1}, true);
@@ -132,7 +136,8 @@ TEST_CASE("mul: the gradient of a broadcast operand sums over the stretched axes
     require_close(s.grad(), Tensor::scalar(21), 0);
 }
 
-TEST_CASE("add/sub/mul/div: gradcheck with broadcasting", "[op:add][op:sub][op:mul][op:div][gradcheck][ex:broadcast-backward]") {
+TEST_CASE("add/sub/mul/div: gradcheck with broadcasting",
+          "[op:add][op:sub][op:mul][op:div][gradcheck][ex:broadcast-backward]") {
     Rng rng(11);
     uint64_t seed = 1;
     for (const auto& op : binary_ops())
@@ -145,7 +150,8 @@ TEST_CASE("add/sub/mul/div: gradcheck with broadcasting", "[op:add][op:sub][op:m
         }
 }
 
-TEST_CASE("add/sub/mul/div: a stretched operand used on both sides", "[op:add][op:sub][op:mul][op:div][gradcheck][ex:broadcast-backward]") {
+TEST_CASE("add/sub/mul/div: a stretched operand used on both sides",
+          "[op:add][op:sub][op:mul][op:div][gradcheck][ex:broadcast-backward]") {
     Rng rng(12);
     for (const auto& op : binary_ops()) {
         INFO(op.name);
@@ -160,8 +166,11 @@ TEST_CASE("add/sub/mul/div: incompatible shapes throw naming both shapes", "[op:
     for (const auto& op : binary_ops()) {
         const std::string name = op.name;
         auto f = op.op;
-        require_error([f] { f(Tensor::zeros({2, 3}), Tensor::zeros({4})); },
-                      {name + ": shapes [2, 3] and [4] cannot be broadcast"});
+        require_error(
+            [f] {
+                f(Tensor::zeros({2, 3}), Tensor::zeros({4}));
+            },
+            {name + ": shapes [2, 3] and [4] cannot be broadcast"});
         require_error([f] { f(Tensor::zeros({3, 1, 5}), Tensor::zeros({4, 6})); }, {name, "[3, 1, 5]", "[4, 6]"});
         require_error([f] { f(Tensor::zeros({7, 11}), Tensor::zeros({7})); }, {name, "[7, 11]", "[7]"});
     }
@@ -187,8 +196,8 @@ TEST_CASE("broadcast_to: gradcheck, the class token [1, 1, D] -> [B, 1, D] and o
           "[op:broadcast_to][gradcheck]") {
     Rng rng(14);
     const std::vector<std::pair<Shape, Shape>> cases = {
-        {{1, 1, 4}, {3, 1, 4}}, {{3, 1, 5}, {2, 3, 4, 5}}, {{}, {2, 3}},
-        {{5}, {5}}, {{7, 1}, {7, 11}}, {{11}, {2, 7, 11}},
+        {{1, 1, 4}, {3, 1, 4}}, {{3, 1, 5}, {2, 3, 4, 5}}, {{}, {2, 3}}, {{5}, {5}},
+        {{7, 1}, {7, 11}},      {{11}, {2, 7, 11}},
     };
     uint64_t seed = 1;
     for (const auto& [from, to] : cases) {

@@ -41,7 +41,8 @@ TEST_CASE("cross_entropy: matches PyTorch, with and without label smoothing", "[
     REQUIRE(std::abs(cross_entropy(logits, {2, 1}, 0.1).item() - 1.79945863055) < 1e-10);
 }
 
-TEST_CASE("cross_entropy: hand values and a naive reference", "[op:cross_entropy][forward][ex:cross-entropy-backward]") {
+TEST_CASE("cross_entropy: hand values and a naive reference",
+          "[op:cross_entropy][forward][ex:cross-entropy-backward]") {
     // Equal logits: the softmax is uniform, so the loss is log K with or without smoothing.
     REQUIRE(std::abs(cross_entropy(Tensor::full({3, 5}, 7), {0, 4, 2}).item() - std::log(5.0)) < 1e-14);
     REQUIRE(std::abs(cross_entropy(Tensor::full({3, 5}, 7), {0, 4, 2}, 0.3).item() - std::log(5.0)) < 1e-14);
@@ -67,10 +68,12 @@ TEST_CASE("cross_entropy: stable for logits in the thousands", "[op:cross_entrop
     // Shifting every logit of a row by 1000 changes nothing.
     const Tensor small = Tensor::from_vector({2, 3}, {1, 2, 3, 0.5, -1, 2});
     const Tensor big = Tensor::from_vector({2, 3}, {1001, 1002, 1003, -999.5, -1001, -998});
-    for (double e : {0.0, 0.2}) REQUIRE(std::abs(cross_entropy(big, {2, 1}, e).item() - cross_entropy(small, {2, 1}, e).item()) < 1e-12);
+    for (double e : {0.0, 0.2})
+        REQUIRE(std::abs(cross_entropy(big, {2, 1}, e).item() - cross_entropy(small, {2, 1}, e).item()) < 1e-12);
 }
 
-TEST_CASE("cross_entropy: gradient is (softmax - target) / B", "[op:cross_entropy][gradcheck][ex:cross-entropy-backward]") {
+TEST_CASE("cross_entropy: gradient is (softmax - target) / B",
+          "[op:cross_entropy][gradcheck][ex:cross-entropy-backward]") {
     const Tensor logits = Tensor::from_vector({2, 3}, {1, 2, 3, 0.5, -1, 2}, true);
     cross_entropy(logits, {2, 1}, 0.3).backward();
     for (int64_t b = 0; b < 2; ++b) {
@@ -78,7 +81,8 @@ TEST_CASE("cross_entropy: gradient is (softmax - target) / B", "[op:cross_entrop
         for (int64_t j = 0; j < 3; ++j) denominator += std::exp(logits.at({b, j}));
         for (int64_t j = 0; j < 3; ++j) {
             const double target = (j == (b == 0 ? 2 : 1) ? 0.7 : 0) + 0.1;
-            REQUIRE(std::abs(logits.grad().at({b, j}) - (std::exp(logits.at({b, j})) / denominator - target) / 2) < 1e-15);
+            REQUIRE(std::abs(logits.grad().at({b, j}) - (std::exp(logits.at({b, j})) / denominator - target) / 2) <
+                    1e-15);
         }
     }
 }

@@ -7,7 +7,8 @@
 namespace patchgrad {
 using namespace patchgrad::test;
 
-TEST_CASE("dropout: keeps about 1 - p of the elements, scaled by 1 / (1 - p)", "[op:dropout][forward][ex:dropout-backward]") {
+TEST_CASE("dropout: keeps about 1 - p of the elements, scaled by 1 / (1 - p)",
+          "[op:dropout][forward][ex:dropout-backward]") {
     Rng data_rng(8);
     const Tensor x = rand_tensor({100000}, data_rng, 0.5, 1.5, false);
     for (real p : {0.1, 0.5, 0.9}) {

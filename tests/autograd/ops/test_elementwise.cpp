@@ -42,7 +42,8 @@ TEST_CASE("add/sub/mul/div: same-shape forward by hand", "[op:add][op:sub][op:mu
     require_close(div(a, b), Tensor::from_vector({2, 2}, {0.5, 0.5, -3, 8}), 0);
 }
 
-TEST_CASE("add/sub/mul/div: gradcheck on same shapes", "[op:add][op:sub][op:mul][op:div][gradcheck][ex:broadcast-backward]") {
+TEST_CASE("add/sub/mul/div: gradcheck on same shapes",
+          "[op:add][op:sub][op:mul][op:div][gradcheck][ex:broadcast-backward]") {
     Rng rng(20);
     const std::vector<std::pair<std::string, Op>> ops = {
         {"add", [](const std::vector<Tensor>& in) { return add(in[0], in[1]); }},
@@ -58,7 +59,8 @@ TEST_CASE("add/sub/mul/div: gradcheck on same shapes", "[op:add][op:sub][op:mul]
         }
 }
 
-TEST_CASE("mul: a tensor used twice, x * x, has gradient 2x", "[op:mul][op:add][op:sub][op:div][gradcheck][ex:broadcast-backward]") {
+TEST_CASE("mul: a tensor used twice, x * x, has gradient 2x",
+          "[op:mul][op:add][op:sub][op:div][gradcheck][ex:broadcast-backward]") {
     Rng rng(21);
     Tensor x = rand_tensor({3, 5}, rng);
     mul(x, x).backward(Tensor::ones({3, 5}));
@@ -73,8 +75,7 @@ TEST_CASE("mul: a tensor used twice, x * x, has gradient 2x", "[op:mul][op:add][
                     {p, rand_tensor({7, 11}, rng, 0.5, 2)}, 5);
 }
 
-TEST_CASE("mul: only inputs that require grad get a gradient, and no graph without grad mode",
-          "[op:mul][gradcheck]") {
+TEST_CASE("mul: only inputs that require grad get a gradient, and no graph without grad mode", "[op:mul][gradcheck]") {
     Tensor a = Tensor::from_vector({3}, {1, 2, 3}, true);
     Tensor b = Tensor::from_vector({3}, {4, 5, 6});
     Tensor y = mul(a, b);
@@ -90,8 +91,7 @@ TEST_CASE("mul: only inputs that require grad get a gradient, and no graph witho
     REQUIRE(z.is_leaf());
 }
 
-TEST_CASE("exp/log/sqrt/tanh/pow/neg: forward by hand",
-          "[op:exp][op:log][op:sqrt][op:tanh][op:pow][op:neg][forward]") {
+TEST_CASE("exp/log/sqrt/tanh/pow/neg: forward by hand", "[op:exp][op:log][op:sqrt][op:tanh][op:pow][op:neg][forward]") {
     const double e = 2.718281828459045;
     require_close(exp(Tensor::from_vector({3}, {0, 1, -1})), Tensor::from_vector({3}, {1, real(e), real(1 / e)}));
     require_close(log(Tensor::from_vector({3}, {1, real(e), 0.5})),
@@ -117,9 +117,8 @@ TEST_CASE("exp/log/sqrt/tanh/pow: forward satisfies identities on random inputs"
     require_close(pow(x, -2), elementwise_reference(x, [](real v) { return 1 / (v * v); }), 1e-12);
     Tensor y = rand_tensor({7, 11}, rng, -3, 3, false);
     require_close(pow(y, 3), elementwise_reference(y, [](real v) { return v * v * v; }), 1e-12);
-    require_close(tanh(y),
-                  elementwise_reference(y, [](real v) { return (std::exp(2 * v) - 1) / (std::exp(2 * v) + 1); }),
-                  1e-12);
+    require_close(
+        tanh(y), elementwise_reference(y, [](real v) { return (std::exp(2 * v) - 1) / (std::exp(2 * v) + 1); }), 1e-12);
 }
 
 TEST_CASE("exp/log/sqrt/tanh/neg: gradcheck", "[op:exp][op:log][op:sqrt][op:tanh][op:neg][gradcheck]") {

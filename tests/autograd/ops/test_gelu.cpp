@@ -47,8 +47,7 @@ TEST_CASE("gelu: hand values and the identity gelu(x) - gelu(-x) = x", "[op:gelu
     for (auto approximation : {GeluApproximation::None, GeluApproximation::Tanh}) {
         const Tensor y = gelu(x, approximation);
         const Tensor y_neg = gelu(negated(x), approximation);
-        for (int64_t i = 0; i < x.numel(); ++i)
-            REQUIRE(std::abs(y.data()[i] - y_neg.data()[i] - x.data()[i]) < 1e-14);
+        for (int64_t i = 0; i < x.numel(); ++i) REQUIRE(std::abs(y.data()[i] - y_neg.data()[i] - x.data()[i]) < 1e-14);
     }
 }
 
@@ -65,7 +64,11 @@ TEST_CASE("gelu: gradcheck, exact and tanh", "[op:gelu][gradcheck][ex:gelu-backw
 }
 
 TEST_CASE("gelu: unknown approximation", "[op:gelu][errors]") {
-    require_error([] { gelu(Tensor::zeros({2, 3}), static_cast<GeluApproximation>(7)); }, {"gelu", "approximation 7", "[2, 3]"});
+    require_error(
+        [] {
+            gelu(Tensor::zeros({2, 3}), static_cast<GeluApproximation>(7));
+        },
+        {"gelu", "approximation 7", "[2, 3]"});
 }
 
 }  // namespace patchgrad

@@ -68,14 +68,15 @@ TEST_CASE("layer_norm: matches a naive reference on random rows", "[op:layer_nor
     require_close(layer_norm(x, Tensor(), bias), naive_layer_norm(x, Tensor(), bias, 1e-5), 1e-12);
 }
 
-TEST_CASE("layer_norm: gradcheck with and without weight and bias", "[op:layer_norm][gradcheck][ex:layernorm-backward]") {
+TEST_CASE("layer_norm: gradcheck with and without weight and bias",
+          "[op:layer_norm][gradcheck][ex:layernorm-backward]") {
     Rng rng(40);
     const auto full = [](const std::vector<Tensor>& xs) { return layer_norm(xs[0], xs[1], xs[2], 1e-5); };
     for (const Shape& shape : {Shape{7, 11}, Shape{3, 1, 5}, Shape{2, 3, 4}, Shape{13}}) {
         INFO("x " << shape_str(shape));
         const int64_t D = shape.back();
-        check_gradients(full, {rand_tensor(shape, rng, -2, 2), rand_tensor({D}, rng, -2, 2), rand_tensor({D}, rng, -2, 2)},
-                        41);
+        check_gradients(
+            full, {rand_tensor(shape, rng, -2, 2), rand_tensor({D}, rng, -2, 2), rand_tensor({D}, rng, -2, 2)}, 41);
         check_gradients([](const std::vector<Tensor>& xs) { return layer_norm(xs[0], Tensor(), Tensor(), 1e-5); },
                         {rand_tensor(shape, rng, -2, 2)}, 42);
         check_gradients([](const std::vector<Tensor>& xs) { return layer_norm(xs[0], xs[1], Tensor(), 1e-5); },
@@ -90,10 +91,11 @@ TEST_CASE("layer_norm: gradcheck of weight and bias alone, and of a one-element 
     Rng rng(50);
     const auto full = [](const std::vector<Tensor>& xs) { return layer_norm(xs[0], xs[1], xs[2], 0.1); };
     // x is a constant here: only weight and bias get gradients.
-    check_gradients(full, {rand_tensor({5, 7}, rng, -2, 2, false), rand_tensor({7}, rng, -2, 2), rand_tensor({7}, rng, -2, 2)},
-                    51);
+    check_gradients(
+        full, {rand_tensor({5, 7}, rng, -2, 2, false), rand_tensor({7}, rng, -2, 2), rand_tensor({7}, rng, -2, 2)}, 51);
     // D = 1: xhat is 0 whatever x is, so dx = 0 and y = bias.
-    check_gradients(full, {rand_tensor({5, 1}, rng, -2, 2), rand_tensor({1}, rng, -2, 2), rand_tensor({1}, rng, -2, 2)}, 52);
+    check_gradients(full, {rand_tensor({5, 1}, rng, -2, 2), rand_tensor({1}, rng, -2, 2), rand_tensor({1}, rng, -2, 2)},
+                    52);
 }
 
 TEST_CASE("layer_norm: bad weight, bias, eps or input", "[op:layer_norm][errors]") {
@@ -101,7 +103,8 @@ TEST_CASE("layer_norm: bad weight, bias, eps or input", "[op:layer_norm][errors]
     require_error([&] { layer_norm(x, Tensor::ones({3}), Tensor()); }, {"layer_norm", "weight", "[3]", "[2, 4]"});
     require_error([&] { layer_norm(x, Tensor::ones({1, 4}), Tensor()); }, {"layer_norm", "weight", "[1, 4]", "[2, 4]"});
     require_error([&] { layer_norm(x, Tensor(), Tensor::zeros({2, 4})); }, {"layer_norm", "bias", "[2, 4]"});
-    require_error([&] { layer_norm(x, Tensor::ones({4}), Tensor::zeros({5})); }, {"layer_norm", "bias", "[5]", "[2, 4]"});
+    require_error([&] { layer_norm(x, Tensor::ones({4}), Tensor::zeros({5})); },
+                  {"layer_norm", "bias", "[5]", "[2, 4]"});
     require_error([&] { layer_norm(x, Tensor(), Tensor(), -1e-9); }, {"layer_norm", "eps", "-1e-09"});
     require_error([&] { layer_norm(x, Tensor(), Tensor(), std::nan("")); }, {"layer_norm", "eps", "nan"});
     require_error([&] { layer_norm(Tensor::scalar(1), Tensor(), Tensor()); }, {"layer_norm", "[]"});

@@ -37,7 +37,8 @@ struct LinearCase {
     Shape x, w;
 };
 const LinearCase kCases[] = {
-    {{2, 3, 5}, {4, 5}}, {{3, 1, 5}, {7, 5}}, {{7}, {11, 7}}, {{1, 1}, {1, 1}}, {{13, 2}, {3, 2}}, {{2, 2, 1, 3}, {1, 3}},
+    {{2, 3, 5}, {4, 5}}, {{3, 1, 5}, {7, 5}}, {{7}, {11, 7}},
+    {{1, 1}, {1, 1}},    {{13, 2}, {3, 2}},   {{2, 2, 1, 3}, {1, 3}},
 };
 
 }  // namespace
@@ -94,20 +95,24 @@ TEST_CASE("linear: gradcheck when only some inputs require grad", "[op:linear][g
     Rng rng(4);
     auto op = [](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2]); };
     // The image patches going into the first layer need no gradient.
-    check_gradients(op, {rand_tensor({2, 3, 5}, rng, -1, 1, false), rand_tensor({4, 5}, rng), rand_tensor({4}, rng)}, 30);
+    check_gradients(op, {rand_tensor({2, 3, 5}, rng, -1, 1, false), rand_tensor({4, 5}, rng), rand_tensor({4}, rng)},
+                    30);
     // A frozen layer still passes the gradient through to x.
-    check_gradients(op, {rand_tensor({2, 3, 5}, rng), rand_tensor({4, 5}, rng, -1, 1, false),
-                         rand_tensor({4}, rng, -1, 1, false)}, 31);
-    check_gradients(op, {rand_tensor({3, 5}, rng, -1, 1, false), rand_tensor({4, 5}, rng, -1, 1, false),
-                         rand_tensor({4}, rng)}, 32);
+    check_gradients(
+        op, {rand_tensor({2, 3, 5}, rng), rand_tensor({4, 5}, rng, -1, 1, false), rand_tensor({4}, rng, -1, 1, false)},
+        31);
+    check_gradients(
+        op, {rand_tensor({3, 5}, rng, -1, 1, false), rand_tensor({4, 5}, rng, -1, 1, false), rand_tensor({4}, rng)},
+        32);
 }
 
 TEST_CASE("linear: the first gradient overwrites, later ones add (two uses, two backward calls)",
           "[op:linear][gradcheck]") {
     Rng rng(5);
     // x feeds two linears and W is used twice: the second product into each .grad must add.
-    check_gradients([](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2]) + linear(in[0], in[1], Tensor()); },
-                    {rand_tensor({3, 5}, rng), rand_tensor({4, 5}, rng), rand_tensor({4}, rng)}, 33);
+    check_gradients(
+        [](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2]) + linear(in[0], in[1], Tensor()); },
+        {rand_tensor({3, 5}, rng), rand_tensor({4, 5}, rng), rand_tensor({4}, rng)}, 33);
     // A second backward adds onto the .grad the first one wrote.
     Tensor x = rand_tensor({3, 5}, rng), w = rand_tensor({4, 5}, rng);
     sum(linear(x, w, Tensor())).backward();

@@ -67,10 +67,7 @@ TEST_CASE("matmul: batched forward with broadcast batch dimensions matches a nai
         {{3, 5, 2}, {2, 4}},        // one weight for the whole batch
         {{2, 3}, {4, 3, 5}},        // one left matrix for the whole batch
         {{2, 3, 4}, {2, 4, 5}},     // no broadcasting
-        {{1, 3, 4}, {2, 4, 5}},
-        {{3, 1, 5, 2}, {1, 4, 2, 3}},
-        {{2, 1, 7}, {1, 7, 1}},
-        {{4, 1, 1}, {1, 3}},
+        {{1, 3, 4}, {2, 4, 5}},    {{3, 1, 5, 2}, {1, 4, 2, 3}}, {{2, 1, 7}, {1, 7, 1}}, {{4, 1, 1}, {1, 3}},
     };
     for (const auto& [sa, sb] : cases) {
         INFO(shape_str(sa) << " @ " << shape_str(sb));
@@ -100,7 +97,7 @@ TEST_CASE("matmul: gradcheck of 2-D products with odd shapes", "[op:matmul][grad
 TEST_CASE("matmul: gradcheck with broadcast batch dimensions", "[op:matmul][gradcheck][ex:matmul-backward]") {
     Rng rng(3);
     const std::vector<std::pair<Shape, Shape>> cases = {
-        {{2, 1, 3, 4}, {5, 4, 6}}, {{3, 5, 2}, {2, 4}},        {{2, 3}, {4, 3, 5}},   {{2, 3, 4}, {2, 4, 5}},
+        {{2, 1, 3, 4}, {5, 4, 6}}, {{3, 5, 2}, {2, 4}},          {{2, 3}, {4, 3, 5}},    {{2, 3, 4}, {2, 4, 5}},
         {{1, 3, 4}, {2, 4, 5}},    {{3, 1, 5, 2}, {1, 4, 2, 3}}, {{2, 1, 7}, {1, 7, 1}}, {{4, 1, 1}, {1, 3}},
     };
     uint64_t seed = 20;
@@ -119,25 +116,39 @@ TEST_CASE("matmul: gradcheck past the gemm cache blocks", "[op:matmul][gradcheck
     check_gradients(matmul_of, {rand_tensor({150, 300}, rng), rand_tensor({300, 2}, rng)}, 30, options);
 }
 
-TEST_CASE("matmul: gradcheck when only one input requires grad, and of x @ x", "[op:matmul][gradcheck][ex:matmul-backward]") {
+TEST_CASE("matmul: gradcheck when only one input requires grad, and of x @ x",
+          "[op:matmul][gradcheck][ex:matmul-backward]") {
     Rng rng(5);
     check_gradients(matmul_of, {rand_tensor({2, 3, 4}, rng), rand_tensor({4, 5}, rng, -1, 1, false)}, 40);
     check_gradients(matmul_of, {rand_tensor({3, 4}, rng, -1, 1, false), rand_tensor({2, 4, 5}, rng)}, 41);
     // The same tensor on both sides: both gradients land in one .grad.
-    check_gradients([](const std::vector<Tensor>& in) { return matmul(in[0], in[0]); },
-                    {rand_tensor({2, 5, 5}, rng)}, 42);
+    check_gradients([](const std::vector<Tensor>& in) { return matmul(in[0], in[0]); }, {rand_tensor({2, 5, 5}, rng)},
+                    42);
 }
 
 TEST_CASE("matmul: errors name the shapes", "[op:matmul][errors]") {
-    require_error([] { matmul(Tensor::zeros({3}), Tensor::zeros({3, 4})); }, {"matmul", "[3]", "[3, 4]", "2 dimensions"});
+    require_error(
+        [] {
+            matmul(Tensor::zeros({3}), Tensor::zeros({3, 4}));
+        },
+        {"matmul", "[3]", "[3, 4]", "2 dimensions"});
     require_error([] { matmul(Tensor::zeros({3, 4}), Tensor::zeros({4})); }, {"matmul", "[3, 4]", "[4]"});
-    require_error([] { matmul(Tensor::zeros({2, 3}), Tensor::zeros({4, 5})); },
-                  {"matmul", "inner", "[2, 3]", "[4, 5]"});
+    require_error(
+        [] {
+            matmul(Tensor::zeros({2, 3}), Tensor::zeros({4, 5}));
+        },
+        {"matmul", "inner", "[2, 3]", "[4, 5]"});
     require_error([] { matmul(Tensor::zeros({6, 2, 3}), Tensor::zeros({6, 2, 3})); }, {"matmul", "[6, 2, 3]"});
-    require_error([] { matmul(Tensor::zeros({2, 3, 4}), Tensor::zeros({5, 4, 6})); },
-                  {"matmul", "batch", "[2, 3, 4]", "[5, 4, 6]", "2 vs 5"});
-    require_error([] { matmul(Tensor::zeros({2, 7, 3, 4}), Tensor::zeros({3, 4, 6})); },
-                  {"matmul", "batch", "[2, 7, 3, 4]", "[3, 4, 6]"});
+    require_error(
+        [] {
+            matmul(Tensor::zeros({2, 3, 4}), Tensor::zeros({5, 4, 6}));
+        },
+        {"matmul", "batch", "[2, 3, 4]", "[5, 4, 6]", "2 vs 5"});
+    require_error(
+        [] {
+            matmul(Tensor::zeros({2, 7, 3, 4}), Tensor::zeros({3, 4, 6}));
+        },
+        {"matmul", "batch", "[2, 7, 3, 4]", "[3, 4, 6]"});
 }
 
 TEST_CASE("matmul_transposed: equals matmul(a, transpose(b)) * alpha, batched and broadcast",
@@ -169,12 +180,21 @@ TEST_CASE("matmul_transposed: gradcheck, with a scale, batched, broadcast and wi
 }
 
 TEST_CASE("matmul_transposed: errors name the op and the shapes", "[op:matmul_transposed][errors]") {
-    require_error([] { matmul_transposed(Tensor::zeros({2, 3}), Tensor::zeros({4, 5})); },
-                  {"matmul_transposed", "inner", "[2, 3]", "transpose of [4, 5]", "3 vs 5"});
-    require_error([] { matmul_transposed(Tensor::zeros({3}), Tensor::zeros({4, 3})); },
-                  {"matmul_transposed", "2 dimensions", "[3]"});
-    require_error([] { matmul_transposed(Tensor::zeros({2, 3, 4}), Tensor::zeros({5, 6, 4})); },
-                  {"matmul_transposed", "batch", "[2, 3, 4]", "[5, 6, 4]"});
+    require_error(
+        [] {
+            matmul_transposed(Tensor::zeros({2, 3}), Tensor::zeros({4, 5}));
+        },
+        {"matmul_transposed", "inner", "[2, 3]", "transpose of [4, 5]", "3 vs 5"});
+    require_error(
+        [] {
+            matmul_transposed(Tensor::zeros({3}), Tensor::zeros({4, 3}));
+        },
+        {"matmul_transposed", "2 dimensions", "[3]"});
+    require_error(
+        [] {
+            matmul_transposed(Tensor::zeros({2, 3, 4}), Tensor::zeros({5, 6, 4}));
+        },
+        {"matmul_transposed", "batch", "[2, 3, 4]", "[5, 6, 4]"});
 }
 
 }  // namespace patchgrad

@@ -21,18 +21,24 @@ const char* kind_name(Kind kind) { return kind == Kind::Sum ? "sum" : kind == Ki
 
 Tensor reduce(Kind kind, const Tensor& x, int64_t axis, bool keepdim) {
     switch (kind) {
-        case Kind::Sum: return sum(x, axis, keepdim);
-        case Kind::Mean: return mean(x, axis, keepdim);
-        case Kind::Max: return max(x, axis, keepdim);
+        case Kind::Sum:
+            return sum(x, axis, keepdim);
+        case Kind::Mean:
+            return mean(x, axis, keepdim);
+        case Kind::Max:
+            return max(x, axis, keepdim);
     }
     return Tensor();
 }
 
 Tensor reduce_all(Kind kind, const Tensor& x) {
     switch (kind) {
-        case Kind::Sum: return sum(x);
-        case Kind::Mean: return mean(x);
-        case Kind::Max: return max(x);
+        case Kind::Sum:
+            return sum(x);
+        case Kind::Mean:
+            return mean(x);
+        case Kind::Max:
+            return max(x);
     }
     return Tensor();
 }
@@ -56,8 +62,10 @@ std::vector<real> reference_reduce(Kind kind, const Tensor& x, int64_t axis) {
         for (size_t k = 0; k < shape.size(); ++k)
             if (static_cast<int64_t>(k) != axis) o = o * shape[k] + idx[k];
         const real v = x.data()[flat];
-        if (kind != Kind::Max) out[o] += v;
-        else if (!seen[o] || v > out[o]) out[o] = v;
+        if (kind != Kind::Max)
+            out[o] += v;
+        else if (!seen[o] || v > out[o])
+            out[o] = v;
         seen[o] = true;
     }
     if (kind == Kind::Mean)
@@ -94,7 +102,8 @@ TEST_CASE("sum/mean/max: whole tensor by hand", "[op:sum][op:mean][op:max][forwa
     REQUIRE(max(Tensor::scalar(-2)).item() == -2);
 }
 
-TEST_CASE("sum/mean/max: along an axis by hand, with and without keepdim", "[op:sum][op:mean][op:max][forward][ex:sum-axis-forward]") {
+TEST_CASE("sum/mean/max: along an axis by hand, with and without keepdim",
+          "[op:sum][op:mean][op:max][forward][ex:sum-axis-forward]") {
     Tensor x = Tensor::from_vector({2, 3}, {1, 2, 3, 4, 6, 5});
     require_close(sum(x, 0), Tensor::from_vector({3}, {5, 8, 8}), 0);
     require_close(sum(x, 1), Tensor::from_vector({2}, {6, 15}), 0);
@@ -117,8 +126,10 @@ TEST_CASE("sum/mean/max: every axis, negative axes and keepdim match a reference
                     INFO(kind_name(kind) << " of " << shape_str(shape) << " along " << axis << " keepdim " << keepdim);
                     const int64_t ax = axis < 0 ? axis + ndim : axis;
                     Shape expected = shape;
-                    if (keepdim) expected[ax] = 1;
-                    else expected.erase(expected.begin() + ax);
+                    if (keepdim)
+                        expected[ax] = 1;
+                    else
+                        expected.erase(expected.begin() + ax);
                     Tensor out = reduce(kind, x, axis, keepdim);
                     REQUIRE(out.shape() == expected);
                     require_close(out, Tensor::from_vector(expected, reference_reduce(kind, x, ax)), 1e-12);
@@ -126,7 +137,8 @@ TEST_CASE("sum/mean/max: every axis, negative axes and keepdim match a reference
         }
 }
 
-TEST_CASE("sum/mean/max: gradcheck along every axis, negative axes, keepdim", "[op:sum][op:mean][op:max][gradcheck][ex:sum-axis-backward]") {
+TEST_CASE("sum/mean/max: gradcheck along every axis, negative axes, keepdim",
+          "[op:sum][op:mean][op:max][gradcheck][ex:sum-axis-backward]") {
     Rng rng(31);
     uint64_t seed = 1;
     for (Kind kind : {Kind::Sum, Kind::Mean, Kind::Max})
@@ -136,9 +148,9 @@ TEST_CASE("sum/mean/max: gradcheck along every axis, negative axes, keepdim", "[
                 for (bool keepdim : {false, true}) {
                     INFO(kind_name(kind) << " of " << shape_str(shape) << " along " << axis << " keepdim " << keepdim);
                     Tensor x = kind == Kind::Max ? distinct_tensor(shape, rng) : rand_tensor(shape, rng);
-                    check_gradients([kind, axis, keepdim](const std::vector<Tensor>& in) {
-                        return reduce(kind, in[0], axis, keepdim);
-                    }, {x}, seed++);
+                    check_gradients([kind, axis, keepdim](
+                                        const std::vector<Tensor>& in) { return reduce(kind, in[0], axis, keepdim); },
+                                    {x}, seed++);
                 }
         }
 }

@@ -101,7 +101,11 @@ TEST_CASE("reshape: gradcheck on odd shapes", "[op:reshape][gradcheck]") {
     Rng rng(11);
     check_gradients([](const std::vector<Tensor>& x) { return reshape(x[0], {5, 3}); }, {rand_tensor({3, 1, 5}, rng)});
     check_gradients([](const std::vector<Tensor>& x) { return reshape(x[0], {-1}); }, {rand_tensor({7, 11}, rng)}, 2);
-    check_gradients([](const std::vector<Tensor>& x) { return reshape(x[0], {11, 1, -1}); }, {rand_tensor({7, 11}, rng)}, 3);
+    check_gradients(
+        [](const std::vector<Tensor>& x) {
+            return reshape(x[0], {11, 1, -1});
+        },
+        {rand_tensor({7, 11}, rng)}, 3);
 }
 
 TEST_CASE("reshape: errors", "[op:reshape][errors]") {
@@ -118,8 +122,8 @@ TEST_CASE("reshape: errors", "[op:reshape][errors]") {
 TEST_CASE("permute: forward matches a naive index formula", "[op:permute][forward]") {
     Rng rng(1);
     Tensor a = rand_tensor({2, 3, 4, 5}, rng, -1, 1, false);
-    for (const std::vector<int64_t>& dims : std::vector<std::vector<int64_t>>{
-             {0, 1, 2, 3}, {0, 2, 1, 3}, {3, 1, 0, 2}, {3, 2, 1, 0}, {1, 3, 2, 0}}) {
+    for (const std::vector<int64_t>& dims :
+         std::vector<std::vector<int64_t>>{{0, 1, 2, 3}, {0, 2, 1, 3}, {3, 1, 0, 2}, {3, 2, 1, 0}, {1, 3, 2, 0}}) {
         require_close(permute(a, dims), naive_permute(a, dims), 0, "dims " + shape_str(dims));
     }
     require_close(permute(a, {-1, 0, -2, 1}), naive_permute(a, {3, 0, 2, 1}), 0, "negative dims");
@@ -131,14 +135,17 @@ TEST_CASE("permute: forward matches a naive index formula", "[op:permute][forwar
 TEST_CASE("permute: gradcheck on odd shapes", "[op:permute][gradcheck]") {
     Rng rng(2);
     uint64_t seed = 1;
-    for (const std::vector<int64_t>& dims : std::vector<std::vector<int64_t>>{
-             {0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}}) {
+    for (const std::vector<int64_t>& dims :
+         std::vector<std::vector<int64_t>>{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}}) {
         INFO("dims " << shape_str(dims));
         check_gradients([dims](const std::vector<Tensor>& x) { return permute(x[0], dims); },
                         {rand_tensor({3, 1, 5}, rng)}, seed++);
     }
-    check_gradients([](const std::vector<Tensor>& x) { return permute(x[0], {0, 2, -3, 3}); },
-                    {rand_tensor({2, 3, 7, 4}, rng)}, seed++);
+    check_gradients(
+        [](const std::vector<Tensor>& x) {
+            return permute(x[0], {0, 2, -3, 3});
+        },
+        {rand_tensor({2, 3, 7, 4}, rng)}, seed++);
 }
 
 TEST_CASE("permute: errors", "[op:permute][errors]") {
@@ -230,7 +237,8 @@ TEST_CASE("concat: gradcheck along each axis", "[op:concat][gradcheck]") {
         check_gradients([axis](const std::vector<Tensor>& x) { return concat(x, axis); },
                         {rand_tensor(s0, rng), rand_tensor(s1, rng), rand_tensor(s2, rng)}, seed++);
     }
-    check_gradients([](const std::vector<Tensor>& x) { return concat({x[0]}, -1); }, {rand_tensor({7, 11}, rng)}, seed++);
+    check_gradients([](const std::vector<Tensor>& x) { return concat({x[0]}, -1); }, {rand_tensor({7, 11}, rng)},
+                    seed++);
     check_gradients([](const std::vector<Tensor>& x) { return concat(x, 1); },
                     {rand_tensor({2, 1, 5}, rng), rand_tensor({2, 7, 5}, rng)}, seed++);
 }
@@ -238,15 +246,22 @@ TEST_CASE("concat: gradcheck along each axis", "[op:concat][gradcheck]") {
 TEST_CASE("concat: gradients with an input used twice and one without grad", "[op:concat][gradcheck]") {
     Rng rng(8);
     Tensor constant = rand_tensor({3, 2}, rng, -1, 1, false);
-    check_gradients([constant](const std::vector<Tensor>& x) { return concat({x[0], constant, x[0]}, 1); },
-                    {rand_tensor({3, 5}, rng)});
+    check_gradients(
+        [constant](const std::vector<Tensor>& x) {
+            return concat({x[0], constant, x[0]}, 1);
+        },
+        {rand_tensor({3, 5}, rng)});
 }
 
 TEST_CASE("concat: errors", "[op:concat][errors]") {
     Tensor a = Tensor::zeros({2, 3});
     require_error([&] { concat({}, 0); }, {"concat", "at least one"});
     require_error([&] { concat({a, Tensor::zeros({3, 3})}, 1); }, {"concat", "axis 1", "[2, 3]", "[3, 3]"});
-    require_error([&] { concat({a, a, Tensor::zeros({2, 3, 1})}, 0); }, {"concat", "axis 0", "[2, 3]", "[2, 3, 1]", "tensor 2"});
+    require_error(
+        [&] {
+            concat({a, a, Tensor::zeros({2, 3, 1})}, 0);
+        },
+        {"concat", "axis 0", "[2, 3]", "[2, 3, 1]", "tensor 2"});
     require_error([&] { concat({a, Tensor::zeros({2})}, -1); }, {"concat", "axis -1", "[2, 3]", "[2]"});
     require_error([&] { concat({a, a}, 2); }, {"concat", "axis 2", "[2, 3]"});
     require_error([&] { concat({a, Tensor()}, 0); }, {"concat", "tensor 1", "undefined"});
@@ -281,7 +296,8 @@ TEST_CASE("slice: gradcheck along each axis", "[op:slice][gradcheck]") {
         check_gradients([axis](const std::vector<Tensor>& x) { return slice(x[0], axis, -2, -1); },
                         {rand_tensor(shape, rng)}, seed++);
     }
-    check_gradients([](const std::vector<Tensor>& x) { return slice(x[0], 1, 0, 1); }, {rand_tensor({3, 1, 5}, rng)}, seed++);
+    check_gradients([](const std::vector<Tensor>& x) { return slice(x[0], 1, 0, 1); }, {rand_tensor({3, 1, 5}, rng)},
+                    seed++);
 }
 
 TEST_CASE("slice: errors", "[op:slice][errors]") {
@@ -308,7 +324,8 @@ TEST_CASE("select: forward matches a naive index formula", "[op:select][forward]
     Tensor a = rand_tensor({3, 4, 5}, rng, -1, 1, false);
     for (int64_t axis = 0; axis < 3; ++axis) {
         require_close(select(a, axis, 2), naive_select(a, axis, 2), 0, "axis " + std::to_string(axis));
-        require_close(select(a, axis - 3, -1), naive_select(a, axis, a.shape()[axis] - 1), 0, "negative axis and index");
+        require_close(select(a, axis - 3, -1), naive_select(a, axis, a.shape()[axis] - 1), 0,
+                      "negative axis and index");
     }
 }
 

@@ -37,7 +37,8 @@ Tensor log_of(const Tensor& x) {
 
 }  // namespace
 
-TEST_CASE("softmax: hand-computed values, also for logits in the thousands", "[op:softmax][op:log_softmax][forward][ex:softmax-backward]") {
+TEST_CASE("softmax: hand-computed values, also for logits in the thousands",
+          "[op:softmax][op:log_softmax][forward][ex:softmax-backward]") {
     // softmax([1, 2, 3]) = e^i / (e + e^2 + e^3); shifting every logit by a constant changes nothing.
     const Tensor expected = Tensor::from_vector({3}, {0.09003057317038046, 0.24472847105479764, 0.6652409557748219});
     require_close(softmax(Tensor::from_vector({3}, {1, 2, 3}), 0), expected, 1e-12);
@@ -87,9 +88,7 @@ TEST_CASE("softmax: sums to one along the axis for large logits", "[op:softmax][
 
 TEST_CASE("softmax: gradcheck along each axis", "[op:softmax][gradcheck][ex:softmax-backward]") {
     Rng rng(10);
-    const auto op = [](int64_t axis) {
-        return [axis](const std::vector<Tensor>& xs) { return softmax(xs[0], axis); };
-    };
+    const auto op = [](int64_t axis) { return [axis](const std::vector<Tensor>& xs) { return softmax(xs[0], axis); }; };
     for (int64_t axis : {0, 1, -1, -2}) {
         INFO("[7, 11] axis " << axis);
         check_gradients(op(axis), {rand_tensor({7, 11}, rng, -3, 3)}, 11);

@@ -40,7 +40,7 @@ TEST_CASE("unfold: 4x4 image into 2x2 patches, by hand", "[op:unfold][forward][e
     Tensor y = unfold(x, 2, 2, 2, 2);
     REQUIRE(y.shape() == Shape{1, 4, 4});
     // Row = pixel (i, j) of the patch, column = patch in row-major order.
-    REQUIRE(y.to_vector() == std::vector<real>{1, 3, 9, 11,  //
+    REQUIRE(y.to_vector() == std::vector<real>{1, 3, 9, 11,   //
                                                2, 4, 10, 12,  //
                                                5, 7, 13, 15,  //
                                                6, 8, 14, 16});
@@ -48,19 +48,19 @@ TEST_CASE("unfold: 4x4 image into 2x2 patches, by hand", "[op:unfold][forward][e
 
 TEST_CASE("unfold: forward matches a naive index formula", "[op:unfold][forward][ex:unfold-forward]") {
     Rng rng(1);
-    for (const UnfoldCase& k : std::vector<UnfoldCase>{
-             {{2, 3, 6, 10}, {2, 5}, {2, 5}},  // non-overlapping, non-square kernel
-             {{1, 2, 7, 5}, {3, 3}, {2, 2}},   // overlapping
-             {{2, 1, 5, 7}, {2, 3}, {1, 2}},   // C = 1, overlapping in one direction
-             {{1, 4, 6, 6}, {3, 3}, {3, 3}},   // C = 4
-             {{1, 1, 7, 6}, {3, 2}, {2, 3}},   // remainders dropped
-             {{3, 2, 4, 5}, {4, 5}, {1, 1}},   // kernel = image: one window
-             {{1, 3, 3, 2}, {1, 1}, {1, 1}}}) {
+    for (const UnfoldCase& k :
+         std::vector<UnfoldCase>{{{2, 3, 6, 10}, {2, 5}, {2, 5}},  // non-overlapping, non-square kernel
+                                 {{1, 2, 7, 5}, {3, 3}, {2, 2}},   // overlapping
+                                 {{2, 1, 5, 7}, {2, 3}, {1, 2}},   // C = 1, overlapping in one direction
+                                 {{1, 4, 6, 6}, {3, 3}, {3, 3}},   // C = 4
+                                 {{1, 1, 7, 6}, {3, 2}, {2, 3}},   // remainders dropped
+                                 {{3, 2, 4, 5}, {4, 5}, {1, 1}},   // kernel = image: one window
+                                 {{1, 3, 3, 2}, {1, 1}, {1, 1}}}) {
         Tensor x = rand_tensor(k.input_shape, rng, -1, 1, false);
-        require_close(unfold(x, k.kernel[0], k.kernel[1], k.stride[0], k.stride[1]),
-                      naive_unfold(x, k.kernel[0], k.kernel[1], k.stride[0], k.stride[1]), 0,
-                      "input " + shape_str(k.input_shape) + " kernel " + shape_str(k.kernel) + " stride " +
-                          shape_str(k.stride));
+        require_close(
+            unfold(x, k.kernel[0], k.kernel[1], k.stride[0], k.stride[1]),
+            naive_unfold(x, k.kernel[0], k.kernel[1], k.stride[0], k.stride[1]), 0,
+            "input " + shape_str(k.input_shape) + " kernel " + shape_str(k.kernel) + " stride " + shape_str(k.stride));
     }
 }
 
@@ -114,17 +114,19 @@ TEST_CASE("unfold: backward adds where windows overlap", "[op:unfold][ex:unfold-
 TEST_CASE("unfold: gradcheck", "[op:unfold][gradcheck][ex:unfold-backward]") {
     Rng rng(2);
     uint64_t seed = 1;
-    for (const UnfoldCase& k : std::vector<UnfoldCase>{
-             {{1, 2, 7, 5}, {3, 3}, {2, 2}},  // overlapping
-             {{2, 1, 5, 7}, {2, 3}, {1, 2}},  // C = 1, overlapping along H
-             {{1, 4, 6, 6}, {2, 2}, {2, 2}},  // C = 4, ViT-style patches
-             {{2, 3, 6, 10}, {2, 5}, {2, 5}}, // non-square kernel and image
-             {{1, 1, 7, 6}, {3, 2}, {2, 3}},  // remainders dropped: zero gradient there
-             {{1, 3, 3, 5}, {3, 5}, {1, 1}}}) {
+    for (const UnfoldCase& k :
+         std::vector<UnfoldCase>{{{1, 2, 7, 5}, {3, 3}, {2, 2}},   // overlapping
+                                 {{2, 1, 5, 7}, {2, 3}, {1, 2}},   // C = 1, overlapping along H
+                                 {{1, 4, 6, 6}, {2, 2}, {2, 2}},   // C = 4, ViT-style patches
+                                 {{2, 3, 6, 10}, {2, 5}, {2, 5}},  // non-square kernel and image
+                                 {{1, 1, 7, 6}, {3, 2}, {2, 3}},   // remainders dropped: zero gradient there
+                                 {{1, 3, 3, 5}, {3, 5}, {1, 1}}}) {
         INFO("input " << shape_str(k.input_shape) << " kernel " << shape_str(k.kernel) << " stride "
                       << shape_str(k.stride));
         check_gradients(
-            [k](const std::vector<Tensor>& x) { return unfold(x[0], k.kernel[0], k.kernel[1], k.stride[0], k.stride[1]); },
+            [k](const std::vector<Tensor>& x) {
+                return unfold(x[0], k.kernel[0], k.kernel[1], k.stride[0], k.stride[1]);
+            },
             {rand_tensor(k.input_shape, rng)}, seed++);
     }
 }

@@ -7,7 +7,8 @@
 namespace patchgrad {
 using namespace patchgrad::test;
 
-TEST_CASE("lr_schedule: linear warmup, then cosine down to min_lr at the last step", "[lr_schedule][ex:cosine-schedule]") {
+TEST_CASE("lr_schedule: linear warmup, then cosine down to min_lr at the last step",
+          "[lr_schedule][ex:cosine-schedule]") {
     LRSchedule s;
     s.kind = "cosine";
     s.base_lr = 1e-3;
@@ -44,7 +45,8 @@ TEST_CASE("lr_schedule: step decay and constant", "[lr_schedule][ex:cosine-sched
     REQUIRE(s.lr_at(50) == Approx(0.1));
 }
 
-TEST_CASE("lr_schedule: no warmup, all warmup, and step decay counted after the warmup", "[lr_schedule][ex:cosine-schedule]") {
+TEST_CASE("lr_schedule: no warmup, all warmup, and step decay counted after the warmup",
+          "[lr_schedule][ex:cosine-schedule]") {
     LRSchedule s;
     s.kind = "cosine";
     s.base_lr = 2e-3;
@@ -67,9 +69,9 @@ TEST_CASE("lr_schedule: no warmup, all warmup, and step decay counted after the 
     s.gamma = 0.1;
     s.validate();
     REQUIRE(s.lr_at(1) == Approx(2e-3));
-    REQUIRE(s.lr_at(6) == Approx(2e-3));    // t = 4
-    REQUIRE(s.lr_at(7) == Approx(2e-4));    // t = 5
-    REQUIRE(s.lr_at(16) == Approx(2e-5));   // t = 14
+    REQUIRE(s.lr_at(6) == Approx(2e-3));   // t = 4
+    REQUIRE(s.lr_at(7) == Approx(2e-4));   // t = 5
+    REQUIRE(s.lr_at(16) == Approx(2e-5));  // t = 14
 }
 
 TEST_CASE("lr_schedule: nonsense is an error naming the field", "[lr_schedule][errors]") {
@@ -84,8 +86,18 @@ TEST_CASE("lr_schedule: nonsense is an error naming the field", "[lr_schedule][e
     bad([](LRSchedule& s) { s.total = 0; }, {"LRSchedule", "total"});
     bad([](LRSchedule& s) { s.warmup = 11; }, {"LRSchedule", "warmup", "11"});
     bad([](LRSchedule& s) { s.min_lr = 1; }, {"LRSchedule", "min_lr"});
-    bad([](LRSchedule& s) { s.kind = "step"; s.step_size = 0; }, {"LRSchedule", "step_size"});
-    bad([](LRSchedule& s) { s.kind = "step"; s.gamma = 2; }, {"LRSchedule", "gamma", "2"});
+    bad(
+        [](LRSchedule& s) {
+            s.kind = "step";
+            s.step_size = 0;
+        },
+        {"LRSchedule", "step_size"});
+    bad(
+        [](LRSchedule& s) {
+            s.kind = "step";
+            s.gamma = 2;
+        },
+        {"LRSchedule", "gamma", "2"});
 }
 
 }  // namespace patchgrad

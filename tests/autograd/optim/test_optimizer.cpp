@@ -33,7 +33,7 @@ struct GoldenCase {
     std::string name, kind;
     bool defaults = false;
     std::map<std::string, double> hyper;
-    std::vector<std::map<std::string, std::vector<real>>> after_step;      // [step - 1][param] -> values
+    std::vector<std::map<std::string, std::vector<real>>> after_step;       // [step - 1][param] -> values
     std::map<std::string, std::map<std::string, std::vector<real>>> state;  // [param][field] -> values
 };
 
@@ -207,8 +207,7 @@ TEST_CASE("optimizer: SGD, Adam and AdamW trajectories match torch.optim (golden
                 const GoldenParam& gp = g.params.at(name);
                 if (s < gp.first_grad) continue;
                 std::vector<real> grad(gp.curvature.size());
-                for (size_t i = 0; i < grad.size(); ++i)
-                    grad[i] = gp.curvature[i] * (p[name].data()[i] - gp.target[i]);
+                for (size_t i = 0; i < grad.size(); ++i) grad[i] = gp.curvature[i] * (p[name].data()[i] - gp.target[i]);
                 set_grad(p[name], grad);
             }
             optimizer->step();
@@ -251,8 +250,7 @@ TEST_CASE("SGD: momentum and Nesterov steps by hand", "[optimizer]") {
     // Constant gradient 2, lr 0.1, momentum 0.9. Heavy ball: b1 = 2, b2 = 0.9 * 2 + 2 = 3.8,
     // p: 1 -> 1 - 0.2 = 0.8 -> 0.8 - 0.38 = 0.42. Nesterov steps along g + 0.9 b:
     // 2 + 1.8 = 3.8 then 2 + 3.42 = 5.42, p: 1 -> 0.62 -> 0.078.
-    for (const auto& [nesterov, p1, p2] :
-         {std::tuple<bool, double, double>{false, 0.8, 0.42}, {true, 0.62, 0.078}}) {
+    for (const auto& [nesterov, p1, p2] : {std::tuple<bool, double, double>{false, 0.8, 0.42}, {true, 0.62, 0.078}}) {
         INFO("nesterov " << nesterov);
         Tensor p = Tensor::ones({1}, true);
         SGD sgd({p}, 0.1, 0.9, 0, 0, nesterov);
@@ -276,7 +274,8 @@ TEST_CASE("SGD: coupled weight decay adds wd * p to the gradient", "[optimizer]"
     REQUIRE_FALSE(sgd.state(0).momentum_buffer.defined());  // no momentum, no buffer
 }
 
-TEST_CASE("Adam: the first step moves every element by lr against the sign of its gradient", "[optimizer][ex:adamw-step]") {
+TEST_CASE("Adam: the first step moves every element by lr against the sign of its gradient",
+          "[optimizer][ex:adamw-step]") {
     // After one step m = (1 - b1) g and v = (1 - b2) g^2; bias correction divides them by
     // exactly those factors, so the step is lr * g / (|g| + eps), whatever |g| is.
     Tensor p = Tensor::from_vector({4}, {1, -1, 0.5, 3}, true);
@@ -319,7 +318,8 @@ TEST_CASE("optimizer: parameters without a gradient are skipped entirely", "[opt
         Tensor used = Tensor::from_vector({2}, {1, 2}, true), unused = Tensor::from_vector({2}, {3, 4}, true);
         std::unique_ptr<Optimizer> opt;
         if (kind == "SGD") opt = std::make_unique<SGD>(std::vector<Tensor>{used, unused}, 0.1, 0.9, 0, 0.1);
-        if (kind == "Adam") opt = std::make_unique<Adam>(std::vector<Tensor>{used, unused}, 0.1, std::make_pair(0.9, 0.999), 1e-8, 0.1);
+        if (kind == "Adam")
+            opt = std::make_unique<Adam>(std::vector<Tensor>{used, unused}, 0.1, std::make_pair(0.9, 0.999), 1e-8, 0.1);
         if (kind == "AdamW") opt = std::make_unique<AdamW>(std::vector<Tensor>{used, unused}, 0.1);
         for (int s = 0; s < 2; ++s) {
             set_grad(used, {0.5, -0.5});
@@ -414,8 +414,11 @@ TEST_CASE("optimizer: load_state_tensors rejects state that does not fit", "[opt
             if (n == name) v = t;
         return s;
     };
-    require_error([&] { adamw.load_state_tensors(with("state.0.exp_avg", Tensor::zeros({3, 2}))); },
-                  {"AdamW", "state.0.exp_avg", "[3, 2]", "[2, 3]"});
+    require_error(
+        [&] {
+            adamw.load_state_tensors(with("state.0.exp_avg", Tensor::zeros({3, 2})));
+        },
+        {"AdamW", "state.0.exp_avg", "[3, 2]", "[2, 3]"});
     require_error([&] { adamw.load_state_tensors(with("state.1.step", Tensor::scalar(1.5))); },
                   {"AdamW", "state.1.step", "positive integer"});
     auto extra = good;
@@ -430,8 +433,11 @@ TEST_CASE("optimizer: load_state_tensors rejects state that does not fit", "[opt
     require_error([&] { adamw.load_state_tensors(missing); }, {"AdamW", "state.0.exp_avg_sq", "missing"});
     require_error([&] { adamw.load_state_tensors(with("state.1.exp_avg", Tensor())); },
                   {"AdamW", "state.1.exp_avg", "undefined"});
-    require_error([&] { adamw.load_state_tensors({{"exp_avg", Tensor::zeros({3})}}); },
-                  {"AdamW", "'exp_avg'", "state.<index>.<field>"});
+    require_error(
+        [&] {
+            adamw.load_state_tensors({{"exp_avg", Tensor::zeros({3})}});
+        },
+        {"AdamW", "'exp_avg'", "state.<index>.<field>"});
     // Adam state into an SGD with momentum: the buffers are not the ones SGD keeps.
     SGD sgd(std::vector<Tensor>{w, b}, 0.1, 0.9);
     require_error([&] { sgd.load_state_tensors(good); }, {"SGD", "exp_avg", "momentum_buffer"});
@@ -547,8 +553,11 @@ TEST_CASE("optimizer: bad parameter lists", "[optimizer][errors]") {
     require_error([&] { Adam(std::vector<ParamGroup>{{{}, std::nullopt}}); }, {"Adam", "empty parameter list"});
     require_error([&] { AdamW({Tensor()}); }, {"AdamW", "parameter 0 of group 0", "undefined"});
     require_error([&] { AdamW({p, p * 2.0}); }, {"AdamW", "parameter 1 of group 0", "[2, 3]", "not a leaf", "mul"});
-    require_error([&] { AdamW({{{p}, std::nullopt}, {{p}, 0.0}}); },
-                  {"AdamW", "parameter 0 of group 1", "[2, 3]", "more than once"});
+    require_error(
+        [&] {
+            AdamW({{{p}, std::nullopt}, {{p}, 0.0}});
+        },
+        {"AdamW", "parameter 0 of group 1", "[2, 3]", "more than once"});
 }
 
 }  // namespace patchgrad

@@ -48,7 +48,8 @@ TEST_CASE("canvas: make_image fills, pixels round-trip, writes outside the image
     CHECK(get_pixel(image, 1, 2) == Rgb{1, 2, 3});
     CHECK(image.rgb[(2 * 4 + 1) * 3 + 2] == 3);  // row-major, RGB
     const std::vector<uint8_t> before = image.rgb;
-    for (auto [x, y] : {std::pair{-1, 0}, std::pair{4, 0}, std::pair{0, -1}, std::pair{0, 3}, std::pair{INT_MIN, INT_MAX}})
+    for (auto [x, y] :
+         {std::pair{-1, 0}, std::pair{4, 0}, std::pair{0, -1}, std::pair{0, 3}, std::pair{INT_MIN, INT_MAX}})
         set_pixel(image, x, y, kBlack);
     CHECK(image.rgb == before);
     require_error([&] { get_pixel(image, 4, 0); }, {"get_pixel", "(4, 0)", "4x3"});
@@ -57,8 +58,11 @@ TEST_CASE("canvas: make_image fills, pixels round-trip, writes outside the image
 }
 
 TEST_CASE("canvas: draw_line covers both ends with one pixel per step", "[vit][canvas]") {
-    struct Case { int x0, y0, x1, y1; };
-    for (Case c : {Case{0, 0, 9, 5}, Case{9, 5, 0, 0}, Case{2, 1, 2, 8}, Case{1, 7, 8, 7}, Case{3, 9, 5, 0}, Case{4, 4, 4, 4}}) {
+    struct Case {
+        int x0, y0, x1, y1;
+    };
+    for (Case c :
+         {Case{0, 0, 9, 5}, Case{9, 5, 0, 0}, Case{2, 1, 2, 8}, Case{1, 7, 8, 7}, Case{3, 9, 5, 0}, Case{4, 4, 4, 4}}) {
         INFO(c.x0 << "," << c.y0 << " -> " << c.x1 << "," << c.y1);
         Image image = make_image(10, 10);
         draw_line(image, c.x0, c.y0, c.x1, c.y1, kBlack);
@@ -241,9 +245,9 @@ TEST_CASE("canvas: vertical text is the horizontal text turned counter-clockwise
 
 TEST_CASE("canvas: colour maps have the table's ends, clamp, and viridis gets lighter throughout",
           "[vit][canvas][colormap]") {
-    CHECK(colormap(Colormap::Viridis, 0) == Rgb{68, 1, 84});      // matplotlib #440154
-    CHECK(colormap(Colormap::Viridis, 1) == Rgb{253, 231, 37});   // #fde725
-    const Rgb mid = colormap(Colormap::Viridis, 0.5);             // #21918c
+    CHECK(colormap(Colormap::Viridis, 0) == Rgb{68, 1, 84});     // matplotlib #440154
+    CHECK(colormap(Colormap::Viridis, 1) == Rgb{253, 231, 37});  // #fde725
+    const Rgb mid = colormap(Colormap::Viridis, 0.5);            // #21918c
     CHECK(std::abs(mid.r - 33) + std::abs(mid.g - 145) + std::abs(mid.b - 140) <= 3);
     CHECK(colormap(Colormap::Diverging, 0) == Rgb{5, 48, 97});
     CHECK(colormap(Colormap::Diverging, 0.5) == Rgb{247, 247, 247});
@@ -258,15 +262,18 @@ TEST_CASE("canvas: colour maps have the table's ends, clamp, and viridis gets li
     // rounding to 8-bit channels can take back up to a few tenths.
     for (int k = 0; k < 64; ++k) {
         INFO("t = " << k / 64.0);
-        CHECK(lightness(colormap(Colormap::Viridis, (k + 1) / 64.0)) > lightness(colormap(Colormap::Viridis, k / 64.0)) + 0.5);
+        CHECK(lightness(colormap(Colormap::Viridis, (k + 1) / 64.0)) >
+              lightness(colormap(Colormap::Viridis, k / 64.0)) + 0.5);
     }
     for (int i = 0; i < 1000; ++i)
-        CHECK(lightness(colormap(Colormap::Viridis, (i + 1) / 1000.0)) > lightness(colormap(Colormap::Viridis, i / 1000.0)) - 0.3);
+        CHECK(lightness(colormap(Colormap::Viridis, (i + 1) / 1000.0)) >
+              lightness(colormap(Colormap::Viridis, i / 1000.0)) - 0.3);
     CHECK(lightness(colormap(Colormap::Viridis, 1)) - lightness(colormap(Colormap::Viridis, 0)) > 60);
     // The diverging map is lightest in the middle and darkens towards both ends.
     for (int k = 0; k < 20; ++k) {
         INFO("t = " << k / 40.0 << " and " << 1 - k / 40.0);
-        CHECK(lightness(colormap(Colormap::Diverging, k / 40.0)) < lightness(colormap(Colormap::Diverging, (k + 1) / 40.0)));
+        CHECK(lightness(colormap(Colormap::Diverging, k / 40.0)) <
+              lightness(colormap(Colormap::Diverging, (k + 1) / 40.0)));
         CHECK(lightness(colormap(Colormap::Diverging, 1 - k / 40.0)) <
               lightness(colormap(Colormap::Diverging, 1 - (k + 1) / 40.0)));
     }
@@ -317,7 +324,8 @@ TEST_CASE("canvas: colorbar runs from high at the top to low at the bottom, labe
     CHECK(get_pixel(bar, bar_w / 2, top + bar_h - 2) == colormap(Colormap::Diverging, 1.0 / (bar_h - 1)));
     Image labels = make_image(bar.width - bar_w - 5, bar.height);
     blit(labels, bar, -(bar_w + 5), 0);
-    CHECK(ink(labels).size() == ink(text_image("1")).size() + ink(text_image("0")).size() + ink(text_image("-1")).size());
+    CHECK(ink(labels).size() ==
+          ink(text_image("1")).size() + ink(text_image("0")).size() + ink(text_image("-1")).size());
 }
 
 TEST_CASE("canvas: hconcat, vconcat and grid centre the images with gaps", "[vit][canvas]") {
@@ -350,7 +358,8 @@ TEST_CASE("canvas: hconcat, vconcat and grid centre the images with gaps", "[vit
 
 TEST_CASE("canvas: save writes the image as an RGB PNG", "[vit][canvas]") {
     std::random_device rd;
-    const fs::path dir = fs::temp_directory_path() / ("patchgrad_test_canvas_" + std::to_string(rd()) + std::to_string(rd()));
+    const fs::path dir =
+        fs::temp_directory_path() / ("patchgrad_test_canvas_" + std::to_string(rd()) + std::to_string(rd()));
     fs::create_directories(dir);
     Image image = make_image(7, 5, {12, 34, 56});
     draw_text(image, 0, 0, "ok", kWhite);

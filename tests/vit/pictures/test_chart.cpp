@@ -188,8 +188,11 @@ TEST_CASE("chart: degenerate series draw without throwing", "[vit][chart]") {
 
 TEST_CASE("chart: malformed series and sizes are rejected", "[vit][chart][errors]") {
     require_error([] { line_chart("Loss", "", "", {}, 100, 100); }, {"line_chart", "Loss", "100x100", "160x120"});
-    require_error([] { line_chart("Loss", "", "", {Series{"train", {1, 2, 3}, {1, 2}}}); },
-                  {"line_chart", "'train'", "3 x values", "2 y values"});
+    require_error(
+        [] {
+            line_chart("Loss", "", "", {Series{"train", {1, 2, 3}, {1, 2}}});
+        },
+        {"line_chart", "'train'", "3 x values", "2 y values"});
     // Tick labels such as "-1234567.8905" on both axes leave no width for the plot.
     const Series long_labels{"", {-1234567.891, -1234567.889}, {-1234567.891, -1234567.889}};
     require_error([&] { line_chart("", "x", "y", {long_labels}, 160, 120); }, {"line_chart", "160x120", "no room"});

@@ -14,8 +14,8 @@
 #include "datasets/datasets_test_util.h"
 #include "test_util.h"
 #include "vit/train/checkpoint.h"
-#include "vit/vit_test_util.h"
 #include "vit/trainer_test_util.h"
+#include "vit/vit_test_util.h"
 
 namespace patchgrad {
 namespace {
@@ -88,8 +88,7 @@ ViTConfig tiny_config() {
     return c;
 }
 
-TEST_CASE("inspect: cosine_similarity_matrix against hand values; symmetric with 1 on the diagonal",
-          "[vit][inspect]") {
+TEST_CASE("inspect: cosine_similarity_matrix against hand values; symmetric with 1 on the diagonal", "[vit][inspect]") {
     Matrix v(3, 2);
     v.values = {1, 0, 2, 2, -3, 0};
     const Matrix s = cosine_similarity_matrix(v);
@@ -204,11 +203,18 @@ TEST_CASE("inspect: attention_rollout multiplies rownorm(mean of heads + I) thro
     }
     SECTION("errors") {
         require_error([] { attention_rollout({}, 0); }, {"attention_rollout", "0 layers"});
-        require_error([] { attention_rollout({identity_maps(1, 2, 5), identity_maps(1, 2, 4)}, 0); },
-                      {"attention_rollout", "layer 1", "[1, 2, 4, 4]", "[1, 2, 5, 5]"});
-        require_error([] { attention_rollout({Tensor::zeros({1, 2, 5, 4})}, 0); },
-                      {"attention_rollout", "[1, 2, 5, 4]", "[B, heads, T, T]"});
-        require_error([] { attention_rollout({identity_maps(2, 1, 3)}, 2); }, {"attention_rollout", "image 2", "batch of 2"});
+        require_error(
+            [] {
+                attention_rollout({identity_maps(1, 2, 5), identity_maps(1, 2, 4)}, 0);
+            },
+            {"attention_rollout", "layer 1", "[1, 2, 4, 4]", "[1, 2, 5, 5]"});
+        require_error(
+            [] {
+                attention_rollout({Tensor::zeros({1, 2, 5, 4})}, 0);
+            },
+            {"attention_rollout", "[1, 2, 5, 4]", "[B, heads, T, T]"});
+        require_error([] { attention_rollout({identity_maps(2, 1, 3)}, 2); },
+                      {"attention_rollout", "image 2", "batch of 2"});
         require_error([] { attention_rollout({Tensor()}, 0); }, {"attention_rollout", "layer 0", "record_attention"});
     }
 }
@@ -301,10 +307,16 @@ TEST_CASE("inspect: mean attention distance by hand: weighted, class token left 
     CHECK(mean_attention_distance({one_map(other_row)}, PatchGrid{2, 3, 2})(0, 0) == Approx(2));
     CHECK(mean_attention_distance({one_map(two_on)}, PatchGrid{2, 3, 2})(0, 0) == Approx(2 * 4.0 / 6));
 
-    require_error([] { mean_attention_distance({identity_maps(1, 1, 5)}, PatchGrid{2, 3, 4}); },
-                  {"mean_attention_distance", "[1, 1, 5, 5]", "5 tokens", "2x3", "7"});
-    require_error([] { mean_attention_distance({identity_maps(1, 1, 3)}, PatchGrid{0, 2, 4}); },
-                  {"mean_attention_distance", "0x2"});
+    require_error(
+        [] {
+            mean_attention_distance({identity_maps(1, 1, 5)}, PatchGrid{2, 3, 4});
+        },
+        {"mean_attention_distance", "[1, 1, 5, 5]", "5 tokens", "2x3", "7"});
+    require_error(
+        [] {
+            mean_attention_distance({identity_maps(1, 1, 3)}, PatchGrid{0, 2, 4});
+        },
+        {"mean_attention_distance", "0x2"});
 }
 
 // The unit vector u normalised.
@@ -437,7 +449,8 @@ TEST_CASE("inspect: write_inspection writes the five pictures as PNGs of the dra
     options.distance_images = 10;
     options.batch = 4;  // 4 + 4 + 2: the last batch counts less
     options.model_name = "tiny test model";
-    const Inspection inspection = write_inspection(model, set, ChannelStats::cifar10(), dir.file("out/pictures"), options);
+    const Inspection inspection =
+        write_inspection(model, set, ChannelStats::cifar10(), dir.file("out/pictures"), options);
 
     const std::vector<std::string> names = {"patches.png", "pos_similarity.png", "attention.png",
                                             "attention_distance.png", "embedding_filters.png"};
@@ -448,9 +461,11 @@ TEST_CASE("inspect: write_inspection writes the five pictures as PNGs of the dra
     const std::vector<Tensor> maps = record_attention_maps(model, to_tensor(set.subset({7}), ChannelStats::cifar10()));
     const std::vector<Image> drawn = {
         patches_picture(image, grid, "image 7 (horse)"),
-        position_similarity_picture(cosine_similarity_matrix(patch_position_embeddings(model)), grid, "tiny test model"),
+        position_similarity_picture(cosine_similarity_matrix(patch_position_embeddings(model)), grid,
+                                    "tiny test model"),
         attention_picture(image, maps, 0, grid, "tiny test model: image 7 (horse)"),
-        attention_distance_picture(inspection.attention_distance, grid, "tiny test model: mean over the first 10 images"),
+        attention_distance_picture(inspection.attention_distance, grid,
+                                   "tiny test model: mean over the first 10 images"),
         embedding_filters_picture(inspection.filters, 3, 8, "tiny test model"),
     };
     for (size_t i = 0; i < names.size(); ++i) {
@@ -463,11 +478,11 @@ TEST_CASE("inspect: write_inspection writes the five pictures as PNGs of the dra
         CHECK(h == uint32_t(drawn[i].height));
     }
     // Lower bounds that follow from the layouts: the image enlarged at least once per panel.
-    CHECK(drawn[0].width > 2 * 32);                  // the image and the token sequence side by side
-    CHECK(drawn[1].width > 4 * 4 * 2);               // 4 tiles of 4 cells of at least 2 pixels
-    CHECK(drawn[2].width > (1 + 2 + 1) * 32);        // input, two heads, rollout
-    CHECK(drawn[3].width >= 640);                    // the chart
-    CHECK(drawn[4].width >= 7 * 48);                 // 7 tiles of at least 48 pixels in a row
+    CHECK(drawn[0].width > 2 * 32);            // the image and the token sequence side by side
+    CHECK(drawn[1].width > 4 * 4 * 2);         // 4 tiles of 4 cells of at least 2 pixels
+    CHECK(drawn[2].width > (1 + 2 + 1) * 32);  // input, two heads, rollout
+    CHECK(drawn[3].width >= 640);              // the chart
+    CHECK(drawn[4].width >= 7 * 48);           // 7 tiles of at least 48 pixels in a row
 
     // The batched mean over 10 images equals the mean computed in one go.
     const Matrix all =

@@ -44,8 +44,8 @@ uint32_t be32(const std::vector<uint8_t>& b, size_t at) {
 // ---- INFLATE (RFC 1951) ------------------------------------------------------------------
 
 struct InflateStats {
-    std::vector<int> block_types;                     // BTYPE of every block, in order
-    std::vector<std::pair<size_t, size_t>> matches;   // (length, distance) of every back-reference
+    std::vector<int> block_types;                    // BTYPE of every block, in order
+    std::vector<std::pair<size_t, size_t>> matches;  // (length, distance) of every back-reference
     size_t literals = 0;
 };
 
@@ -375,7 +375,7 @@ TEST_CASE("png: crc32 and adler32 match the known check values", "[vit][png]") {
 
 TEST_CASE("png: zlib_compress round-trips empty, tiny and text-like inputs", "[vit][png][deflate]") {
     for (const std::string& s : {std::string(), std::string("a"), std::string("ab"), std::string("abc"),
-                                std::string("abcabcabcabcabcabcabc"), std::string(1000, 'x')}) {
+                                 std::string("abcabcabcabcabcabcabc"), std::string(1000, 'x')}) {
         INFO("'" << s.substr(0, 30) << "' (" << s.size() << " bytes)");
         const std::vector<uint8_t> data(s.begin(), s.end());
         const std::vector<uint8_t> z = compress(data);
@@ -572,7 +572,8 @@ TEST_CASE("png: write_png writes encode_png's bytes and replaces an existing fil
 TEST_CASE("png: bad sizes are rejected with the sizes in the message", "[vit][png][errors]") {
     require_error([] { encode_png(0, 3, 3, {}); }, {"encode_png", "0x3x3", "positive"});
     require_error([] { encode_png(4, -1, 3, {}); }, {"encode_png", "4x-1x3", "positive"});
-    require_error([] { encode_png(2, 2, 2, std::vector<uint8_t>(8)); }, {"encode_png", "2x2x2", "1 (gray), 3 (RGB) or 4"});
+    require_error([] { encode_png(2, 2, 2, std::vector<uint8_t>(8)); },
+                  {"encode_png", "2x2x2", "1 (gray), 3 (RGB) or 4"});
     require_error([] { encode_png(4, 3, 3, std::vector<uint8_t>(35)); }, {"encode_png", "4x3x3", "36", "got 35"});
     CHECK_THROWS_AS(encode_png(4, 3, 3, std::vector<uint8_t>(37)), std::invalid_argument);
     TempDir dir;

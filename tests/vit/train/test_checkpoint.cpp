@@ -68,8 +68,7 @@ bool same_bits(const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-TEST_CASE("checkpoint: weights, config, optimizer state, position and RNG state come back exactly",
-          "[checkpoint]") {
+TEST_CASE("checkpoint: weights, config, optimizer state, position and RNG state come back exactly", "[checkpoint]") {
     TempDir dir;
     const std::string path = dir.file("last.safetensors");
     VisionTransformer model(unusual_config(), 4);
@@ -162,7 +161,8 @@ TEST_CASE("checkpoint: metadata numbers are written to read back exactly", "[che
     CHECK(std::isnan(parse_double(exact_text(std::nan("")), "test", "v")));
     CHECK(parse_uint64("18446744073709551615", "w", "k") == 18446744073709551615ull);
     CHECK(parse_int64("-42", "w", "k") == -42);
-    require_error([] { parse_double("1.5x", "ckpt", "state.loss_sum"); }, {"ckpt", "state.loss_sum", "'1.5x'", "number"});
+    require_error([] { parse_double("1.5x", "ckpt", "state.loss_sum"); },
+                  {"ckpt", "state.loss_sum", "'1.5x'", "number"});
     require_error([] { parse_int64("", "ckpt", "state.seen"); }, {"state.seen", "integer"});
     require_error([] { parse_int64("99999999999999999999", "ckpt", "state.seen"); }, {"state.seen"});
     require_error([] { parse_uint64("-1", "ckpt", "seed"); }, {"seed", "unsigned"});
@@ -171,8 +171,7 @@ TEST_CASE("checkpoint: metadata numbers are written to read back exactly", "[che
     CHECK(optimizer_state_path("ckpt") == "ckpt.state");
 }
 
-TEST_CASE("checkpoint: a different config or shape is refused naming the field or tensor",
-          "[checkpoint][errors]") {
+TEST_CASE("checkpoint: a different config or shape is refused naming the field or tensor", "[checkpoint][errors]") {
     TempDir dir;
     const std::string path = dir.file("last.safetensors");
     VisionTransformer model(tiny_vit_config(), 1);
@@ -198,7 +197,8 @@ TEST_CASE("checkpoint: a different config or shape is refused naming the field o
     ViTConfig bigger_patch = tiny_vit_config();
     bigger_patch.patch_size = 16;
     VisionTransformer coarse(bigger_patch, 1);
-    require_error([&] { load_weights(coarse, c); }, {"pos_embed has shape [1, 17, 16] but the model expects [1, 5, 16]"});
+    require_error([&] { load_weights(coarse, c); },
+                  {"pos_embed has shape [1, 17, 16] but the model expects [1, 5, 16]"});
 
     // The patch projection in patchgrad's own [D, C*P*P] layout is not the file format.
     Checkpoint linear_layout = c;
@@ -314,16 +314,28 @@ TEST_CASE("checkpoint: metadata that does not describe the file's tensors is ref
         save_safetensors(path, changed);
         return path;
     };
-    require_error([&] {
-        load_checkpoint(with_metadata({{"config.dim", "16384"}, {"config.mlp_dim", "65536"}, {"config.depth", "64"}}));
-    }, {"checkpoint " + path, "cls_token has shape [1, 1, 16] but the model expects [1, 1, 16384]"});
+    require_error(
+        [&] {
+            load_checkpoint(
+                with_metadata({{"config.dim", "16384"}, {"config.mlp_dim", "65536"}, {"config.depth", "64"}}));
+        },
+        {"checkpoint " + path, "cls_token has shape [1, 1, 16] but the model expects [1, 1, 16384]"});
     // The first block matches; a trillion more are not listed, only the first one missing.
-    require_error([&] { load_checkpoint(with_metadata({{"config.depth", "999999999999"}})); },
-                  {"checkpoint " + path, "blocks.1.norm1.weight is missing"});
-    require_error([&] { load_checkpoint(with_metadata({{"config.heads", "3"}})); },
-                  {"checkpoint " + path, "dim 16 is not divisible by heads 3"});
-    require_error([&] { load_checkpoint(with_metadata({{"config.image_height", "60129542144"}})); },
-                  {"checkpoint " + path, "64-bit"});
+    require_error(
+        [&] {
+            load_checkpoint(with_metadata({{"config.depth", "999999999999"}}));
+        },
+        {"checkpoint " + path, "blocks.1.norm1.weight is missing"});
+    require_error(
+        [&] {
+            load_checkpoint(with_metadata({{"config.heads", "3"}}));
+        },
+        {"checkpoint " + path, "dim 16 is not divisible by heads 3"});
+    require_error(
+        [&] {
+            load_checkpoint(with_metadata({{"config.image_height", "60129542144"}}));
+        },
+        {"checkpoint " + path, "64-bit"});
 
     NamedTensors extra = good;
     extra.tensors.emplace_back("blocks.7.attn.qkv.weight", Tensor::zeros({1}));
@@ -339,7 +351,8 @@ TEST_CASE("checkpoint: weights holding NaN or infinity are refused naming the te
     VisionTransformer model(tiny_vit_config(), 1);
     model.head->weight.data()[5] = std::numeric_limits<real>::quiet_NaN();
     save_checkpoint(path, model, TrainingState{}, {});
-    require_error([&] { load_checkpoint(path); }, {"checkpoint " + path, "head.weight holds nan at element 5", "not finite"});
+    require_error([&] { load_checkpoint(path); },
+                  {"checkpoint " + path, "head.weight holds nan at element 5", "not finite"});
 
     model.head->weight.data()[5] = 0;
     save_checkpoint(path, model, TrainingState{}, {});

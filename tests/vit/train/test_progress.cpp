@@ -72,7 +72,8 @@ TEST_CASE("eta_seconds and per_second: the average pace so far", "[progress]") {
 TEST_CASE("format_progress: the terminal line with a bar, the log line without", "[progress]") {
     CHECK(format_progress(line_at(170, 352), true) ==
           "epoch 3/100 [##########..........] 170/352 loss 1.234 acc 45.6% 812 img/s ETA 0:42");
-    CHECK(format_progress(line_at(170, 352), false) == "epoch 3/100 step 170/352 loss 1.234 acc 45.6% 812 img/s ETA 0:42");
+    CHECK(format_progress(line_at(170, 352), false) ==
+          "epoch 3/100 step 170/352 loss 1.234 acc 45.6% 812 img/s ETA 0:42");
     ProgressLine unknown = line_at(0, 352);
     unknown.eta_seconds = std::nan("");
     CHECK(format_progress(unknown, false).find("ETA -:--") != std::string::npos);

@@ -145,9 +145,10 @@ TEST_CASE("train: writes metrics.csv, metrics.png, results.json, last and best c
     CHECK(results.find("\"test_accuracy\": " + exact_text(r.test->accuracy)) != std::string::npos);
     CHECK(results.find("\"test_images\": 10") != std::string::npos);
     const ViTConfig& c = run.options.config;
-    CHECK(results.find("\"model\": {\"patch\": " + std::to_string(c.patch_size) + ", \"dim\": " + std::to_string(c.dim) +
-                       ", \"depth\": " + std::to_string(c.depth) + ", \"heads\": " + std::to_string(c.heads) +
-                       ", \"mlp\": " + std::to_string(c.mlp_hidden()) + "}") != std::string::npos);
+    CHECK(results.find("\"model\": {\"patch\": " + std::to_string(c.patch_size) +
+                       ", \"dim\": " + std::to_string(c.dim) + ", \"depth\": " + std::to_string(c.depth) +
+                       ", \"heads\": " + std::to_string(c.heads) + ", \"mlp\": " + std::to_string(c.mlp_hidden()) +
+                       "}") != std::string::npos);
     const Checkpoint best = load_checkpoint(out + "/best.safetensors");
     CHECK(best.state.best_accuracy == std::max(r.history[0].eval_acc, r.history[1].eval_acc));
     // The progress went to the log, one line per epoch to out.
@@ -428,8 +429,7 @@ TEST_CASE("metrics csv: rows read back as written, a foreign file is named", "[t
 
 // A second run into the same --out replaced best, last and metrics.csv silently and left the
 // first run's results.json beside the new checkpoints.
-TEST_CASE("train: a new run into a folder holding one is refused; --overwrite replaces it whole",
-          "[trainer][errors]") {
+TEST_CASE("train: a new run into a folder holding one is refused; --overwrite replaces it whole", "[trainer][errors]") {
     TinyRun run;
     QuietTrain quiet;
     TrainOptions o = run.options;
@@ -437,8 +437,8 @@ TEST_CASE("train: a new run into a folder holding one is refused; --overwrite re
     REQUIRE(quiet(o).stop == StopReason::Finished);
     const std::string metrics = read_bytes(o.out_dir + "/metrics.csv");
     const std::string weights = read_bytes(o.out_dir + "/last.safetensors");
-    require_error([&] { quiet(o); }, {"--out " + o.out_dir, "holds a run", "last.safetensors", "results.json",
-                                      "--resume", "--overwrite"});
+    require_error([&] { quiet(o); },
+                  {"--out " + o.out_dir, "holds a run", "last.safetensors", "results.json", "--resume", "--overwrite"});
     CHECK(read_bytes(o.out_dir + "/metrics.csv") == metrics);  // nothing of the old run was touched
     CHECK(read_bytes(o.out_dir + "/last.safetensors") == weights);
 
@@ -454,8 +454,7 @@ TEST_CASE("train: a new run into a folder holding one is refused; --overwrite re
 // SIGKILL, a full disk) used to leave state one save ahead of the weights, and --resume then
 // refused the run for ever. The resume file is a complete save on its own, so the run goes on
 // from it and ends exactly as an uninterrupted one.
-TEST_CASE("train: a crash between the two files of a save resumes from the newer, complete save",
-          "[trainer][resume]") {
+TEST_CASE("train: a crash between the two files of a save resumes from the newer, complete save", "[trainer][resume]") {
     TinyRun run;
     QuietTrain quiet;
     TrainOptions straight = run.options;
@@ -522,7 +521,7 @@ TEST_CASE("train: --resume on another data folder says so", "[trainer][resume]")
     o.data_dir = moved;
     REQUIRE(quiet(o).stop == StopReason::MaxSteps);
     const std::string log = quiet.log.str();
-    CHECK(log.find("warning: the run was trained on " +
-                   std::filesystem::weakly_canonical(run.data_dir()).string()) != std::string::npos);
+    CHECK(log.find("warning: the run was trained on " + std::filesystem::weakly_canonical(run.data_dir()).string()) !=
+          std::string::npos);
     CHECK(log.find("it continues on " + std::filesystem::weakly_canonical(moved).string()) != std::string::npos);
 }

@@ -63,6 +63,21 @@ private:
     bool training_ = true;
 };
 
+// While an EvalModeGuard lives, `module` is in eval mode (dropout and drop path off); after,
+// it is back in the mode it had, however the scope ends, like NoGradGuard for grad mode. What
+// evaluation, inspection and prediction wrap a forward pass in.
+class EvalModeGuard {
+public:
+    explicit EvalModeGuard(Module& module) : module_(module), was_training_(module.training()) { module_.eval(); }
+    ~EvalModeGuard() { module_.train(was_training_); }
+    EvalModeGuard(const EvalModeGuard&) = delete;
+    EvalModeGuard& operator=(const EvalModeGuard&) = delete;
+
+private:
+    Module& module_;
+    bool was_training_;
+};
+
 // Overwrites every parameter with a uniform value in [-0.5, 0.5), plus 1 for LayerNorm
 // weights (names containing "norm" and ending in "weight"). Fresh weights (std 0.02, zero
 // biases, LayerNorm 1/0) make attention nearly uniform and a layer's output nearly constant,

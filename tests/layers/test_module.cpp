@@ -1,4 +1,5 @@
 #include <memory>
+#include <stdexcept>
 
 #include "catch.h"
 #include "layers/activation.h"
@@ -90,6 +91,31 @@ TEST_CASE("Module: train/eval reaches grandchildren", "[layer:Module]") {
     CHECK_FALSE(mlp->drop1->training());
     outer.train();
     CHECK(mlp->drop2->training());
+}
+
+TEST_CASE("EvalModeGuard: eval mode for its life, then the mode the module had, even after a throw", "[layer:Module]") {
+    Rng rng(94);
+    Sequential outer;
+    auto mlp = std::make_shared<FeedForward>(4, 8, 0.1, rng, std::make_shared<Rng>(95));
+    outer.add(mlp);
+    for (const bool before : {true, false}) {
+        outer.train(before);
+        {
+            EvalModeGuard guard(outer);
+            CHECK_FALSE(outer.training());
+            CHECK_FALSE(mlp->drop1->training());
+        }
+        CHECK(outer.training() == before);
+        CHECK(mlp->drop2->training() == before);
+    }
+    outer.train();
+    try {
+        EvalModeGuard guard(outer);
+        throw std::runtime_error("a failed evaluation");
+    } catch (const std::runtime_error&) {
+    }
+    CHECK(outer.training());
+    CHECK(mlp->drop1->training());
 }
 
 TEST_CASE("Module: zero_grad drops every parameter's gradient", "[layer:Module][ex:module-parameters]") {

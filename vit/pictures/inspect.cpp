@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "layers/module.h"
 #include "vit/pictures/chart.h"
 
 namespace patchgrad {
@@ -196,19 +197,12 @@ void check_grid(const PatchGrid& grid, const char* where) {
                                     " of patch " + str(grid.patch) + " must have positive sizes");
 }
 
-// Restores the model's train/eval mode and turns attention recording off, however the
-// forward pass ends.
+// Eval mode and attention recording for one forward pass: both undone however it ends.
 struct AttentionRecording {
     VisionTransformer& model;
-    bool was_training;
-    explicit AttentionRecording(VisionTransformer& m) : model(m), was_training(m.training()) {
-        model.eval();
-        model.record_attention(true);
-    }
-    ~AttentionRecording() {
-        model.record_attention(false);
-        model.train(was_training);
-    }
+    EvalModeGuard eval_mode;
+    explicit AttentionRecording(VisionTransformer& m) : model(m), eval_mode(m) { model.record_attention(true); }
+    ~AttentionRecording() { model.record_attention(false); }
     AttentionRecording(const AttentionRecording&) = delete;
     AttentionRecording& operator=(const AttentionRecording&) = delete;
 };

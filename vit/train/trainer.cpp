@@ -25,6 +25,7 @@
 #include "datasets/cifar10.h"
 #include "datasets/mixup.h"
 #include "datasets/split.h"
+#include "layers/module.h"
 #include "vit/pictures/chart.h"
 #include "vit/train/progress.h"
 
@@ -254,19 +255,6 @@ void check_recipe(const Checkpoint& checkpoint, const TrainOptions& options) {
 namespace {
 
 int64_t argmax(const real* row, int64_t n) { return std::max_element(row, row + n) - row; }
-
-// Puts the model in eval mode for the guard's life, and back in its previous mode after.
-class EvalModeGuard {
-public:
-    explicit EvalModeGuard(Module& model) : model_(model), was_training_(model.training()) { model_.eval(); }
-    ~EvalModeGuard() { model_.train(was_training_); }
-    EvalModeGuard(const EvalModeGuard&) = delete;
-    EvalModeGuard& operator=(const EvalModeGuard&) = delete;
-
-private:
-    Module& model_;
-    bool was_training_;
-};
 
 void check_fits(const VisionTransformer& model, const ImageSet& set) {
     const ViTConfig& c = model.config;

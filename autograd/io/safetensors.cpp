@@ -14,6 +14,7 @@
 
 #include "atomic_file.h"
 #include "files.h"
+#include "json.h"
 
 namespace patchgrad {
 
@@ -305,26 +306,6 @@ private:
     const std::string& where_;
     size_t pos_ = 0;
 };
-
-// ---- JSON writing -------------------------------------------------------------------------
-
-std::string json_string(const std::string& s) {
-    std::string out = "\"";
-    for (const char c : s) {
-        if (c == '"')
-            out += "\\\"";
-        else if (c == '\\')
-            out += "\\\\";
-        else if (static_cast<unsigned char>(c) < 0x20) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-            out += buf;
-        } else {
-            out += c;
-        }
-    }
-    return out + "\"";
-}
 
 // ---- dtypes -------------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@
 #include "autograd/cpu/parallel.h"
 #include "autograd/cpu/thread_choice.h"
 #include "autograd/io/atomic_file.h"
+#include "autograd/io/json.h"
 #include "autograd/optim/lr_schedule.h"
 #include "autograd/optim/optimizer.h"
 #include "datasets/augment.h"
@@ -599,15 +600,6 @@ std::string percent(double fraction) {
     char text[16];
     std::snprintf(text, sizeof text, "%.1f%%", 100 * fraction);
     return text;
-}
-
-std::string json_string(const std::string& s) {
-    std::string out = "\"";
-    for (char ch : s) {
-        if (ch == '"' || ch == '\\') out += '\\';
-        if (static_cast<unsigned char>(ch) >= 0x20) out += ch;
-    }
-    return out + "\"";
 }
 
 class Trainer {

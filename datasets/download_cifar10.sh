@@ -51,21 +51,26 @@ if complete "$dest"; then
   exit 0
 fi
 
-# The MD5 of file $1, in hex. Linux has md5sum, macOS has md5 (-q: the hash alone), and
-# openssl is nearly everywhere (-r: "hash *file", as md5sum prints it).
-md5_of() {
-  if command -v md5sum >/dev/null; then
-    md5sum "$1" | cut -d' ' -f1
-  elif command -v md5 >/dev/null; then
-    md5 -q "$1"
-  else
-    openssl dgst -md5 -r "$1" | cut -d' ' -f1
-  fi
-}
-
 command -v tar >/dev/null || die "needs 'tar', which is not installed"
-command -v md5sum >/dev/null || command -v md5 >/dev/null || command -v openssl >/dev/null ||
-  die "needs md5sum, md5 or openssl to check the download, and none is installed"
+# The MD5 tool: Linux has md5sum, macOS has md5, and openssl is nearly everywhere.
+md5_tool=""
+for tool in md5sum md5 openssl; do
+  if command -v "$tool" >/dev/null; then
+    md5_tool=$tool
+    break
+  fi
+done
+[ -n "$md5_tool" ] || die "needs md5sum, md5 or openssl to check the download, and none is installed"
+
+# The MD5 of file $1, in hex (md5 -q prints the hash alone; openssl -r prints "hash *file",
+# as md5sum does).
+md5_of() {
+  case $md5_tool in
+    md5sum) md5sum "$1" | cut -d' ' -f1 ;;
+    md5) md5 -q "$1" ;;
+    openssl) openssl dgst -md5 -r "$1" | cut -d' ' -f1 ;;
+  esac
+}
 
 created_root=0
 if [ ! -d "$dest_root" ]; then

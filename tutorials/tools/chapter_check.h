@@ -683,23 +683,30 @@ inline std::vector<BlockMatch> check_output_blocks(const std::vector<Fence>& fen
     return found;
 }
 
+// The lines of `markdown` outside fenced blocks, with their 1-based numbers.
+inline std::vector<std::pair<int, std::string>> prose_lines(const std::string& markdown) {
+    std::vector<std::pair<int, std::string>> prose;
+    const std::vector<std::string> lines = split_lines(markdown);
+    bool in_fence = false;
+    for (size_t i = 0; i < lines.size(); ++i) {
+        if (trim(lines[i]).rfind("```", 0) == 0) {
+            in_fence = !in_fence;
+            continue;
+        }
+        if (!in_fence) prose.push_back({static_cast<int>(i) + 1, lines[i]});
+    }
+    return prose;
+}
+
 // Relative links and images in the Markdown ([text](path), ![alt](path)) outside code: the
 // targets that must exist, with their lines. http(s)/mailto links and #anchors are skipped.
 inline std::vector<std::pair<int, std::string>> local_links(const std::string& markdown) {
     std::vector<std::pair<int, std::string>> links;
-    const std::vector<std::string> lines = split_lines(markdown);
-    bool in_fence = false;
-    for (size_t i = 0; i < lines.size(); ++i) {
-        const std::string t = trim(lines[i]);
-        if (t.rfind("```", 0) == 0) {
-            in_fence = !in_fence;
-            continue;
-        }
-        if (in_fence) continue;
+    for (const auto& [number, text] : prose_lines(markdown)) {
         // Drop inline code spans so `a[i](x)` in code is not a link.
         std::string line;
         bool in_code = false;
-        for (char c : lines[i]) {
+        for (char c : text) {
             if (c == '`')
                 in_code = !in_code;
             else if (!in_code)
@@ -716,7 +723,7 @@ inline std::vector<std::pair<int, std::string>> local_links(const std::string& m
                 continue;
             const size_t hash = target.find('#');
             if (hash != std::string::npos) target = target.substr(0, hash);
-            links.push_back({static_cast<int>(i) + 1, target});
+            links.push_back({number, target});
         }
     }
     return links;
@@ -727,19 +734,20 @@ inline std::vector<std::pair<int, std::string>> local_links(const std::string& m
 // chapter's number), and its program prints "== N. title ==" where the part that section N
 // shows begins. So "section N" means one thing in the text, the program's output and main.cpp.
 
-// The lines of `markdown` outside fenced blocks, with their 1-based numbers.
-inline std::vector<std::pair<int, std::string>> prose_lines(const std::string& markdown) {
-    std::vector<std::pair<int, std::string>> prose;
-    const std::vector<std::string> lines = split_lines(markdown);
-    bool in_fence = false;
-    for (size_t i = 0; i < lines.size(); ++i) {
-        if (trim(lines[i]).rfind("```", 0) == 0) {
-            in_fence = !in_fence;
-            continue;
-        }
-        if (!in_fence) prose.push_back({static_cast<int>(i) + 1, lines[i]});
+// Lines joined into one text, each ending in '\n', for scans whose phrases may cross a line
+// break ("section\n3"), with the Markdown line (1-based) of every character.
+struct JoinedLines {
+    std::string text;
+    std::vector<int> line_of;
+};
+
+inline JoinedLines join_lines(const std::vector<std::pair<int, std::string>>& lines) {
+    JoinedLines joined;
+    for (const auto& [number, line] : lines) {
+        joined.text += line + "\n";
+        joined.line_of.resize(joined.text.size(), number);
     }
-    return prose;
+    return joined;
 }
 
 struct Section {
@@ -829,18 +837,8 @@ struct SectionReference {
 // 4's section 2", "section 3.1 of the paper", a C.N whose C is not `chapter`; so is inline code.
 inline std::vector<SectionReference> section_references(const std::string& markdown, int chapter) {
     std::vector<SectionReference> refs;
-    std::string text;
-    std::vector<std::pair<size_t, int>> starts;  // (offset in text, markdown line)
-    for (const auto& [line, l] : prose_lines(markdown)) {
-        starts.push_back({text.size(), line});
-        text += l + "\n";
-    }
-    auto line_of = [&](size_t offset) {
-        int line = 0;
-        for (const auto& [at, l] : starts)
-            if (at <= offset) line = l;
-        return line;
-    };
+    const JoinedLines prose = join_lines(prose_lines(markdown));
+    const std::string& text = prose.text;
     auto lower = [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); };
     auto starts_with = [&](size_t i, const std::string& word) {
         if (i + word.size() > text.size()) return false;
@@ -901,7 +899,7 @@ inline std::vector<SectionReference> section_references(const std::string& markd
         }
         for (const auto& [c, n] : numbers) {
             if (c >= 0 && c != chapter) continue;
-            refs.push_back({line_of(p), n, program, trim(text.substr(p, i - p))});
+            refs.push_back({prose.line_of[p], n, program, trim(text.substr(p, i - p))});
         }
     }
     return refs;
@@ -926,6 +924,21 @@ inline void check_section_references(const std::vector<SectionReference>& refs, 
             problems.push_back({path, r.line, "\"" + r.text + "\"",
                                 "the program prints no heading \"== " + std::to_string(r.number) + ". ... ==\""});
     }
+}
+
+// The files that may hold exercise regions: the .cpp files of the four libraries (their job
+// folders included) and the chapters' programs, sorted.
+inline std::vector<std::filesystem::path> exercise_source_files(const std::filesystem::path& root) {
+    namespace fs = std::filesystem;
+    std::vector<fs::path> files;
+    std::error_code ec;
+    for (const char* module : {"autograd", "layers", "vit", "datasets"})
+        for (const auto& e : fs::recursive_directory_iterator(root / module, ec))
+            if (e.path().extension() == ".cpp") files.push_back(e.path());
+    for (const auto& e : fs::directory_iterator(root / "tutorials", ec))
+        if (fs::exists(e.path() / "main.cpp")) files.push_back(e.path() / "main.cpp");
+    std::sort(files.begin(), files.end());
+    return files;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -961,13 +974,12 @@ inline void check_exercise_mentions(const std::string& markdown, const std::vect
     auto known = [&](const std::string& name) {
         return std::any_of(exercises.begin(), exercises.end(), [&](const ExerciseInfo& e) { return e.name == name; });
     };
-    const std::vector<std::string> lines = split_lines(markdown);
-    std::string text;
-    std::vector<int> line_of;  // markdown line of each character of text
-    for (size_t i = 0; i < lines.size(); ++i) {
-        text += lines[i] + "\n";
-        line_of.resize(text.size(), static_cast<int>(i) + 1);
-    }
+    std::vector<std::pair<int, std::string>> numbered;  // every line, code blocks included
+    for (const std::string& line : split_lines(markdown))
+        numbered.push_back({static_cast<int>(numbered.size()) + 1, line});
+    const JoinedLines joined = join_lines(numbered);
+    const std::string& text = joined.text;
+    const std::vector<int>& line_of = joined.line_of;
     for (size_t p = text.find("[ex:"); p != std::string::npos; p = text.find("[ex:", p + 1)) {
         const size_t end = text.find(']', p);
         if (end == std::string::npos) break;

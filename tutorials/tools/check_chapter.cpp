@@ -43,17 +43,7 @@ struct Exercise {
 
 std::vector<Exercise> find_exercises(const std::string& root) {
     std::vector<Exercise> out;
-    std::vector<fs::path> files;
-    for (const char* dir : {"autograd", "layers", "vit", "datasets"}) {
-        std::error_code ec;
-        for (const auto& e : fs::recursive_directory_iterator(fs::path(root) / dir, ec))
-            if (e.path().extension() == ".cpp") files.push_back(e.path());
-    }
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(fs::path(root) / "tutorials", ec))
-        if (fs::exists(e.path() / "main.cpp")) files.push_back(e.path() / "main.cpp");
-    std::sort(files.begin(), files.end());
-    for (const fs::path& file : files) {
+    for (const fs::path& file : exercise_source_files(root)) {
         const auto text = read_file(file);
         if (!text || text->find("// [exercise:") == std::string::npos) continue;
         const std::string rel = fs::relative(file, root).generic_string();

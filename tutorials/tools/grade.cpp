@@ -35,6 +35,7 @@
 
 namespace fs = std::filesystem;
 using patchgrad::tutorials::describe_status;
+using patchgrad::tutorials::exercise_source_files;
 using patchgrad::tutorials::find_regions;
 using patchgrad::tutorials::Problem;
 using patchgrad::tutorials::read_file;
@@ -178,17 +179,8 @@ Outcome grade(const Exercise& ex, const std::vector<Exercise>& all, const std::s
 
 // The exercises in the sources now, to detect a list configured before they changed.
 std::vector<Exercise> scan(const fs::path& root, std::vector<Problem>& problems) {
-    std::vector<fs::path> files;
-    for (const char* module : {"autograd", "layers", "vit", "datasets"}) {
-        if (!fs::is_directory(root / module)) continue;
-        for (const auto& entry : fs::recursive_directory_iterator(root / module))
-            if (entry.path().extension() == ".cpp") files.push_back(entry.path());
-    }
-    if (fs::is_directory(root / "tutorials"))
-        for (const auto& entry : fs::directory_iterator(root / "tutorials"))
-            if (fs::exists(entry.path() / "main.cpp")) files.push_back(entry.path() / "main.cpp");
     std::vector<Exercise> found;
-    for (const fs::path& f : files) {
+    for (const fs::path& f : exercise_source_files(root)) {
         const std::string rel = fs::relative(f, root).generic_string();
         for (const Region& r : find_regions(read_file(f).value_or(""), rel, problems))
             if (r.kind == "exercise") found.push_back({r.name, rel});

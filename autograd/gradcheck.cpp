@@ -31,12 +31,15 @@ std::string GradcheckResult::summary() const {
 }
 
 namespace {
+void require_one_element(const Tensor& y) {
+    if (!y.defined()) fail("gradcheck: the function must return a one-element tensor, got shape undefined");
+    check(y.numel() == 1, "gradcheck: the function must return a one-element tensor, got shape ", y.shape());
+}
+
 double evaluate(const ScalarFunction& f, const std::vector<Tensor>& inputs) {
     NoGradGuard no_grad;
     Tensor y = f(inputs);
-    if (!y.defined() || y.numel() != 1)
-        throw std::invalid_argument("gradcheck: the function must return a one-element tensor, got shape " +
-                                    (y.defined() ? shape_str(y.shape()) : std::string("undefined")));
+    require_one_element(y);
     return y.item();
 }
 }  // namespace
@@ -45,11 +48,8 @@ GradcheckResult gradcheck(const ScalarFunction& f, std::vector<Tensor> inputs, c
     // Analytic pass.
     for (Tensor& x : inputs) x.zero_grad();
     Tensor y = f(inputs);
-    if (!y.defined() || y.numel() != 1)
-        throw std::invalid_argument("gradcheck: the function must return a one-element tensor, got shape " +
-                                    (y.defined() ? shape_str(y.shape()) : std::string("undefined")));
-    if (!y.requires_grad())
-        throw std::invalid_argument("gradcheck: the function's result does not depend on any input that requires grad");
+    require_one_element(y);
+    check(y.requires_grad(), "gradcheck: the function's result does not depend on any input that requires grad");
     y.backward();
 
     GradcheckResult result;

@@ -119,7 +119,7 @@ Storage::Storage(int64_t size, real fill) : Storage(size) {
 
 Storage::~Storage() { reset(); }
 
-Storage::Storage(Storage&& other) noexcept : data_(other.data_), size_(other.size_) {
+Storage::Storage(Storage&& other) noexcept : data_(other.data_), size_(other.size_), version_(other.version_) {
     other.data_ = nullptr;
     other.size_ = 0;
 }
@@ -129,6 +129,7 @@ Storage& Storage::operator=(Storage&& other) noexcept {
         reset();
         std::swap(data_, other.data_);
         std::swap(size_, other.size_);
+        std::swap(version_, other.version_);
     }
     return *this;
 }

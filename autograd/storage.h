@@ -51,9 +51,16 @@ public:
     const real& operator[](int64_t i) const { return data_[i]; }
     void reset();  // back to empty, memory returned to the cache
 
+    // How often the contents were changed in place through Tensor::data_for_write, by any
+    // tensor viewing this memory. The backward engine compares it with the count each op saw
+    // when it was recorded (tensor.h, "Changing a tensor in place").
+    int64_t version() const { return version_; }
+    void bump_version() { ++version_; }
+
 private:
     real* data_ = nullptr;
     int64_t size_ = 0;
+    int64_t version_ = 0;
 };
 
 // What the cache has seen, in bytes (block sizes, rounded up as allocated).

@@ -29,16 +29,13 @@ std::string shape_str(const Shape& shape) {
 bool product_fits(int64_t a, int64_t b) { return b == 0 || a <= std::numeric_limits<int64_t>::max() / b; }
 
 int64_t checked_mul(int64_t a, int64_t b, const std::string& what) {
-    if (!product_fits(a, b))
-        throw std::invalid_argument(what + ": " + std::to_string(a) + " x " + std::to_string(b) +
-                                    " is more than a 64-bit integer holds");
+    check(product_fits(a, b), what, ": ", a, " x ", b, " is more than a 64-bit integer holds");
     return a * b;
 }
 
 int64_t checked_add(int64_t a, int64_t b, const std::string& what) {
-    if (a > std::numeric_limits<int64_t>::max() - b)
-        throw std::invalid_argument(what + ": " + std::to_string(a) + " + " + std::to_string(b) +
-                                    " is more than a 64-bit integer holds");
+    check(a <= std::numeric_limits<int64_t>::max() - b, what, ": ", a, " + ", b,
+          " is more than a 64-bit integer holds");
     return a + b;
 }
 
@@ -47,8 +44,7 @@ int64_t shape_numel(const Shape& shape) {
     for (int64_t d : shape) {
         // Negative dimensions are the caller's to refuse (with its own message); they
         // cannot overflow towards zero the way huge ones do.
-        if (d > 0 && !product_fits(n, d))
-            throw std::invalid_argument("shape " + shape_str(shape) + " has more elements than a 64-bit integer holds");
+        check(d <= 0 || product_fits(n, d), "shape ", shape, " has more elements than a 64-bit integer holds");
         n *= d;
     }
     return n;
@@ -57,9 +53,7 @@ int64_t shape_numel(const Shape& shape) {
 int64_t normalize_axis(int64_t axis, const Shape& shape, const char* op) {
     const int64_t ndim = static_cast<int64_t>(shape.size());
     const int64_t a = axis < 0 ? axis + ndim : axis;
-    if (a < 0 || a >= ndim)
-        throw std::invalid_argument(std::string(op) + ": axis " + std::to_string(axis) +
-                                    " is out of range for a tensor of shape " + shape_str(shape));
+    check(a >= 0 && a < ndim, op, ": axis ", axis, " is out of range for a tensor of shape ", shape);
     return a;
 }
 
@@ -68,8 +62,7 @@ int64_t normalize_axis(int64_t axis, const Shape& shape, const char* op) {
 namespace {
 // The element count of a shape a tensor is about to be created with.
 int64_t checked_numel(const Shape& shape) {
-    for (int64_t d : shape)
-        if (d < 0) throw std::invalid_argument("Tensor: negative dimension in shape " + shape_str(shape));
+    for (int64_t d : shape) check(d >= 0, "Tensor: negative dimension in shape ", shape);
     const int64_t n = shape_numel(shape);
     check_fits_in_memory(n);  // before any std::vector of that size is attempted
     return n;
@@ -116,9 +109,7 @@ Tensor Tensor::full(const Shape& shape, real value, bool requires_grad) {
 Tensor Tensor::scalar(real value, bool requires_grad) { return make({}, Storage(1, value), requires_grad); }
 
 Tensor Tensor::arange(real start, real end, real step) {
-    if (step == 0 || (end - start) / step < 0)
-        throw std::invalid_argument("arange: step " + std::to_string(step) + " never goes from " +
-                                    std::to_string(start) + " to " + std::to_string(end));
+    check(step != 0 && !((end - start) / step < 0), "arange: step ", step, " never goes from ", start, " to ", end);
     const auto n = static_cast<int64_t>(std::ceil((end - start) / step));
     std::vector<real> v(n);
     for (int64_t i = 0; i < n; ++i) v[i] = start + step * static_cast<real>(i);
@@ -126,9 +117,9 @@ Tensor Tensor::arange(real start, real end, real step) {
 }
 
 Tensor Tensor::from_vector(const Shape& shape, std::vector<real> values, bool requires_grad) {
-    if (static_cast<int64_t>(values.size()) != shape_numel(shape))
-        throw std::invalid_argument("from_vector: " + std::to_string(values.size()) + " values do not fill shape " +
-                                    shape_str(shape) + " (" + std::to_string(shape_numel(shape)) + " elements)");
+    const int64_t n = shape_numel(shape);
+    check(static_cast<int64_t>(values.size()) == n, "from_vector: ", values.size(), " values do not fill shape ", shape,
+          " (", n, " elements)");
     return make(shape, std::move(values), requires_grad);
 }
 
@@ -145,9 +136,7 @@ Tensor Tensor::normal(const Shape& shape, real mean, real std, Rng& rng, bool re
 }
 
 Tensor Tensor::trunc_normal(const Shape& shape, real mean, real std, real a, real b, Rng& rng, bool requires_grad) {
-    if (!(a < b) || std <= 0)
-        throw std::invalid_argument("trunc_normal: need a < b and std > 0, got a=" + std::to_string(a) +
-                                    " b=" + std::to_string(b) + " std=" + std::to_string(std));
+    check(a < b && !(std <= 0), "trunc_normal: need a < b and std > 0, got a=", a, " b=", b, " std=", std);
     std::vector<real> v(checked_numel(shape));
     for (auto& x : v) {
         double draw;
@@ -161,9 +150,8 @@ Tensor Tensor::trunc_normal(const Shape& shape, real mean, real std, real a, rea
 // [snippet:view]
 Tensor Tensor::view(const Tensor& base, const Shape& shape, int64_t offset) {
     const int64_t n = checked_numel(shape);
-    if (offset < 0 || offset + n > base.numel())
-        throw std::logic_error("view: elements " + std::to_string(offset) + ".." + std::to_string(offset + n) +
-                               " are outside a tensor of shape " + shape_str(base.shape()));
+    check<std::logic_error>(offset >= 0 && offset + n <= base.numel(), "view: elements ", offset, "..", offset + n,
+                            " are outside a tensor of shape ", base.shape());
     auto impl = std::make_shared<TensorImpl>();
     impl->shape = shape;
     impl->numel = n;
@@ -189,27 +177,26 @@ int64_t Tensor::size(int64_t axis) const { return shape()[normalize_axis(axis, s
 int64_t Tensor::numel() const { return impl().numel; }
 std::vector<real> Tensor::to_vector() const { return std::vector<real>(data(), data() + numel()); }
 real* Tensor::data() { return impl().storage->data() + impl().offset; }
+real* Tensor::data_for_write() {
+    impl().storage->bump_version();
+    return data();
+}
 const real* Tensor::data() const { return impl().storage->data() + impl().offset; }
 
 real Tensor::item() const {
-    if (numel() != 1)
-        throw std::invalid_argument("item: tensor of shape " + shape_str(shape()) + " has " + std::to_string(numel()) +
-                                    " elements, not 1");
+    check(numel() == 1, "item: tensor of shape ", shape(), " has ", numel(), " elements, not 1");
     return data()[0];
 }
 
 namespace {
 int64_t flat_offset(const Shape& shape, std::initializer_list<int64_t> index) {
-    if (index.size() != shape.size())
-        throw std::invalid_argument("at: " + std::to_string(index.size()) + " indices for a tensor of shape " +
-                                    shape_str(shape));
+    check(index.size() == shape.size(), "at: ", index.size(), " indices for a tensor of shape ", shape);
     // [snippet:flat-offset]
     int64_t offset = 0;
     size_t axis = 0;
     for (int64_t i : index) {
-        if (i < 0 || i >= shape[axis])
-            throw std::out_of_range("at: index " + std::to_string(i) + " is out of range for axis " +
-                                    std::to_string(axis) + " of shape " + shape_str(shape));
+        check<std::out_of_range>(i >= 0 && i < shape[axis], "at: index ", i, " is out of range for axis ", axis,
+                                 " of shape ", shape);
         offset = offset * shape[axis] + i;
         ++axis;
     }
@@ -226,10 +213,8 @@ real& Tensor::at(std::initializer_list<int64_t> index) { return data()[flat_offs
 bool Tensor::requires_grad() const { return impl().requires_grad; }
 
 Tensor& Tensor::requires_grad_(bool on) {
-    if (!is_leaf())
-        throw std::invalid_argument(
-            std::string("requires_grad_: only leaves can change requires_grad; this tensor is the result of '") + op() +
-            "' (use detach() first)");
+    check(is_leaf(), "requires_grad_: only leaves can change requires_grad; this tensor is the result of '", op(),
+          "' (use detach() first)");
     impl().requires_grad = on;
     return *this;
 }
@@ -253,7 +238,7 @@ real* Tensor::grad_data() const {
 }
 // [/snippet:grad-data]
 
-Tensor::GradTarget Tensor::grad_target() const {
+Tensor::GradOverwrite Tensor::grad_for_overwrite() const {
     if (!impl_) throw std::logic_error("Tensor: use of an undefined tensor");
     auto& g = impl_->grad;
     if (!g.empty()) return {g.data(), real(1)};
@@ -262,7 +247,7 @@ Tensor::GradTarget Tensor::grad_target() const {
 }
 
 void Tensor::add_to_grad(const real* g) const {
-    const GradTarget target = grad_target();
+    const GradOverwrite target = grad_for_overwrite();
     real* dx = target.data;
     parallel_for(numel(), 1 << 16, [=](int64_t begin, int64_t end) {
         // beta == 0 never reads dx, which is then uninitialised.
@@ -279,10 +264,9 @@ Tensor Tensor::detach() const {
 }
 
 void Tensor::backward() {
-    if (numel() != 1)
-        throw std::invalid_argument("backward: called on a tensor of shape " + shape_str(shape()) +
-                                    " without a seed gradient; only a one-element tensor (a loss) "
-                                    "has the implicit seed 1 — pass a seed of the same shape");
+    check(numel() == 1, "backward: called on a tensor of shape ", shape(),
+          " without a seed gradient; only a one-element tensor (a loss) has the implicit seed 1 — pass a seed of the "
+          "same shape");
     backward(Tensor::ones(shape()));
 }
 
@@ -291,9 +275,8 @@ void Tensor::backward(const Tensor& seed) {
         throw std::invalid_argument(
             "backward: this tensor does not require grad (no input of the ops "
             "that made it has requires_grad, or it was made under NoGradGuard)");
-    if (seed.shape() != shape())
-        throw std::invalid_argument("backward: seed of shape " + shape_str(seed.shape()) +
-                                    " does not match the tensor's shape " + shape_str(shape()));
+    check(seed.shape() == shape(), "backward: seed of shape ", seed.shape(), " does not match the tensor's shape ",
+          shape());
 
     // [exercise:backward-engine]
     // Topological order by an iterative depth-first search (an explicit stack instead of
@@ -417,6 +400,35 @@ bool grad_enabled() { return grad_mode; }
 NoGradGuard::NoGradGuard() : previous_(grad_mode) { grad_mode = false; }
 NoGradGuard::~NoGradGuard() { grad_mode = previous_; }
 
+namespace {
+// `backward`, preceded by the check that neither the inputs nor the result `out` of `op` were
+// changed in place since now (tensor.h, "Changing a tensor in place"). Inputs are held weakly:
+// one that no longer exists cannot have been changed, and holding it would keep its memory.
+BackwardFn checking_versions(const Tensor& out, const char* op, const std::vector<Tensor>& inputs,
+                             BackwardFn backward) {
+    std::vector<std::pair<std::weak_ptr<TensorImpl>, int64_t>> seen;
+    seen.reserve(inputs.size());
+    for (const Tensor& in : inputs) seen.emplace_back(in.impl_ptr(), in.defined() ? in.impl().storage->version() : 0);
+    return [op, seen = std::move(seen), out_version = out.impl().storage->version(),
+            backward = std::move(backward)](Tensor& o) {
+        const char* changed = ") was changed in place after the forward pass (version ";
+        const char* rule =
+            "); an op's inputs and result must stay unchanged until backward() has run (writes through "
+            "data_for_write() are counted, e.g. an optimizer step)";
+        for (size_t i = 0; i < seen.size(); ++i) {
+            const std::shared_ptr<TensorImpl> in = seen[i].first.lock();
+            if (in && in->storage->version() != seen[i].second)
+                fail<std::logic_error>("backward of ", op, ": input ", i, " (shape ", in->shape, changed,
+                                       in->storage->version(), ", recorded ", seen[i].second, rule);
+        }
+        const int64_t now = o.impl().storage->version();
+        check<std::logic_error>(now == out_version, "backward of ", op, ": its result (shape ", o.shape(), changed, now,
+                                ", recorded ", out_version, rule);
+        backward(o);
+    };
+}
+}  // namespace
+
 // [snippet:record]
 void record(Tensor& out, const char* op, const std::vector<Tensor>& inputs, BackwardFn backward) {
     if (!grad_mode) return;
@@ -426,7 +438,7 @@ void record(Tensor& out, const char* op, const std::vector<Tensor>& inputs, Back
     if (o.inputs.empty()) return;
     o.requires_grad = true;
     o.op = op;
-    o.backward = std::move(backward);
+    o.backward = checking_versions(out, op, inputs, std::move(backward));
 }
 // [/snippet:record]
 

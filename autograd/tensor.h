@@ -22,6 +22,20 @@
 //
 // Handles. `Tensor` is a cheap handle (a shared pointer) to a `TensorImpl`, like a Python
 // reference to a torch.Tensor: copying a Tensor does not copy its data.
+//
+// Changing a tensor in place. An op's backward reads its inputs and its result as they were
+// in the forward pass (matmul's dB needs A, exp's needs exp(x)). A tensor changed between the
+// forward and backward() would silently give wrong gradients, so, like PyTorch's version
+// counter, every Storage counts the in-place writes made through `data_for_write()` (an
+// optimizer step, loading weights, a test planting a NaN), and `record` notes the count of
+// every input and of the result. Before an op's backward runs it compares them and throws
+// std::logic_error "backward of matmul: input 1 (shape [4, 5]) was changed in place after the
+// forward pass (version 1, recorded 0) ..." instead. Views share their base's storage, so a
+// write through a view counts for the base too. Two limits: plain `data()` and `at()` are not
+// counted (they hand out memory that is also only read through them, and counting reads would
+// raise false alarms), so code that changes an existing tensor must use data_for_write(); and
+// every input of an op is checked, also those its backward does not read (PyTorch checks only
+// the saved ones), because changing any of them between forward and backward is a bug.
 #pragma once
 
 #include <cstdint>
@@ -32,18 +46,16 @@
 #include <string>
 #include <vector>
 
+#include "autograd/check.h"
 #include "autograd/real.h"
 #include "storage.h"
 
 namespace patchgrad {
 
-using Shape = std::vector<int64_t>;
-
 class Rng;
 class Tensor;
 
-// "[2, 3, 4]" — used in every error message.
-std::string shape_str(const Shape& shape);
+// Shape and shape_str ("[2, 3, 4]") come from check.h, whose check() writes shapes so.
 // The element count of a shape. Throws std::invalid_argument naming the shape when it has
 // more elements than int64_t counts, instead of wrapping around to a small number.
 int64_t shape_numel(const Shape& shape);
@@ -118,12 +130,17 @@ public:
     int64_t size(int64_t axis) const;  // negative axis counts from the end
     int64_t numel() const;
 
+    // Reading, or filling a tensor no op has used yet (an op's fresh result). Writes through
+    // it are not counted: see "Changing a tensor in place" above.
     real* data();
     const real* data() const;
+    // data() for changing a tensor that ops may already have used, in place: counts the write
+    // (Storage::version), so a backward that would read the old values throws instead.
+    real* data_for_write();
     std::vector<real> to_vector() const;
     real item() const;  // the value of a one-element tensor
     real at(std::initializer_list<int64_t> index) const;
-    real& at(std::initializer_list<int64_t> index);
+    real& at(std::initializer_list<int64_t> index);  // not counted as a write, like data()
 
     // ---- autograd ----------------------------------------------------------------------
     bool requires_grad() const;
@@ -134,18 +151,20 @@ public:
 
     bool has_grad() const { return !impl().grad.empty(); }
     Tensor grad() const;  // a copy of .grad (undefined tensor if none yet)
-    // .grad storage, allocated as zeros on first use. Callable through a const handle: a
-    // Tensor is a shared handle (like a shared_ptr), and backward closures hold their
-    // inputs as const copies yet must add into their gradients.
+    // .grad storage, allocated as zeros on first use: the safe default, `+=` into it. Callable
+    // through a const handle: a Tensor is a shared handle (like a shared_ptr), and backward
+    // closures hold their inputs as const copies yet must add into their gradients.
     real* grad_data() const;
-    // For a backward that writes every element of .grad through gemm's beta: when no gradient
-    // has arrived yet, .grad is allocated *uninitialised* and beta is 0 (overwrite), else
-    // beta is 1 (add). Saves zero-filling a buffer that is about to be overwritten.
-    struct GradTarget {
+    // The fast path, only for a backward that writes EVERY element of .grad, with beta:
+    //   g = value (beta == 0), g = g + value (beta == 1); gemm's beta does exactly this.
+    // Never plain `+=`: when no gradient has arrived yet, .grad is allocated *uninitialised*
+    // (NaN in the PATCHGRAD_POISON_EMPTY builds) and beta is 0, so `+=` adds garbage. Saves
+    // zero-filling a buffer that is about to be overwritten; when in doubt, use grad_data().
+    struct GradOverwrite {
         real* data;
         real beta;
     };
-    GradTarget grad_target() const;
+    GradOverwrite grad_for_overwrite() const;
     // .grad += g[0 .. numel), for a backward whose input gradient is dOut itself (reshape's):
     // a plain copy when no gradient has arrived yet, so .grad is never zero-filled first.
     void add_to_grad(const real* g) const;
@@ -193,7 +212,8 @@ private:
 // ---- recording an op (used by every op file) -------------------------------------------
 // If grad mode is on and any of `inputs` requires grad, marks `out` as the result of `op`,
 // remembers the inputs that require grad and the function that pushes out.grad back to
-// them. Otherwise does nothing, so evaluation builds no graph at all.
+// them, and the storage versions of all inputs and of `out`, which that function checks
+// before it runs. Otherwise does nothing, so evaluation builds no graph at all.
 void record(Tensor& out, const char* op, std::initializer_list<Tensor> inputs, BackwardFn backward);
 void record(Tensor& out, const char* op, const std::vector<Tensor>& inputs, BackwardFn backward);
 

@@ -10,9 +10,8 @@
 namespace patchgrad {
 
 CropFlip random_crop_flip(ImageView img, Rng& rng, int64_t padding, double flip_prob) {
-    if (padding < 0 || !(flip_prob >= 0 && flip_prob <= 1))
-        throw std::invalid_argument("random_crop_flip: padding " + std::to_string(padding) + " and flip probability " +
-                                    std::to_string(flip_prob) + " must be >= 0 and in [0, 1]");
+    check(padding >= 0 && flip_prob >= 0 && flip_prob <= 1, "random_crop_flip: padding ", padding,
+          " and flip probability ", flip_prob, " must be >= 0 and in [0, 1]");
     // [snippet:crop-flip]
     CropFlip drawn;
     drawn.top = static_cast<int64_t>(rng.below(static_cast<uint64_t>(2 * padding + 1)));
@@ -63,9 +62,8 @@ const char* rand_augment_op_name(RandAugmentOp op) {
 }
 
 double rand_augment_level(RandAugmentOp op, double magnitude, bool increasing) {
-    if (!(magnitude >= 0 && magnitude <= 10))
-        throw std::invalid_argument(std::string("RandAugment: magnitude ") + std::to_string(magnitude) + " of " +
-                                    rand_augment_op_name(op) + " must be in [0, 10]");
+    if (!(magnitude >= 0 && magnitude <= 10))  // the op's name only for the message
+        fail("RandAugment: magnitude ", magnitude, " of ", rand_augment_op_name(op), " must be in [0, 10]");
     // timm writes every range as (level / _LEVEL_DENOM) * maximum, truncating with int()
     // where the argument is an integer; the same expressions give the same numbers.
     const double level = magnitude / 10.0;
@@ -98,7 +96,7 @@ double rand_augment_level(RandAugmentOp op, double magnitude, bool increasing) {
         case RandAugmentOp::Sharpness:
             return increasing ? 1.0 + level * 0.9 : level * 1.8 + 0.1;
     }
-    throw std::invalid_argument("RandAugment: unknown operation " + std::to_string(static_cast<int>(op)));
+    fail("RandAugment: unknown operation ", static_cast<int>(op));
 }
 
 void apply_rand_augment_op(ImageView img, RandAugmentOp op, double magnitude, bool increasing, uint8_t fill, Rng& rng) {
@@ -159,8 +157,7 @@ RandAugment RandAugment::parse(const std::string& spec) {
     std::vector<std::string> parts;
     std::stringstream ss(spec);
     for (std::string part; std::getline(ss, part, '-');) parts.push_back(part);
-    if (parts.empty() || parts[0] != "rand")
-        throw std::invalid_argument("RandAugment: '" + spec + "' must start with 'rand-' (e.g. rand-m9-n2)");
+    check(!parts.empty() && parts[0] == "rand", "RandAugment: '", spec, "' must start with 'rand-' (e.g. rand-m9-n2)");
     RandAugment ra;
     for (size_t i = 1; i < parts.size(); ++i) {
         const std::string& part = parts[i];
@@ -175,14 +172,11 @@ RandAugment RandAugment::parse(const std::string& spec) {
             used = 0;
         }
         const bool known = key == "m" || key == "n" || key == "mstd" || key == "inc" || key == "p";
-        if (!known || text.empty() || used != text.size())
-            throw std::invalid_argument("RandAugment: cannot read '" + part + "' in '" + spec +
-                                        "'; expected m<magnitude>, n<ops>, mstd<std>, inc<0|1> or p<prob>");
+        check(known && !text.empty() && used == text.size(), "RandAugment: cannot read '", part, "' in '", spec,
+              "'; expected m<magnitude>, n<ops>, mstd<std>, inc<0|1> or p<prob>");
         // Checked before the conversion to an integer, which a huge n would overflow.
-        if (key == "n" && !(value == std::floor(value) && value <= double(RandAugment::kMaxOps)))
-            throw std::invalid_argument("RandAugment: '" + part + "' in '" + spec +
-                                        "': the number of ops must be an integer from 0 to " +
-                                        std::to_string(RandAugment::kMaxOps));
+        check(key != "n" || (value == std::floor(value) && value <= double(RandAugment::kMaxOps)), "RandAugment: '",
+              part, "' in '", spec, "': the number of ops must be an integer from 0 to ", RandAugment::kMaxOps);
         if (key == "m") ra.magnitude = value;
         if (key == "n") ra.num_ops = static_cast<int64_t>(value);
         if (key == "mstd") ra.magnitude_std = value > 100 ? INFINITY : value;  // timm: > 100 means uniform
@@ -203,8 +197,7 @@ std::string RandAugment::str() const {
 void RandAugment::validate() const {
     if (num_ops < 0 || num_ops > kMaxOps || !(magnitude >= 0 && magnitude <= 10) || !(magnitude_std >= 0) ||
         !(prob >= 0 && prob <= 1))
-        throw std::invalid_argument("RandAugment: " + str() + " needs n in [0, " + std::to_string(kMaxOps) +
-                                    "], m in [0, 10], mstd >= 0 and p in [0, 1]");
+        fail("RandAugment: ", str(), " needs n in [0, ", kMaxOps, "], m in [0, 10], mstd >= 0 and p in [0, 1]");
 }
 
 void RandAugment::apply(ImageView img, Rng& rng) const {
@@ -224,12 +217,10 @@ void RandAugment::apply(ImageView img, Rng& rng) const {
 // ---- random erasing --------------------------------------------------------------------------
 
 Box RandomErasing::apply(ImageView img, Rng& rng) const {
-    if (!(prob >= 0 && prob <= 1) || !(min_area > 0 && min_area <= max_area && max_area <= 1) ||
-        !(min_aspect > 0 && min_aspect <= 1))
-        throw std::invalid_argument("RandomErasing: probability " + std::to_string(prob) + ", area [" +
-                                    std::to_string(min_area) + ", " + std::to_string(max_area) + "], aspect " +
-                                    std::to_string(min_aspect) +
-                                    "; expected p in [0, 1], 0 < min_area <= max_area <= 1, 0 < min_aspect <= 1");
+    check(prob >= 0 && prob <= 1 && min_area > 0 && min_area <= max_area && max_area <= 1 && min_aspect > 0 &&
+              min_aspect <= 1,
+          "RandomErasing: probability ", prob, ", area [", min_area, ", ", max_area, "], aspect ", min_aspect,
+          "; expected p in [0, 1], 0 < min_area <= max_area <= 1, 0 < min_aspect <= 1");
     if (!(rng.uniform() < prob)) return {};
     const int64_t H = img.height, W = img.width;
     const double log_aspect = std::log(min_aspect);

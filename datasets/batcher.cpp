@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "autograd/check.h"
 #include "autograd/rng.h"
 
 namespace patchgrad {
@@ -36,13 +37,10 @@ Batcher Batcher::sequential(int64_t set_size, int64_t batch_size) {
 
 Batcher::Batcher(int64_t set_size, int64_t batch_size, uint64_t seed, bool drop_last, bool shuffle)
     : set_size_(set_size), batch_size_(batch_size), seed_(seed), drop_last_(drop_last), shuffle_(shuffle) {
-    if (set_size < 1) throw std::invalid_argument("Batcher: set size " + std::to_string(set_size) + " must be >= 1");
-    if (batch_size < 1)
-        throw std::invalid_argument("Batcher: batch size " + std::to_string(batch_size) + " must be >= 1");
-    if (drop_last && set_size < batch_size)
-        throw std::invalid_argument("Batcher: drop_last with " + std::to_string(set_size) + " images and batch size " +
-                                    std::to_string(batch_size) +
-                                    " leaves no batch; use a smaller batch or keep the last batch");
+    check(set_size >= 1, "Batcher: set size ", set_size, " must be >= 1");
+    check(batch_size >= 1, "Batcher: batch size ", batch_size, " must be >= 1");
+    check(!drop_last || set_size >= batch_size, "Batcher: drop_last with ", set_size, " images and batch size ",
+          batch_size, " leaves no batch; use a smaller batch or keep the last batch");
 }
 
 int64_t Batcher::num_batches() const {
@@ -51,7 +49,7 @@ int64_t Batcher::num_batches() const {
 }
 
 std::vector<int64_t> Batcher::epoch_order(int64_t epoch) const {
-    if (epoch < 0) throw std::invalid_argument("Batcher: epoch " + std::to_string(epoch) + " must be >= 0");
+    check(epoch >= 0, "Batcher: epoch ", epoch, " must be >= 0");
     std::vector<int64_t> order(set_size_);
     std::iota(order.begin(), order.end(), int64_t{0});
     if (!shuffle_) return order;
@@ -62,12 +60,11 @@ std::vector<int64_t> Batcher::epoch_order(int64_t epoch) const {
 }
 
 std::vector<int64_t> Batcher::batch(const std::vector<int64_t>& order, int64_t step) const {
-    if (static_cast<int64_t>(order.size()) != set_size_)
-        throw std::invalid_argument("Batcher::batch: an order of " + std::to_string(order.size()) +
-                                    " indices for a set of " + std::to_string(set_size_) + " images");
-    if (step < 0 || step >= num_batches())
-        throw std::invalid_argument("Batcher::batch: step " + std::to_string(step) + " is out of range; an epoch has " +
-                                    std::to_string(num_batches()) + " batches");
+    check(static_cast<int64_t>(order.size()) == set_size_, "Batcher::batch: an order of ", order.size(),
+          " indices for a set of ", set_size_, " images");
+    const int64_t batches = num_batches();
+    check(step >= 0 && step < batches, "Batcher::batch: step ", step, " is out of range; an epoch has ", batches,
+          " batches");
     const int64_t begin = step * batch_size_;
     const int64_t end = std::min(begin + batch_size_, set_size_);
     return std::vector<int64_t>(order.begin() + begin, order.begin() + end);

@@ -69,8 +69,8 @@ void append_cifar10_records(std::istream& in, uintmax_t bytes, const std::string
     for (int64_t begin = 0; begin < records; begin += kChunkRecords) {
         const int64_t n = std::min(kChunkRecords, records - begin);
         in.read(reinterpret_cast<char*>(chunk.data()), n * kCifar10RecordBytes);
-        if (!in || in.gcount() != n * kCifar10RecordBytes)
-            throw std::runtime_error("cifar10: could not read all " + std::to_string(bytes) + " bytes of " + path);
+        check<std::runtime_error>(in && in.gcount() == n * kCifar10RecordBytes, "cifar10: could not read all ", bytes,
+                                  " bytes of ", path);
         for (int64_t k = 0; k < n; ++k) {
             const uint8_t* record = chunk.data() + k * kCifar10RecordBytes;
             const int64_t r = begin + k;
@@ -165,18 +165,12 @@ ImageSet load_cifar10_test(const std::string& dir, std::ostream* warnings) {
 
 void save_cifar10_file(const std::string& path, const ImageSet& set) {
     const std::string where = "save_cifar10_file: " + path;
-    if (set.channels != 3 || set.height != 32 || set.width != 32)
-        throw std::invalid_argument(where + ": images are [" + std::to_string(set.channels) + ", " +
-                                    std::to_string(set.height) + ", " + std::to_string(set.width) +
-                                    "]; CIFAR-10 records hold [3, 32, 32]");
-    if (set.pixels.size() != set.labels.size() * kCifar10ImageBytes)
-        throw std::invalid_argument(where + ": " + std::to_string(set.pixels.size()) + " pixel bytes for " +
-                                    std::to_string(set.labels.size()) + " labels; expected " +
-                                    std::to_string(set.labels.size() * kCifar10ImageBytes));
+    check_image_shape(set, {3, 32, 32}, where, "CIFAR-10 records hold");
+    check(set.pixels.size() == set.labels.size() * kCifar10ImageBytes, where, ": ", set.pixels.size(),
+          " pixel bytes for ", set.labels.size(), " labels; expected ", set.labels.size() * kCifar10ImageBytes);
     for (int64_t i = 0; i < set.size(); ++i)
-        if (set.labels[i] < 0 || set.labels[i] > 9)
-            throw std::invalid_argument(where + ": label " + std::to_string(set.labels[i]) + " of image " +
-                                        std::to_string(i) + " does not fit CIFAR-10; expected 0-9");
+        check(set.labels[i] >= 0 && set.labels[i] <= 9, where, ": label ", set.labels[i], " of image ", i,
+              " does not fit CIFAR-10; expected 0-9");
 
     atomic_write(path, "save_cifar10_file", [&](std::ostream& out) {
         for (int64_t i = 0; i < set.size(); ++i) {
@@ -187,7 +181,7 @@ void save_cifar10_file(const std::string& path, const ImageSet& set) {
 }
 
 ImageSet synthetic_cifar10(int64_t count, uint64_t seed) {
-    if (count < 0) throw std::invalid_argument("synthetic_cifar10: count " + std::to_string(count) + " must be >= 0");
+    check(count >= 0, "synthetic_cifar10: count ", count, " must be >= 0");
     // One colour per class, far enough apart that the mean colour alone separates most.
     static constexpr uint8_t kColours[10][3] = {{200, 60, 60},  {60, 200, 60},  {60, 60, 200},   {200, 200, 60},
                                                 {200, 60, 200}, {60, 200, 200}, {150, 150, 150}, {230, 140, 40},

@@ -17,17 +17,14 @@ namespace {
 uint8_t round_to_u8(double v) { return static_cast<uint8_t>(std::clamp(std::floor(v + 0.5), 0.0, 255.0)); }
 
 void require_finite(double value, const char* op, const char* what) {
-    if (!std::isfinite(value))
-        throw std::invalid_argument(std::string(op) + ": " + what + " " + std::to_string(value) + " is not finite");
+    check(std::isfinite(value), op, ": ", what, " ", value, " is not finite");
 }
 
 // PIL's 8-bit grey level of each pixel, [H * W]; a one-channel image is its own grey.
 std::vector<uint8_t> grey_levels(ImageView img, const char* op) {
     const int64_t P = img.plane();
     if (img.channels == 1) return std::vector<uint8_t>(img.data, img.data + P);
-    if (img.channels != 3)
-        throw std::invalid_argument(std::string(op) + ": needs a 1- or 3-channel image, not " +
-                                    std::to_string(img.channels) + " channels");
+    check(img.channels == 3, op, ": needs a 1- or 3-channel image, not ", img.channels, " channels");
     std::vector<uint8_t> grey(P);
     const uint8_t *r = img.data, *g = img.data + P, *b = img.data + 2 * P;
     for (int64_t p = 0; p < P; ++p)
@@ -95,10 +92,9 @@ void flip_horizontal(ImageView img) {
 }
 
 void crop_padded(ImageView img, int64_t padding, int64_t top, int64_t left) {
-    if (padding < 0 || top < 0 || left < 0 || top > 2 * padding || left > 2 * padding)
-        throw std::invalid_argument("crop_padded: offsets (top " + std::to_string(top) + ", left " +
-                                    std::to_string(left) + ") must lie in [0, " + std::to_string(2 * padding) +
-                                    "] for padding " + std::to_string(padding));
+    check(padding >= 0 && top >= 0 && left >= 0 && top <= 2 * padding && left <= 2 * padding,
+          "crop_padded: offsets (top ", top, ", left ", left, ") must lie in [0, ", 2 * padding, "] for padding ",
+          padding);
     const int64_t H = img.height, W = img.width, P = img.plane();
     // Output (y, x) is padded (y + top, x + left) = input (y + dy, x + dx), zero outside.
     const int64_t dy = top - padding, dx = left - padding;
@@ -159,25 +155,22 @@ void invert(ImageView img) {
 }
 
 void solarize(ImageView img, int threshold) {
-    if (threshold < 0 || threshold > 256)
-        throw std::invalid_argument("solarize: threshold " + std::to_string(threshold) + " must be in [0, 256]");
+    check(threshold >= 0 && threshold <= 256, "solarize: threshold ", threshold, " must be in [0, 256]");
     std::array<uint8_t, 256> lut;
     for (int v = 0; v < 256; ++v) lut[v] = static_cast<uint8_t>(v < threshold ? v : 255 - v);
     apply_table(img, lut);
 }
 
 void solarize_add(ImageView img, int add, int threshold) {
-    if (threshold < 0 || threshold > 256 || add < -255 || add > 255)
-        throw std::invalid_argument("solarize_add: add " + std::to_string(add) + " and threshold " +
-                                    std::to_string(threshold) + " must be in [-255, 255] and [0, 256]");
+    check(threshold >= 0 && threshold <= 256 && add >= -255 && add <= 255, "solarize_add: add ", add, " and threshold ",
+          threshold, " must be in [-255, 255] and [0, 256]");
     std::array<uint8_t, 256> lut;
     for (int v = 0; v < 256; ++v) lut[v] = static_cast<uint8_t>(v < threshold ? std::clamp(v + add, 0, 255) : v);
     apply_table(img, lut);
 }
 
 void posterize(ImageView img, int bits) {
-    if (bits < 0 || bits > 8)
-        throw std::invalid_argument("posterize: bits " + std::to_string(bits) + " must be in [0, 8]");
+    check(bits >= 0 && bits <= 8, "posterize: bits ", bits, " must be in [0, 8]");
     const uint8_t mask = static_cast<uint8_t>(0xFF00u >> bits);
     for (int64_t i = 0; i < img.numel(); ++i) img.data[i] &= mask;
 }

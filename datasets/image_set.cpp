@@ -6,21 +6,30 @@
 
 namespace patchgrad {
 
+// patchgrad::check, not this member, is the message helper: the member hides it here.
 void ImageSet::check(const std::string& where) const {
-    if (channels <= 0 || height <= 0 || width <= 0)
-        throw std::invalid_argument(where + ": image shape [" + std::to_string(channels) + ", " +
-                                    std::to_string(height) + ", " + std::to_string(width) + "] must be positive");
+    // Not image_shape(): a check that passes builds nothing.
+    if (channels <= 0 || height <= 0 || width <= 0) fail(where, ": image shape ", image_shape(), " must be positive");
     const uint64_t expected = static_cast<uint64_t>(size()) * static_cast<uint64_t>(image_numel());
     if (pixels.size() != expected)
-        throw std::invalid_argument(where + ": " + std::to_string(pixels.size()) + " pixel bytes for " +
-                                    std::to_string(size()) + " labels of images [" + std::to_string(channels) + ", " +
-                                    std::to_string(height) + ", " + std::to_string(width) + "]; expected " +
-                                    std::to_string(expected));
+        fail(where, ": ", pixels.size(), " pixel bytes for ", size(), " labels of images ", image_shape(),
+             "; expected ", expected);
     for (int64_t i = 0; i < size(); ++i)
-        if (labels[i] < 0 || labels[i] >= num_classes())
-            throw std::invalid_argument(where + ": label " + std::to_string(labels[i]) + " of image " +
-                                        std::to_string(i) + " is not one of the " + std::to_string(num_classes()) +
-                                        " classes");
+        patchgrad::check(labels[i] >= 0 && labels[i] < num_classes(), where, ": label ", labels[i], " of image ", i,
+                         " is not one of the ", num_classes(), " classes");
+}
+
+void check_image_shape(const ImageSet& set, const Shape& expected, const std::string& where,
+                       const std::string& expected_by, int64_t num_classes) {
+    // fail(), not check(): the message's set.image_shape() is built only when it is needed.
+    const bool shape_fits =
+        expected.size() == 3 && set.channels == expected[0] && set.height == expected[1] && set.width == expected[2];
+    if (num_classes < 0) {
+        if (!shape_fits) fail(where, ": images are ", set.image_shape(), "; ", expected_by, " ", expected);
+    } else if (!shape_fits || set.num_classes() != num_classes) {
+        fail(where, ": images are ", set.image_shape(), " in ", set.num_classes(), " classes; ", expected_by, " ",
+             expected, " in ", num_classes, " classes");
+    }
 }
 
 ImageSet ImageSet::subset(const std::vector<int64_t>& indices) const {
@@ -34,10 +43,8 @@ ImageSet ImageSet::subset(const std::vector<int64_t>& indices) const {
     out.labels.resize(indices.size());
     for (size_t k = 0; k < indices.size(); ++k) {
         const int64_t i = indices[k];
-        if (i < 0 || i >= size())
-            throw std::invalid_argument("ImageSet::subset: index " + std::to_string(i) + " at position " +
-                                        std::to_string(k) + " is out of range for a set of " + std::to_string(size()) +
-                                        " images");
+        patchgrad::check(i >= 0 && i < size(), "ImageSet::subset: index ", i, " at position ", k,
+                         " is out of range for a set of ", size(), " images");
         std::memcpy(out.pixels.data() + k * n, image(i), n);
         out.labels[k] = labels[i];
     }

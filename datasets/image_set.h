@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "autograd/check.h"
+
 namespace patchgrad {
 
 // One image [channels, height, width] inside someone else's storage, which the image
@@ -37,6 +39,7 @@ struct ImageSet {
     int64_t size() const { return static_cast<int64_t>(labels.size()); }
     int64_t num_classes() const { return static_cast<int64_t>(class_names.size()); }
     int64_t image_numel() const { return channels * height * width; }
+    Shape image_shape() const { return {channels, height, width}; }
     const uint8_t* image(int64_t i) const { return pixels.data() + i * image_numel(); }
     ImageView view(int64_t i) { return {pixels.data() + i * image_numel(), channels, height, width}; }
 
@@ -48,5 +51,14 @@ struct ImageSet {
     // a class: the invariant every function taking an ImageSet relies on.
     void check(const std::string& where) const;
 };
+
+// The one check that a set's images are what a consumer takes (a model, a file format):
+// throws std::invalid_argument
+//   "<where>: images are [1, 32, 32]; <expected_by> [3, 32, 32]"
+// and, when num_classes >= 0, compares the class count too:
+//   "<where>: images are [3, 32, 32] in 5 classes; <expected_by> [3, 32, 32] in 10 classes".
+// `expected_by` ends in its verb: "CIFAR-10 records hold", "the model takes".
+void check_image_shape(const ImageSet& set, const Shape& expected, const std::string& where,
+                       const std::string& expected_by, int64_t num_classes = -1);
 
 }  // namespace patchgrad

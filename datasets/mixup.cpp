@@ -36,9 +36,8 @@ void check_batch(const char* op, const Tensor& images, const std::vector<int64_t
     if (!images.defined() || images.dim() != 4 || images.size(0) < 1)
         throw std::invalid_argument(std::string(op) + ": images must be [B, C, H, W] with B >= 1, not " +
                                     (images.defined() ? shape_str(images.shape()) : std::string("undefined")));
-    if (static_cast<int64_t>(labels.size()) != images.size(0))
-        throw std::invalid_argument(std::string(op) + ": " + std::to_string(labels.size()) + " labels for images " +
-                                    shape_str(images.shape()));
+    check(static_cast<int64_t>(labels.size()) == images.size(0), op, ": ", labels.size(), " labels for images ",
+          images.shape());
 }
 
 MixedBatch paired(const Tensor& images, const std::vector<int64_t>& labels) {
@@ -52,15 +51,13 @@ MixedBatch paired(const Tensor& images, const std::vector<int64_t>& labels) {
 }  // namespace
 
 double sample_gamma(double shape, Rng& rng) {
-    if (!(shape > 0) || !std::isfinite(shape))
-        throw std::invalid_argument("sample_gamma: shape " + std::to_string(shape) + " must be positive and finite");
+    check(shape > 0 && std::isfinite(shape), "sample_gamma: shape ", shape, " must be positive and finite");
     return std::exp(log_gamma_draw(shape, rng));
 }
 
 double sample_beta(double a, double b, Rng& rng) {
-    if (!(a > 0 && b > 0) || !std::isfinite(a) || !std::isfinite(b))
-        throw std::invalid_argument("sample_beta: parameters " + std::to_string(a) + ", " + std::to_string(b) +
-                                    " must be positive and finite");
+    check(a > 0 && b > 0 && std::isfinite(a) && std::isfinite(b), "sample_beta: parameters ", a, ", ", b,
+          " must be positive and finite");
     const double log_x = log_gamma_draw(a, rng);
     const double log_y = log_gamma_draw(b, rng);
     return 1.0 / (1.0 + std::exp(log_y - log_x));  // X / (X + Y)
@@ -68,8 +65,7 @@ double sample_beta(double a, double b, Rng& rng) {
 
 MixedBatch mixup_batch(const Tensor& images, const std::vector<int64_t>& labels, double lambda) {
     check_batch("mixup_batch", images, labels);
-    if (!(lambda >= 0 && lambda <= 1))
-        throw std::invalid_argument("mixup_batch: lambda " + std::to_string(lambda) + " must be in [0, 1]");
+    check(lambda >= 0 && lambda <= 1, "mixup_batch: lambda ", lambda, " must be in [0, 1]");
     MixedBatch out = paired(images, labels);
     const real lam = static_cast<real>(lambda);
     out.lambda = lam;
@@ -90,11 +86,10 @@ MixedBatch mixup_batch(const Tensor& images, const std::vector<int64_t>& labels,
 MixedBatch cutmix_batch(const Tensor& images, const std::vector<int64_t>& labels, const Box& box) {
     check_batch("cutmix_batch", images, labels);
     const int64_t B = images.size(0), C = images.size(1), H = images.size(2), W = images.size(3);
-    if (box.top < 0 || box.left < 0 || box.height < 0 || box.width < 0 || box.top + box.height > H ||
-        box.left + box.width > W)
-        throw std::invalid_argument("cutmix_batch: box (top " + std::to_string(box.top) + ", left " +
-                                    std::to_string(box.left) + ", " + std::to_string(box.height) + " x " +
-                                    std::to_string(box.width) + ") does not fit images " + shape_str(images.shape()));
+    check(box.top >= 0 && box.left >= 0 && box.height >= 0 && box.width >= 0 && box.top + box.height <= H &&
+              box.left + box.width <= W,
+          "cutmix_batch: box (top ", box.top, ", left ", box.left, ", ", box.height, " x ", box.width,
+          ") does not fit images ", images.shape());
     MixedBatch out = paired(images, labels);
     out.cutmix = true;
     out.box = box;
@@ -112,10 +107,8 @@ MixedBatch cutmix_batch(const Tensor& images, const std::vector<int64_t>& labels
 }
 
 Box cutmix_box(int64_t height, int64_t width, double lambda, Rng& rng) {
-    if (height < 1 || width < 1 || !(lambda >= 0 && lambda <= 1))
-        throw std::invalid_argument("cutmix_box: image " + std::to_string(height) + " x " + std::to_string(width) +
-                                    " and lambda " + std::to_string(lambda) +
-                                    "; expected a non-empty image and lambda in [0, 1]");
+    check(height >= 1 && width >= 1 && lambda >= 0 && lambda <= 1, "cutmix_box: image ", height, " x ", width,
+          " and lambda ", lambda, "; expected a non-empty image and lambda in [0, 1]");
     const double ratio = std::sqrt(1.0 - lambda);
     const auto cut_h = static_cast<int64_t>(height * ratio), cut_w = static_cast<int64_t>(width * ratio);
     const auto cy = static_cast<int64_t>(rng.below(static_cast<uint64_t>(height)));
@@ -129,12 +122,10 @@ Box cutmix_box(int64_t height, int64_t width, double lambda, Rng& rng) {
 
 MixedBatch Mixup::apply(const Tensor& images, const std::vector<int64_t>& labels, Rng& rng) const {
     check_batch("Mixup", images, labels);
-    if (!(mixup_alpha >= 0 && cutmix_alpha >= 0) || (mixup_alpha == 0 && cutmix_alpha == 0) ||
-        !(switch_prob >= 0 && switch_prob <= 1) || !(prob >= 0 && prob <= 1))
-        throw std::invalid_argument("Mixup: mixup_alpha " + std::to_string(mixup_alpha) + ", cutmix_alpha " +
-                                    std::to_string(cutmix_alpha) + ", switch_prob " + std::to_string(switch_prob) +
-                                    ", prob " + std::to_string(prob) +
-                                    "; expected alphas >= 0, not both 0, and probabilities in [0, 1]");
+    check(mixup_alpha >= 0 && cutmix_alpha >= 0 && (mixup_alpha != 0 || cutmix_alpha != 0) && switch_prob >= 0 &&
+              switch_prob <= 1 && prob >= 0 && prob <= 1,
+          "Mixup: mixup_alpha ", mixup_alpha, ", cutmix_alpha ", cutmix_alpha, ", switch_prob ", switch_prob, ", prob ",
+          prob, "; expected alphas >= 0, not both 0, and probabilities in [0, 1]");
     if (!(rng.uniform() < prob)) {
         MixedBatch unmixed;
         unmixed.images = images;

@@ -41,15 +41,11 @@ ChannelStats channel_stats(const ImageSet& set) {
 Tensor to_tensor(const ImageSet& images, const ChannelStats& stats) {
     images.check("to_tensor");
     const int64_t C = images.channels, plane = images.height * images.width;
-    if (static_cast<int64_t>(stats.mean.size()) != C || static_cast<int64_t>(stats.std.size()) != C)
-        throw std::invalid_argument("to_tensor: " + std::to_string(stats.mean.size()) + " means and " +
-                                    std::to_string(stats.std.size()) + " stds for images of " + std::to_string(C) +
-                                    " channels");
+    check(static_cast<int64_t>(stats.mean.size()) == C && static_cast<int64_t>(stats.std.size()) == C,
+          "to_tensor: ", stats.mean.size(), " means and ", stats.std.size(), " stds for images of ", C, " channels");
     for (int64_t c = 0; c < C; ++c)
-        if (!(stats.std[c] > 0) || !std::isfinite(stats.mean[c]))
-            throw std::invalid_argument("to_tensor: channel " + std::to_string(c) + " has mean " +
-                                        std::to_string(stats.mean[c]) + " and std " + std::to_string(stats.std[c]) +
-                                        "; expected a finite mean and a positive std");
+        check(stats.std[c] > 0 && std::isfinite(stats.mean[c]), "to_tensor: channel ", c, " has mean ", stats.mean[c],
+              " and std ", stats.std[c], "; expected a finite mean and a positive std");
     // 256 possible values per channel: a lookup table makes the conversion one load per pixel.
     // [snippet:normalize-table]
     std::vector<real> table(C * 256);

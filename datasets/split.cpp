@@ -15,10 +15,9 @@ namespace patchgrad {
 TrainValidationSplit split_validation(ImageSet set, int64_t validation_size, uint64_t seed) {
     set.check("split_validation");
     const int64_t K = set.num_classes();
-    if (K == 0 || validation_size < 0 || validation_size % K != 0)
-        throw std::invalid_argument("split_validation: validation size " + std::to_string(validation_size) +
-                                    " must be a non-negative multiple of the " + std::to_string(K) +
-                                    " classes (the split takes the same number from each)");
+    check(K != 0 && validation_size >= 0 && validation_size % K == 0, "split_validation: validation size ",
+          validation_size, " must be a non-negative multiple of the ", K,
+          " classes (the split takes the same number from each)");
     const int64_t per_class = validation_size / K;
 
     std::vector<std::vector<int64_t>> by_class(K);
@@ -29,10 +28,8 @@ TrainValidationSplit split_validation(ImageSet set, int64_t validation_size, uin
     for (int64_t k = 0; k < K; ++k) {
         std::vector<int64_t>& members = by_class[k];
         const int64_t n = static_cast<int64_t>(members.size());
-        if (per_class >= n)
-            throw std::invalid_argument("split_validation: class " + std::to_string(k) + " ('" + set.class_names[k] +
-                                        "') has " + std::to_string(n) + " images; a validation share of " +
-                                        std::to_string(per_class) + " per class would leave none for training");
+        check(per_class < n, "split_validation: class ", k, " ('", set.class_names[k], "') has ", n,
+              " images; a validation share of ", per_class, " per class would leave none for training");
         // A partial Fisher–Yates: the first per_class entries become a uniform random draw.
         for (int64_t i = 0; i < per_class; ++i) {
             std::swap(members[i], members[i + static_cast<int64_t>(rng.below(static_cast<uint64_t>(n - i)))]);

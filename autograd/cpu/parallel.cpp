@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "autograd/check.h"
+
 namespace patchgrad {
 
 namespace {
@@ -153,9 +155,8 @@ ThreadSettings& settings() {
 }  // namespace
 
 void set_num_threads(int threads) {
-    if (threads < 1 || threads > kMaxThreads)
-        throw std::invalid_argument("set_num_threads: need at least 1 and at most " + std::to_string(kMaxThreads) +
-                                    " threads, got " + std::to_string(threads));
+    check(threads >= 1 && threads <= kMaxThreads, "set_num_threads: need at least 1 and at most ", kMaxThreads,
+          " threads, got ", threads);
     std::lock_guard<std::mutex> lock(settings().mutex);
     settings().threads = threads;
 }

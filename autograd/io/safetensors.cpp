@@ -79,8 +79,7 @@ private:
     static constexpr int kMaxDepth = 32;
 
     [[noreturn]] void fail(const std::string& problem) const {
-        throw std::invalid_argument(where_ + ": invalid JSON header at byte " + std::to_string(pos_) +
-                                    " of the header: " + problem);
+        patchgrad::fail(where_, ": invalid JSON header at byte ", pos_, " of the header: ", problem);
     }
 
     void skip_space() {
@@ -344,16 +343,14 @@ void convert(const unsigned char* bytes, Dtype dtype, real* out, int64_t n, cons
             double d;
             std::memcpy(&d, &bits, 8);
             out[i] = static_cast<real>(d);
-            if (std::isfinite(d) && !std::isfinite(out[i]))
-                throw std::invalid_argument(where + ": element " + std::to_string(i) + " (" + std::to_string(d) +
-                                            ") overflows the float type");
+            check(!std::isfinite(d) || std::isfinite(out[i]), where, ": element ", i, " (", d,
+                  ") overflows the float type");
         } else {
             const auto v = static_cast<int64_t>(read_le(p, 8));
             // Integers are exact in `real` up to 2^24 (float) or 2^53 (double).
             constexpr int64_t exact = int64_t(1) << std::numeric_limits<real>::digits;
-            if (v > exact || v < -exact)
-                throw std::invalid_argument(where + ": element " + std::to_string(i) + " (" + std::to_string(v) +
-                                            ") is not exactly representable as a real");
+            check(v <= exact && v >= -exact, where, ": element ", i, " (", v,
+                  ") is not exactly representable as a real");
             out[i] = static_cast<real>(v);
         }
     }
@@ -400,17 +397,15 @@ TensorEntry read_entry(const std::string& name, const Json& j, const std::string
                 throw std::invalid_argument(what + ": data_offsets must be two non-negative integers [begin, end]");
             e.begin = static_cast<uint64_t>(v.items[0].integer);
             e.end = static_cast<uint64_t>(v.items[1].integer);
-            if (e.end < e.begin)
-                throw std::invalid_argument(what + ": data_offsets [" + std::to_string(e.begin) + ", " +
-                                            std::to_string(e.end) + "] end before they begin");
+            check(e.end >= e.begin, what, ": data_offsets [", e.begin, ", ", e.end, "] end before they begin");
             has_offsets = true;
         } else {
             throw std::invalid_argument(what + ": unexpected field \"" + key + "\"");
         }
     }
-    if (!has_dtype) throw std::invalid_argument(what + ": missing dtype");
-    if (!has_shape) throw std::invalid_argument(what + ": missing shape");
-    if (!has_offsets) throw std::invalid_argument(what + ": missing data_offsets");
+    check(has_dtype, what, ": missing dtype");
+    check(has_shape, what, ": missing shape");
+    check(has_offsets, what, ": missing data_offsets");
     return e;
 }
 
@@ -421,10 +416,9 @@ uint64_t shape_bytes(const TensorEntry& e, uint64_t data_bytes, const std::strin
     for (int64_t d : e.shape)
         if (d == 0) return 0;
     for (int64_t d : e.shape) {
-        if (static_cast<uint64_t>(d) > data_bytes || bytes > data_bytes / static_cast<uint64_t>(d))
-            throw std::invalid_argument(where + ": tensor '" + e.name + "' of shape " + shape_str(e.shape) +
-                                        " is larger than the file's data section (" + std::to_string(data_bytes) +
-                                        " bytes)");
+        check(static_cast<uint64_t>(d) <= data_bytes && bytes <= data_bytes / static_cast<uint64_t>(d), where,
+              ": tensor '", e.name, "' of shape ", e.shape, " is larger than the file's data section (", data_bytes,
+              " bytes)");
         bytes *= static_cast<uint64_t>(d);
     }
     return bytes;
@@ -511,23 +505,19 @@ NamedTensors read_safetensors(std::istream& in, const std::string& where) {
     const auto file_size = static_cast<uint64_t>(size_pos);
     in.seekg(0);
 
-    if (file_size < 8)
-        throw std::invalid_argument(where + ": truncated: the file has " + std::to_string(file_size) +
-                                    " bytes, fewer than the 8-byte header length");
+    check(file_size >= 8, where, ": truncated: the file has ", file_size,
+          " bytes, fewer than the 8-byte header length");
     unsigned char len[8];
     in.read(reinterpret_cast<char*>(len), 8);
     if (!in) throw std::invalid_argument(where + ": cannot read the header length");
     const uint64_t header_len = read_le(len, 8);
-    if (header_len > file_size - 8)
-        throw std::invalid_argument(where + ": header length " + std::to_string(header_len) +
-                                    " is larger than the rest of the file (" + std::to_string(file_size - 8) +
-                                    " bytes): truncated or not a safetensors file");
-    if (header_len > kMaxHeaderBytes)
-        throw std::invalid_argument(where + ": header length " + std::to_string(header_len) + " exceeds the limit of " +
-                                    std::to_string(kMaxHeaderBytes) + " bytes");
+    check(header_len <= file_size - 8, where, ": header length ", header_len, " is larger than the rest of the file (",
+          file_size - 8, " bytes): truncated or not a safetensors file");
+    check(header_len <= kMaxHeaderBytes, where, ": header length ", header_len, " exceeds the limit of ",
+          kMaxHeaderBytes, " bytes");
     std::string header(static_cast<size_t>(header_len), '\0');
     in.read(header.data(), static_cast<std::streamsize>(header_len));
-    if (!in) throw std::invalid_argument(where + ": cannot read the " + std::to_string(header_len) + "-byte header");
+    check(!in.fail(), where, ": cannot read the ", header_len, "-byte header");
     if (header.empty() || header[0] != '{')
         throw std::invalid_argument(where + ": the header does not start with '{': not a safetensors file");
 
@@ -550,17 +540,11 @@ NamedTensors read_safetensors(std::istream& in, const std::string& where) {
             continue;
         }
         TensorEntry e = read_entry(root.keys[i], v, where);
-        if (e.end > data_bytes)
-            throw std::invalid_argument(where + ": tensor '" + e.name + "' has data_offsets [" +
-                                        std::to_string(e.begin) + ", " + std::to_string(e.end) +
-                                        "] outside the data section (" + std::to_string(data_bytes) +
-                                        " bytes): truncated file?");
+        check(e.end <= data_bytes, where, ": tensor '", e.name, "' has data_offsets [", e.begin, ", ", e.end,
+              "] outside the data section (", data_bytes, " bytes): truncated file?");
         const uint64_t expected = shape_bytes(e, data_bytes, where);
-        if (e.end - e.begin != expected)
-            throw std::invalid_argument(where + ": tensor '" + e.name + "' of shape " + shape_str(e.shape) + " needs " +
-                                        std::to_string(expected) + " bytes but data_offsets [" +
-                                        std::to_string(e.begin) + ", " + std::to_string(e.end) + "] hold " +
-                                        std::to_string(e.end - e.begin));
+        check(e.end - e.begin == expected, where, ": tensor '", e.name, "' of shape ", e.shape, " needs ", expected,
+              " bytes but data_offsets [", e.begin, ", ", e.end, "] hold ", e.end - e.begin);
         entries.push_back(std::move(e));
     }
 
@@ -571,18 +555,14 @@ NamedTensors read_safetensors(std::istream& in, const std::string& where) {
     uint64_t covered = 0;
     const TensorEntry* previous = nullptr;
     for (const TensorEntry& e : entries) {
-        if (e.begin < covered)
-            throw std::invalid_argument(where + ": tensors '" + previous->name + "' and '" + e.name +
-                                        "' overlap in the data section");
-        if (e.begin > covered)
-            throw std::invalid_argument(where + ": bytes " + std::to_string(covered) + " to " +
-                                        std::to_string(e.begin) + " of the data section belong to no tensor");
+        if (e.begin < covered)  // previous is set then
+            fail(where, ": tensors '", previous->name, "' and '", e.name, "' overlap in the data section");
+        check(e.begin <= covered, where, ": bytes ", covered, " to ", e.begin,
+              " of the data section belong to no tensor");
         covered = e.end;
         previous = &e;
     }
-    if (covered != data_bytes)
-        throw std::invalid_argument(where + ": the last " + std::to_string(data_bytes - covered) +
-                                    " bytes of the file belong to no tensor");
+    check(covered == data_bytes, where, ": the last ", data_bytes - covered, " bytes of the file belong to no tensor");
 
     std::vector<unsigned char> buf;
     for (const TensorEntry& e : entries) {

@@ -21,20 +21,14 @@ namespace patchgrad {
 // the thousands lose no precision. The forward saves max and log sum exp(logits - max) per
 // row; the backward recomputes softmax = exp((logits - max) - log_sum).
 Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& labels, real label_smoothing) {
-    if (logits.dim() != 2)
-        throw std::invalid_argument("cross_entropy: logits must be [B, K], got shape " + shape_str(logits.shape()));
+    check(logits.dim() == 2, "cross_entropy: logits must be [B, K], got shape ", logits.shape());
     const int64_t B = logits.size(0), K = logits.size(1);
-    if (static_cast<int64_t>(labels.size()) != B)
-        throw std::invalid_argument("cross_entropy: " + std::to_string(labels.size()) + " labels for logits of shape " +
-                                    shape_str(logits.shape()) + " (need one per row)");
-    if (B == 0)
-        throw std::invalid_argument("cross_entropy: the mean over an empty batch is undefined (logits " +
-                                    shape_str(logits.shape()) + ")");
+    check(static_cast<int64_t>(labels.size()) == B, "cross_entropy: ", labels.size(), " labels for logits of shape ",
+          logits.shape(), " (need one per row)");
+    check(B > 0, "cross_entropy: the mean over an empty batch is undefined (logits ", logits.shape(), ")");
     for (int64_t b = 0; b < B; ++b)
-        if (labels[b] < 0 || labels[b] >= K)
-            throw std::invalid_argument("cross_entropy: label " + std::to_string(labels[b]) + " at position " +
-                                        std::to_string(b) + " is outside [0, " + std::to_string(K) +
-                                        ") for logits of shape " + shape_str(logits.shape()));
+        check(labels[b] >= 0 && labels[b] < K, "cross_entropy: label ", labels[b], " at position ", b,
+              " is outside [0, ", K, ") for logits of shape ", logits.shape());
     if (!(label_smoothing >= 0 && label_smoothing < 1)) {
         std::ostringstream msg;
         msg << "cross_entropy: label_smoothing must be in [0, 1), got " << label_smoothing << " (logits "

@@ -19,8 +19,7 @@ Tensor drop_path(const Tensor& x, real p, bool training, Rng& rng) {
         msg << "drop_path: p must be in [0, 1), got " << p << " (input " << shape_str(x.shape()) << ")";
         throw std::invalid_argument(msg.str());
     }
-    if (x.dim() == 0)
-        throw std::invalid_argument("drop_path: input must have a batch dimension, got shape " + shape_str(x.shape()));
+    check(x.dim() > 0, "drop_path: input must have a batch dimension, got shape ", x.shape());
     if (!training || p == 0) return x;
 
     const int64_t B = x.size(0), per_sample = B > 0 ? x.numel() / B : 0;

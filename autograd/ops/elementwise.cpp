@@ -327,9 +327,7 @@ Tensor broadcast_to(const Tensor& a, const Shape& shape) {
         const int64_t d = in[in.size() - 1 - k];
         fits = d == 1 || d == shape[shape.size() - 1 - k];
     }
-    if (!fits)
-        throw std::invalid_argument("broadcast_to: a tensor of shape " + shape_str(in) + " cannot be broadcast to " +
-                                    shape_str(shape));
+    check(fits, "broadcast_to: a tensor of shape ", in, " cannot be broadcast to ", shape);
     // The target plays operand b of the plan: it moves along every axis, like the output.
     const Broadcast bc = plan_broadcast(in, shape, shape);
     Tensor out = Tensor::empty(shape);

@@ -68,9 +68,8 @@ PATCHGRAD_MULTIVERSION(gelu_backward, (const real* x, const real* dy, real* dx, 
 // fast_math.h's vectorisable forms in float32 (libm's in float64).
 Tensor gelu(const Tensor& x, GeluApproximation approximation) {
     const bool exact = approximation == GeluApproximation::None;
-    if (!exact && approximation != GeluApproximation::Tanh)
-        throw std::invalid_argument("gelu: unknown approximation " + std::to_string(static_cast<int>(approximation)) +
-                                    " for input " + shape_str(x.shape()));
+    check(exact || approximation == GeluApproximation::Tanh, "gelu: unknown approximation ",
+          static_cast<int>(approximation), " for input ", x.shape());
     const int64_t n = x.numel();
     Tensor out = Tensor::empty(x.shape());
     const real* xd = x.data();

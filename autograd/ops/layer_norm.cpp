@@ -14,10 +14,9 @@ namespace patchgrad {
 
 namespace {
 void check_affine(const Tensor& param, const char* name, const Tensor& x) {
-    if (param.defined() && param.shape() != Shape{x.size(-1)})
-        throw std::invalid_argument(std::string("layer_norm: ") + name + " of shape " + shape_str(param.shape()) +
-                                    " does not match the normalised dimension [" + std::to_string(x.size(-1)) +
-                                    "] of input " + shape_str(x.shape()));
+    if (param.defined())  // param.shape() may only be asked for then
+        check(param.dim() == 1 && param.size(0) == x.size(-1), "layer_norm: ", name, " of shape ", param.shape(),
+              " does not match the normalised dimension [", x.size(-1), "] of input ", x.shape());
 }
 
 // Rows [r0, r1) of x [rows, D] -> y, with each row's mean and 1 / std. The three loops below
@@ -92,9 +91,7 @@ PATCHGRAD_MULTIVERSION(backward_affine,
 //   dweight = sum over rows of dy * xhat      dbias = sum over rows of dy
 // The forward saves mean and rstd per row; xhat is recomputed from x in the backward.
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, real eps) {
-    if (x.dim() == 0)
-        throw std::invalid_argument("layer_norm: input must have at least one dimension, got shape " +
-                                    shape_str(x.shape()));
+    check(x.dim() > 0, "layer_norm: input must have at least one dimension, got shape ", x.shape());
     check_affine(weight, "weight", x);
     check_affine(bias, "bias", x);
     if (!(eps >= 0)) {

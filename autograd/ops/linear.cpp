@@ -17,15 +17,13 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     if (!x.defined() || !weight.defined())
         throw std::invalid_argument(
             "linear: the input and the weight must be defined (only the bias may be undefined)");
-    if (weight.dim() != 2)
-        throw std::invalid_argument("linear: weight must be [out, in], got " + shape_str(weight.shape()));
+    check(weight.dim() == 2, "linear: weight must be [out, in], got ", weight.shape());
     const int64_t in = weight.size(1), out = weight.size(0);
-    if (x.dim() < 1 || x.size(-1) != in)
-        throw std::invalid_argument("linear: input " + shape_str(x.shape()) + " does not end in the " +
-                                    std::to_string(in) + " in-features of weight " + shape_str(weight.shape()));
-    if (bias.defined() && (bias.dim() != 1 || bias.size(0) != out))
-        throw std::invalid_argument("linear: bias " + shape_str(bias.shape()) + " does not match weight " +
-                                    shape_str(weight.shape()) + "; expected [" + std::to_string(out) + "]");
+    check(x.dim() >= 1 && x.size(-1) == in, "linear: input ", x.shape(), " does not end in the ", in,
+          " in-features of weight ", weight.shape());
+    if (bias.defined())  // bias.shape() may only be asked for then
+        check(bias.dim() == 1 && bias.size(0) == out, "linear: bias ", bias.shape(), " does not match weight ",
+              weight.shape(), "; expected [", out, "]");
 
     const int64_t rows = shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));
     Shape y_shape = x.shape();
@@ -36,15 +34,15 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     gemm(false, true, rows, out, in, 1, x.data(), in, weight.data(), in, 0, y.data(), out,
          bias.defined() ? bias.data() : nullptr);
 
-    // The first gradient to reach x or W is written, later ones are added (grad_target's beta).
+    // The first gradient to reach x or W is written, later ones are added (grad_for_overwrite's beta).
     record(y, "linear", {x, weight, bias}, [x, weight, bias, rows, in, out](Tensor& o) mutable {
         const real* dy = o.grad_data();
         if (x.requires_grad()) {
-            const Tensor::GradTarget dx = x.grad_target();
+            const Tensor::GradOverwrite dx = x.grad_for_overwrite();
             gemm(false, false, rows, in, out, 1, dy, out, weight.data(), in, dx.beta, dx.data, in);
         }
         if (weight.requires_grad()) {
-            const Tensor::GradTarget dw = weight.grad_target();
+            const Tensor::GradOverwrite dw = weight.grad_for_overwrite();
             gemm(true, false, out, in, rows, 1, dy, out, x.data(), in, dw.beta, dw.data, in);
         }
         if (bias.defined() && bias.requires_grad()) {

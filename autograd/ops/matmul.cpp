@@ -38,10 +38,8 @@ BatchPlan plan_batches(const Shape& a_shape, const Shape& b_shape, const char* o
     BatchPlan plan;
     plan.shape.resize(ndim);
     for (size_t d = 0; d < ndim; ++d) {
-        if (a_dims[d] != b_dims[d] && a_dims[d] != 1 && b_dims[d] != 1)
-            throw std::invalid_argument(std::string(op) + ": batch dimensions of " + shape_str(a_shape) + " and " +
-                                        shape_str(b_shape) + " cannot broadcast (" + std::to_string(a_dims[d]) +
-                                        " vs " + std::to_string(b_dims[d]) + ")");
+        check(a_dims[d] == b_dims[d] || a_dims[d] == 1 || b_dims[d] == 1, op, ": batch dimensions of ", a_shape,
+              " and ", b_shape, " cannot broadcast (", a_dims[d], " vs ", b_dims[d], ")");
         plan.shape[d] = a_dims[d] == 1 ? b_dims[d] : a_dims[d];
     }
 
@@ -96,14 +94,11 @@ void for_each_matrix(int64_t count, int64_t grain, bool independent, F&& matrix)
 // The one implementation behind matmul and matmul_transposed: out = alpha * a @ op(b), with
 // op(b) = b^T read in place when trans_b (b stored [..., N, K]).
 Tensor batched_matmul(const Tensor& a, const Tensor& b, bool trans_b, real alpha, const char* op) {
-    if (a.dim() < 2 || b.dim() < 2)
-        throw std::invalid_argument(std::string(op) + ": both inputs need at least 2 dimensions, got " +
-                                    shape_str(a.shape()) + " and " + shape_str(b.shape()));
+    check(a.dim() >= 2 && b.dim() >= 2, op, ": both inputs need at least 2 dimensions, got ", a.shape(), " and ",
+          b.shape());
     const int64_t b_inner = trans_b ? b.size(-1) : b.size(-2);
-    if (a.size(-1) != b_inner)
-        throw std::invalid_argument(std::string(op) + ": inner dimensions differ in " + shape_str(a.shape()) +
-                                    (trans_b ? " @ transpose of " : " @ ") + shape_str(b.shape()) + " (" +
-                                    std::to_string(a.size(-1)) + " vs " + std::to_string(b_inner) + ")");
+    check(a.size(-1) == b_inner, op, ": inner dimensions differ in ", a.shape(), trans_b ? " @ transpose of " : " @ ",
+          b.shape(), " (", a.size(-1), " vs ", b_inner, ")");
     BatchPlan plan = plan_batches(a.shape(), b.shape(), op);
     int64_t M = a.size(-2);
     const int64_t K = a.size(-1), N = trans_b ? b.size(-2) : b.size(-1);
@@ -138,9 +133,9 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b, bool trans_b, real alpha
         // [exercise:matmul-backward]
         const real* dout = o.grad_data();
         // The first gradient to reach a matrix of a or b is written, later ones are added
-        // (grad_target's beta; a broadcast matrix meets several).
+        // (grad_for_overwrite's beta; a broadcast matrix meets several).
         if (a.requires_grad()) {  // dA = alpha dOut @ op(b)^T
-            const Tensor::GradTarget da = a.grad_target();
+            const Tensor::GradOverwrite da = a.grad_for_overwrite();
             std::vector<real> beta = first_use_beta(plan.a_index, da.beta);
             for_each_matrix(count, grain, all_different(plan.a_index), [&](int64_t t) {
                 gemm(false, !trans_b, M, K, N, alpha, dout + t * M * N, N, b.data() + plan.b_index[t] * K * N, ldb,
@@ -148,7 +143,7 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b, bool trans_b, real alpha
             });
         }
         if (b.requires_grad()) {  // dB = alpha A^T @ dOut, or its transpose alpha dOut^T @ A
-            const Tensor::GradTarget db = b.grad_target();
+            const Tensor::GradOverwrite db = b.grad_for_overwrite();
             std::vector<real> beta = first_use_beta(plan.b_index, db.beta);
             for_each_matrix(count, grain, all_different(plan.b_index), [&](int64_t t) {
                 const real* at = a.data() + plan.a_index[t] * M * K;

@@ -112,8 +112,7 @@ Tensor mean(const Tensor& a, int64_t axis, bool keepdim) { return sum_axis("mean
 //   dA[argmax] = dOut, 0 elsewhere; argmax is the first position holding the maximum
 Tensor max(const Tensor& a) {
     const int64_t n = a.numel();
-    if (n == 0)
-        throw std::invalid_argument("max: cannot take the max of an empty tensor of shape " + shape_str(a.shape()));
+    check(n > 0, "max: cannot take the max of an empty tensor of shape ", a.shape());
     const real* x = a.data();
     int64_t argmax = 0;
     for (int64_t i = 1; i < n; ++i)
@@ -127,9 +126,7 @@ Tensor max(const Tensor& a) {
 //   dA[o, argmax[o, i], i] = dOut[o, i], 0 elsewhere; argmax is the first maximum along n
 Tensor max(const Tensor& a, int64_t axis, bool keepdim) {
     const AxisView v = view_axis(a.shape(), axis, keepdim, "max");
-    if (v.n == 0)
-        throw std::invalid_argument("max: cannot reduce axis " + std::to_string(axis) +
-                                    " of size 0 of a tensor of shape " + shape_str(a.shape()));
+    check(v.n > 0, "max: cannot reduce axis ", axis, " of size 0 of a tensor of shape ", a.shape());
     Tensor out = Tensor::empty(v.out_shape);
     std::vector<int64_t> argmax(v.outer * v.inner, 0);
     const real* x = a.data();

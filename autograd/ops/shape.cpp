@@ -75,9 +75,7 @@ Tensor permute_as(const Tensor& a, const std::vector<int64_t>& dims, const char*
         valid = axes[m] >= 0 && axes[m] < ndim && !seen[axes[m]];
         if (valid) seen[axes[m]] = true;
     }
-    if (!valid)
-        throw std::invalid_argument(std::string(op) + ": dims " + shape_str(dims) + " are not a permutation of the " +
-                                    std::to_string(ndim) + " axes of shape " + shape_str(in_shape));
+    check(valid, op, ": dims ", dims, " are not a permutation of the ", ndim, " axes of shape ", in_shape);
 
     Shape out_shape(ndim), in_strides(ndim);
     for (int64_t m = 0; m < ndim; ++m) {
@@ -102,7 +100,7 @@ Tensor permute_as(const Tensor& a, const std::vector<int64_t>& dims, const char*
         const real* dy = o.grad_data();
         // Every element of dA is reached exactly once: a first gradient is written, not added
         // to a zero-filled buffer (beta == 0 never reads the uninitialised memory).
-        const Tensor::GradTarget dx = a.grad_target();
+        const Tensor::GradOverwrite dx = a.grad_for_overwrite();
         for_each_permuted(visit_shape, visit_strides, run, [dx, dy, run](int64_t oi, int64_t i) {
             const real* src = dy + oi * run;
             if (dx.beta == 0)
@@ -123,30 +121,25 @@ Tensor reshape(const Tensor& a, Shape shape) {
     int64_t known = 1;
     for (size_t k = 0; k < shape.size(); ++k) {
         if (shape[k] == -1) {
-            if (inferred >= 0)
-                throw std::invalid_argument("reshape: only one dimension can be -1, got shape " + shape_str(shape));
+            check(inferred < 0, "reshape: only one dimension can be -1, got shape ", shape);
             inferred = static_cast<int64_t>(k);
         } else if (shape[k] < 0) {
-            throw std::invalid_argument("reshape: invalid dimension " + std::to_string(shape[k]) + " in shape " +
-                                        shape_str(shape));
+            fail("reshape: invalid dimension ", shape[k], " in shape ", shape);
         } else {
-            if (!product_fits(known, shape[k]))
-                throw std::invalid_argument("reshape: shape " + shape_str(shape) +
-                                            " has more elements than a 64-bit integer holds");
+            check(product_fits(known, shape[k]), "reshape: shape ", shape,
+                  " has more elements than a 64-bit integer holds");
             known *= shape[k];
         }
     }
     const Shape requested = shape;
     if (inferred >= 0) {
-        if (known == 0 || a.numel() % known != 0)
-            throw std::invalid_argument("reshape: cannot reshape a tensor of shape " + shape_str(a.shape()) + " (" +
-                                        std::to_string(a.numel()) + " elements) into shape " + shape_str(requested));
+        check(known != 0 && a.numel() % known == 0, "reshape: cannot reshape a tensor of shape ", a.shape(), " (",
+              a.numel(), " elements) into shape ", requested);
         shape[inferred] = a.numel() / known;
     }
-    if (shape_numel(shape) != a.numel())
-        throw std::invalid_argument("reshape: cannot reshape a tensor of shape " + shape_str(a.shape()) + " (" +
-                                    std::to_string(a.numel()) + " elements) into shape " + shape_str(shape) + " (" +
-                                    std::to_string(shape_numel(shape)) + " elements)");
+    const int64_t n = shape_numel(shape);
+    check(n == a.numel(), "reshape: cannot reshape a tensor of shape ", a.shape(), " (", a.numel(),
+          " elements) into shape ", shape, " (", n, " elements)");
 
     // [snippet:reshape-view]
     Tensor out = Tensor::view(a, shape, 0);
@@ -177,9 +170,8 @@ Tensor transpose(const Tensor& a, int64_t axis0, int64_t axis1) {
 // patches [B, N, D]}, 1) -> [B, 1 + N, D].
 //   dT_t = the block of dOut that t_t was copied to
 Tensor concat(const std::vector<Tensor>& tensors, int64_t axis) {
-    if (tensors.empty()) throw std::invalid_argument("concat: needs at least one tensor, got none");
-    for (size_t t = 0; t < tensors.size(); ++t)
-        if (!tensors[t].defined()) throw std::invalid_argument("concat: tensor " + std::to_string(t) + " is undefined");
+    check(!tensors.empty(), "concat: needs at least one tensor, got none");
+    for (size_t t = 0; t < tensors.size(); ++t) check(tensors[t].defined(), "concat: tensor ", t, " is undefined");
     const Shape& first = tensors[0].shape();
     const int64_t ax = normalize_axis(axis, first, "concat");
     Shape out_shape = first;
@@ -188,11 +180,8 @@ Tensor concat(const std::vector<Tensor>& tensors, int64_t axis) {
         const Shape& s = tensors[t].shape();
         bool fits = s.size() == first.size();
         for (size_t k = 0; fits && k < s.size(); ++k) fits = static_cast<int64_t>(k) == ax || s[k] == first[k];
-        if (!fits)
-            throw std::invalid_argument("concat: along axis " + std::to_string(axis) +
-                                        " all tensors must agree on every other axis, but tensor 0 has shape " +
-                                        shape_str(first) + " and tensor " + std::to_string(t) + " has shape " +
-                                        shape_str(s));
+        check(fits, "concat: along axis ", axis, " all tensors must agree on every other axis, but tensor 0 has shape ",
+              first, " and tensor ", t, " has shape ", s);
         out_shape[ax] += s[ax];
     }
 
@@ -280,10 +269,8 @@ Tensor slice(const Tensor& a, int64_t axis, int64_t start, int64_t end) {
     const int64_t n = in_shape[ax];
     const int64_t s = start < 0 ? start + n : start;
     const int64_t e = end < 0 ? end + n : end;
-    if (s < 0 || e > n || s >= e)
-        throw std::invalid_argument("slice: range " + std::to_string(start) + ":" + std::to_string(end) +
-                                    " is empty or out of range for axis " + std::to_string(axis) + " of shape " +
-                                    shape_str(in_shape));
+    check(s >= 0 && e <= n && s < e, "slice: range ", start, ":", end, " is empty or out of range for axis ", axis,
+          " of shape ", in_shape);
     Shape out_shape = in_shape;
     out_shape[ax] = e - s;
     return take_along(a, ax, s, e - s, out_shape, "slice");
@@ -296,9 +283,7 @@ Tensor select(const Tensor& a, int64_t axis, int64_t index) {
     const int64_t ax = normalize_axis(axis, in_shape, "select");
     const int64_t n = in_shape[ax];
     const int64_t i = index < 0 ? index + n : index;
-    if (i < 0 || i >= n)
-        throw std::invalid_argument("select: index " + std::to_string(index) + " is out of range for axis " +
-                                    std::to_string(axis) + " of shape " + shape_str(in_shape));
+    check(i >= 0 && i < n, "select: index ", index, " is out of range for axis ", axis, " of shape ", in_shape);
     Shape out_shape = in_shape;
     out_shape.erase(out_shape.begin() + ax);
     return take_along(a, ax, i, 1, out_shape, "select");

@@ -18,17 +18,12 @@ namespace patchgrad {
 // summed over every window covering the pixel: with stride < kernel, windows overlap and
 // one pixel collects several gradients.
 Tensor unfold(const Tensor& x, int64_t kh, int64_t kw, int64_t sh, int64_t sw) {
-    if (x.dim() != 4)
-        throw std::invalid_argument("unfold: expected a 4-D input [B, C, H, W], got shape " + shape_str(x.shape()));
-    if (kh <= 0 || kw <= 0 || sh <= 0 || sw <= 0)
-        throw std::invalid_argument("unfold: kernel (" + std::to_string(kh) + ", " + std::to_string(kw) +
-                                    ") and stride (" + std::to_string(sh) + ", " + std::to_string(sw) +
-                                    ") must be positive; input shape " + shape_str(x.shape()));
+    check(x.dim() == 4, "unfold: expected a 4-D input [B, C, H, W], got shape ", x.shape());
+    check(kh > 0 && kw > 0 && sh > 0 && sw > 0, "unfold: kernel (", kh, ", ", kw, ") and stride (", sh, ", ", sw,
+          ") must be positive; input shape ", x.shape());
     const int64_t B = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
-    if (kh > H || kw > W)
-        throw std::invalid_argument("unfold: kernel (" + std::to_string(kh) + ", " + std::to_string(kw) +
-                                    ") is larger than the image (" + std::to_string(H) + ", " + std::to_string(W) +
-                                    ") of input shape " + shape_str(x.shape()));
+    check(kh <= H && kw <= W, "unfold: kernel (", kh, ", ", kw, ") is larger than the image (", H, ", ", W,
+          ") of input shape ", x.shape());
     const int64_t OH = (H - kh) / sh + 1, OW = (W - kw) / sw + 1, L = OH * OW;
     const int64_t rows = C * kh * kw;
 

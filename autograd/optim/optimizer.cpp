@@ -95,9 +95,8 @@ void Optimizer::zero_grad() {
 }
 
 const ParamState& Optimizer::state(int64_t i) const {
-    if (i < 0 || i >= static_cast<int64_t>(states_.size()))
-        throw std::invalid_argument(name_ + ": parameter index " + std::to_string(i) + " is out of range for " +
-                                    std::to_string(states_.size()) + " parameters");
+    patchgrad::check(i >= 0 && i < static_cast<int64_t>(states_.size()), name_, ": parameter index ", i,
+                     " is out of range for ", states_.size(), " parameters");
     return states_[i];
 }
 
@@ -154,10 +153,8 @@ void Optimizer::load_state_tensors(const std::vector<std::pair<std::string, Tens
         ParamState& s = loaded[i];
         for (const std::string& field : state_fields()) {
             const bool has = buffer(s, field)->defined();
-            if (has != (s.step > 0))
-                throw std::invalid_argument(name_ + ": cannot load the state of parameter " + std::to_string(i) +
-                                            ": state." + std::to_string(i) + "." + (has ? "step" : field) +
-                                            " is missing");
+            patchgrad::check(has == (s.step > 0), name_, ": cannot load the state of parameter ", i, ": state.", i, ".",
+                             has ? "step" : field, " is missing");
         }
     }
     states_ = std::move(loaded);
@@ -191,7 +188,7 @@ std::vector<std::string> SGD::state_fields() const {
 
 void SGD::update(Tensor& param, ParamState& state, double weight_decay) {
     const int64_t n = param.numel();
-    real* p = param.data();
+    real* p = param.data_for_write();
     const real* g = param.grad_data();
     const real wd = static_cast<real>(weight_decay), lr = static_cast<real>(this->lr());
     const real mu = static_cast<real>(momentum), one_minus_tau = static_cast<real>(1 - dampening);
@@ -246,7 +243,7 @@ void Adam::update(Tensor& param, ParamState& state, double weight_decay) {
         state.exp_avg_sq = Tensor::zeros(param.shape());
     }
     const int64_t n = param.numel();
-    real* p = param.data();
+    real* p = param.data_for_write();
     const real* g = param.grad_data();
     real* m = state.exp_avg.data();
     real* v = state.exp_avg_sq.data();

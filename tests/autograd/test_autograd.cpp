@@ -1,8 +1,11 @@
 // The reverse-mode engine: graph recording, topological order, accumulation, graph freeing,
 // grad mode, detach, and its error messages.
+#include <cmath>
 #include <memory>
 
 #include "autograd/ops.h"
+#include "autograd/optim/optimizer.h"
+#include "autograd/rng.h"
 #include "autograd/tensor.h"
 #include "catch.h"
 #include "test_util.h"
@@ -246,4 +249,82 @@ TEST_CASE("autograd engine: accumulation, retained and dropped gradients, a free
     REQUIRE(hidden.expired());
     REQUIRE(loss.impl().inputs.empty());
     require_error([&] { loss.backward(); }, {"backward", "already freed", "sum"});
+}
+
+// ---- changing a tensor in place (the version counter) ------------------------------------
+
+TEST_CASE("autograd: a tensor changed in place after the forward pass makes backward throw, naming the op",
+          "[autograd][errors]") {
+    Rng rng(4);
+    SECTION("an input, changed through data_for_write") {
+        Tensor x = Tensor::normal({2, 3}, 0, 1, rng), w = Tensor::normal({3, 4}, 0, 1, rng, true);
+        Tensor loss = sum(matmul(x, w));
+        w.data_for_write()[0] = 5;
+        REQUIRE_THROWS_AS(loss.backward(), std::logic_error);
+    }
+    SECTION("the message names the op, the input, its shape and both versions") {
+        Tensor x = Tensor::normal({2, 3}, 0, 1, rng), w = Tensor::normal({3, 4}, 0, 1, rng, true);
+        Tensor loss = sum(matmul(x, w));
+        // x does not require grad, yet matmul's dW reads it: it is checked too.
+        x.data_for_write()[1] = 5;
+        require_error([&] { loss.backward(); },
+                      {"backward of matmul", "input 0 (shape [2, 3])", "changed in place", "version 1, recorded 0"});
+    }
+    SECTION("a write through a view counts for the tensor it views") {
+        Tensor w = Tensor::normal({3, 4}, 0, 1, rng, true);
+        Tensor loss = sum(exp(w));
+        Tensor::view(w, {4}, 8).data_for_write()[0] = 0;
+        require_error([&] { loss.backward(); }, {"backward of exp", "input 0 (shape [3, 4])"});
+    }
+    SECTION("an op's result, which its backward reads, is checked too") {
+        Tensor w = Tensor::normal({3}, 0, 1, rng, true);
+        Tensor y = exp(w);
+        y.data_for_write()[0] = 0;
+        require_error([&] { y.backward(Tensor::ones({3})); }, {"backward of exp", "its result (shape [3])"});
+    }
+}
+
+TEST_CASE("autograd: reads and fresh writes do not count as changes", "[autograd]") {
+    Rng rng(5);
+    Tensor x = Tensor::normal({2, 3}, 0, 1, rng), w = Tensor::normal({3, 4}, 0, 1, rng, true);
+    Tensor y = matmul(x, w);
+    Tensor loss = sum(y);
+    // Non-const data() and at() only read here: they are not counted (tensor.h).
+    const real first = w.data()[0] + w.at({0, 0}) + y.at({1, 2}) + x.data()[0];
+    CHECK(std::isfinite(first));
+    // A write before the op is recorded is what the op sees: no alarm.
+    Tensor v = Tensor::normal({3}, 0, 1, rng, true);
+    v.data_for_write()[0] = 1;
+    Tensor l2 = sum(v * v);
+    REQUIRE_NOTHROW(loss.backward());
+    REQUIRE_NOTHROW(l2.backward());
+    CHECK(v.grad().at({0}) == Approx(2.0));
+}
+
+TEST_CASE("autograd: an optimizer step after backward is fine, one before backward is refused", "[autograd][errors]") {
+    Rng rng(6);
+    Tensor x = Tensor::normal({2, 3}, 0, 1, rng), w = Tensor::normal({3, 4}, 0, 1, rng, true);
+    SGD opt(std::vector<Tensor>{w}, 0.1);
+    for (int step = 0; step < 2; ++step) {
+        opt.zero_grad();
+        Tensor loss = sum(matmul(x, w));
+        REQUIRE_NOTHROW(loss.backward());
+        REQUIRE_NOTHROW(opt.step());
+    }
+    Tensor loss = sum(matmul(x, w));
+    opt.step();  // still holds the last gradient: w changes under the graph
+    require_error([&] { loss.backward(); }, {"backward of matmul", "input 1 (shape [3, 4])", "version 3, recorded 2"});
+}
+
+TEST_CASE("autograd: grad_data is zero-filled, grad_for_overwrite says when it is not", "[autograd]") {
+    Tensor a = Tensor::zeros({4}, true);
+    const Tensor::GradOverwrite first = a.grad_for_overwrite();
+    CHECK(first.beta == 0);  // fresh, uninitialised: write every element, never +=
+    for (int i = 0; i < 4; ++i) first.data[i] = real(i);
+    const Tensor::GradOverwrite second = a.grad_for_overwrite();
+    CHECK(second.beta == 1);  // a gradient has arrived: add
+    CHECK(second.data == first.data);
+    Tensor b = Tensor::zeros({3}, true);
+    const real* g = b.grad_data();
+    CHECK((g[0] == 0 && g[1] == 0 && g[2] == 0));
 }

@@ -1,5 +1,8 @@
-// Tests for datasets/image_set.cpp: subsets, class counts and the consistency check.
+// Tests for datasets/image_set.cpp: subsets, class counts, the consistency check and check_image_shape.
 #include "datasets/image_set.h"
+
+#include <stdexcept>
+#include <string>
 
 #include "catch.h"
 #include "datasets_test_util.h"
@@ -40,6 +43,28 @@ TEST_CASE("datasets: ImageSet errors", "[datasets][image_set][errors]") {
     ImageSet bad_shape = set;
     bad_shape.height = 0;
     require_error([&] { bad_shape.check("shape"); }, {"shape", "[2, 0, 4]", "positive"});
+}
+
+TEST_CASE("datasets: check_image_shape compares images and classes with what a consumer takes",
+          "[datasets][image_set][errors]") {
+    const ImageSet set = random_images(5, 2, 3, 4, 3, 1);  // [2, 3, 4] images, 3 classes
+    REQUIRE(set.image_shape() == Shape{2, 3, 4});
+    REQUIRE_NOTHROW(check_image_shape(set, {2, 3, 4}, "here", "the model takes"));
+    REQUIRE_NOTHROW(check_image_shape(set, {2, 3, 4}, "here", "the model takes", 3));
+    REQUIRE_THROWS_AS(check_image_shape(set, {3, 3, 4}, "here", "x"), std::invalid_argument);
+    try {
+        check_image_shape(set, {3, 32, 32}, "save: a.bin", "CIFAR-10 records hold");
+        FAIL("no error");
+    } catch (const std::invalid_argument& e) {
+        CHECK(std::string(e.what()) == "save: a.bin: images are [2, 3, 4]; CIFAR-10 records hold [3, 32, 32]");
+    }
+    try {
+        check_image_shape(set, {2, 3, 4}, "evaluate", "the model takes", 10);
+        FAIL("no error");
+    } catch (const std::invalid_argument& e) {
+        CHECK(std::string(e.what()) ==
+              "evaluate: images are [2, 3, 4] in 3 classes; the model takes [2, 3, 4] in 10 classes");
+    }
 }
 
 }  // namespace patchgrad

@@ -100,12 +100,12 @@ void append_cifar10_file(const std::string& path, ImageSet& set, std::ostream* w
         throw std::runtime_error("cifar10: missing " + path + where + "; " + kMissingHint);
     }
     const std::string not_regular = not_a_regular_file(path);
-    if (!not_regular.empty())
-        throw std::runtime_error("cifar10: " + path + ": " + not_regular + "; expected a CIFAR-10 .bin file");
+    check<std::runtime_error>(not_regular.empty(), "cifar10: ", path, ": ", not_regular,
+                              "; expected a CIFAR-10 .bin file");
     const uintmax_t bytes = fs::file_size(path, ec);
     if (ec) throw std::runtime_error("cifar10: cannot read the size of " + path + ": " + ec.message());
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error("cifar10: cannot open " + path + " for reading");
+    check<std::runtime_error>(!in.fail(), "cifar10: cannot open ", path, " for reading");
     const int64_t before = set.size();
     append_cifar10_records(in, bytes, path, set);
     // A file cut at a record boundary is still a valid file; say so rather than train on

@@ -27,7 +27,7 @@ bool NamedTensors::contains(const std::string& name) const {
 Tensor NamedTensors::get(const std::string& name) const {
     for (const auto& [n, t] : tensors)
         if (n == name) return t;
-    throw std::invalid_argument("NamedTensors: no tensor named '" + name + "'");
+    fail("NamedTensors: no tensor named '", name, "'");
 }
 
 namespace {
@@ -359,16 +359,14 @@ void convert(const unsigned char* bytes, Dtype dtype, real* out, int64_t n, cons
 // Reads one header entry {"dtype": ..., "shape": [...], "data_offsets": [b, e]}.
 TensorEntry read_entry(const std::string& name, const Json& j, const std::string& where) {
     const std::string what = where + ": tensor '" + name + "'";
-    if (j.kind != Json::Kind::Object)
-        throw std::invalid_argument(what + ": expected an object, found " + kind_name(j.kind));
+    check(j.kind == Json::Kind::Object, what, ": expected an object, found ", kind_name(j.kind));
     TensorEntry e{name, Dtype::F32, {}, 0, 0};
     bool has_dtype = false, has_shape = false, has_offsets = false;
     for (size_t i = 0; i < j.keys.size(); ++i) {
         const std::string& key = j.keys[i];
         const Json& v = j.items[i];
         if (key == "dtype") {
-            if (v.kind != Json::Kind::String)
-                throw std::invalid_argument(what + ": dtype is " + kind_name(v.kind) + ", not a string");
+            check(v.kind == Json::Kind::String, what, ": dtype is ", kind_name(v.kind), ", not a string");
             if (v.string == "F32")
                 e.dtype = Dtype::F32;
             else if (v.string == "F64")
@@ -378,29 +376,27 @@ TensorEntry read_entry(const std::string& name, const Json& j, const std::string
             else {
                 static const std::set<std::string> known = {"BOOL", "U8",  "I8",  "U16", "I16",     "F16",
                                                             "BF16", "U32", "I32", "U64", "F8_E4M3", "F8_E5M2"};
-                throw std::invalid_argument(what + ": " + (known.count(v.string) ? "unsupported" : "unknown") +
-                                            " dtype \"" + v.string + "\" (patchgrad reads F32, F64 and I64)");
+                fail(what, ": ", known.count(v.string) ? "unsupported" : "unknown", " dtype \"", v.string,
+                     "\" (patchgrad reads F32, F64 and I64)");
             }
             has_dtype = true;
         } else if (key == "shape") {
-            if (v.kind != Json::Kind::Array)
-                throw std::invalid_argument(what + ": shape is " + kind_name(v.kind) + ", not an array");
+            check(v.kind == Json::Kind::Array, what, ": shape is ", kind_name(v.kind), ", not an array");
             for (const Json& d : v.items) {
-                if (d.kind != Json::Kind::Integer || d.integer < 0)
-                    throw std::invalid_argument(what + ": shape must hold non-negative integers");
+                check(d.kind == Json::Kind::Integer && d.integer >= 0, what, ": shape must hold non-negative integers");
                 e.shape.push_back(d.integer);
             }
             has_shape = true;
         } else if (key == "data_offsets") {
-            if (v.kind != Json::Kind::Array || v.items.size() != 2 || v.items[0].kind != Json::Kind::Integer ||
-                v.items[1].kind != Json::Kind::Integer || v.items[0].integer < 0 || v.items[1].integer < 0)
-                throw std::invalid_argument(what + ": data_offsets must be two non-negative integers [begin, end]");
+            check(v.kind == Json::Kind::Array && v.items.size() == 2 && v.items[0].kind == Json::Kind::Integer &&
+                      v.items[1].kind == Json::Kind::Integer && v.items[0].integer >= 0 && v.items[1].integer >= 0,
+                  what, ": data_offsets must be two non-negative integers [begin, end]");
             e.begin = static_cast<uint64_t>(v.items[0].integer);
             e.end = static_cast<uint64_t>(v.items[1].integer);
             check(e.end >= e.begin, what, ": data_offsets [", e.begin, ", ", e.end, "] end before they begin");
             has_offsets = true;
         } else {
-            throw std::invalid_argument(what + ": unexpected field \"" + key + "\"");
+            fail(what, ": unexpected field \"", key, "\"");
         }
     }
     check(has_dtype, what, ": missing dtype");
@@ -451,10 +447,9 @@ void save_safetensors(const std::string& path, const NamedTensors& named) {
     }
     uint64_t offset = 0;
     for (const auto& [name, t] : named.tensors) {
-        if (name.empty() || name == "__metadata__")
-            throw std::invalid_argument(where + ": '" + name + "' is not a valid tensor name");
-        if (!seen.insert(name).second) throw std::invalid_argument(where + ": tensor '" + name + "' appears twice");
-        if (!t.defined()) throw std::invalid_argument(where + ": tensor '" + name + "' is undefined");
+        check(!name.empty() && name != "__metadata__", where, ": '", name, "' is not a valid tensor name");
+        check(seen.insert(name).second, where, ": tensor '", name, "' appears twice");
+        check(t.defined(), where, ": tensor '", name, "' is undefined");
         const uint64_t bytes = static_cast<uint64_t>(t.numel()) * item;
         if (header.size() > 1) header += ",";
         header += json_string(name) + ":{\"dtype\":\"" + dtype + "\",\"shape\":[";
@@ -501,7 +496,7 @@ namespace {
 NamedTensors read_safetensors(std::istream& in, const std::string& where) {
     in.seekg(0, std::ios::end);
     const auto size_pos = in.tellg();
-    if (size_pos < 0) throw std::invalid_argument(where + ": cannot determine the file size");
+    check(size_pos >= 0, where, ": cannot determine the file size");
     const auto file_size = static_cast<uint64_t>(size_pos);
     in.seekg(0);
 
@@ -509,7 +504,7 @@ NamedTensors read_safetensors(std::istream& in, const std::string& where) {
           " bytes, fewer than the 8-byte header length");
     unsigned char len[8];
     in.read(reinterpret_cast<char*>(len), 8);
-    if (!in) throw std::invalid_argument(where + ": cannot read the header length");
+    check(!in.fail(), where, ": cannot read the header length");
     const uint64_t header_len = read_le(len, 8);
     check(header_len <= file_size - 8, where, ": header length ", header_len, " is larger than the rest of the file (",
           file_size - 8, " bytes): truncated or not a safetensors file");
@@ -518,8 +513,7 @@ NamedTensors read_safetensors(std::istream& in, const std::string& where) {
     std::string header(static_cast<size_t>(header_len), '\0');
     in.read(header.data(), static_cast<std::streamsize>(header_len));
     check(!in.fail(), where, ": cannot read the ", header_len, "-byte header");
-    if (header.empty() || header[0] != '{')
-        throw std::invalid_argument(where + ": the header does not start with '{': not a safetensors file");
+    check(!header.empty() && header[0] == '{', where, ": the header does not start with '{': not a safetensors file");
 
     const Json root = JsonReader(header, where).parse_document();
     const uint64_t data_bytes = file_size - 8 - header_len;
@@ -529,12 +523,10 @@ NamedTensors read_safetensors(std::istream& in, const std::string& where) {
     for (size_t i = 0; i < root.keys.size(); ++i) {
         const Json& v = root.items[i];
         if (root.keys[i] == "__metadata__") {
-            if (v.kind != Json::Kind::Object)
-                throw std::invalid_argument(where + ": __metadata__ is " + kind_name(v.kind) + ", not an object");
+            check(v.kind == Json::Kind::Object, where, ": __metadata__ is ", kind_name(v.kind), ", not an object");
             for (size_t k = 0; k < v.keys.size(); ++k) {
-                if (v.items[k].kind != Json::Kind::String)
-                    throw std::invalid_argument(where + ": __metadata__ value of \"" + v.keys[k] + "\" is " +
-                                                kind_name(v.items[k].kind) + ", not a string");
+                check(v.items[k].kind == Json::Kind::String, where, ": __metadata__ value of \"", v.keys[k], "\" is ",
+                      kind_name(v.items[k].kind), ", not a string");
                 result.metadata[v.keys[k]] = v.items[k].string;
             }
             continue;
@@ -569,7 +561,7 @@ NamedTensors read_safetensors(std::istream& in, const std::string& where) {
         buf.resize(static_cast<size_t>(e.end - e.begin));
         in.seekg(static_cast<std::streamoff>(8 + header_len + e.begin));
         in.read(reinterpret_cast<char*>(buf.data()), static_cast<std::streamsize>(buf.size()));
-        if (!in) throw std::invalid_argument(where + ": cannot read the data of tensor '" + e.name + "'");
+        check(!in.fail(), where, ": cannot read the data of tensor '", e.name, "'");
         Tensor t = Tensor::empty(e.shape);
         convert(buf.data(), e.dtype, t.data(), t.numel(), where + ": tensor '" + e.name + "'");
         result.tensors.emplace_back(e.name, t);
@@ -582,9 +574,9 @@ NamedTensors read_safetensors(std::istream& in, const std::string& where) {
 NamedTensors load_safetensors(const std::string& path) {
     const std::string where = "load_safetensors: " + path;
     const std::string not_regular = not_a_regular_file(path);
-    if (!not_regular.empty()) throw std::invalid_argument(where + ": " + not_regular);
+    check(not_regular.empty(), where, ": ", not_regular);
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::invalid_argument(where + ": cannot open the file for reading");
+    check(!in.fail(), where, ": cannot open the file for reading");
     return read_safetensors(in, where);
 }
 

@@ -1,4 +1,4 @@
-// image_set.cpp — subsets, class counts and the consistency check of an ImageSet.
+// image_set.cpp — subsets, class counts, the consistency check of an ImageSet and check_image_shape.
 #include "image_set.h"
 
 #include <cstring>
@@ -6,7 +6,7 @@
 
 namespace patchgrad {
 
-// patchgrad::check, not this member, is the message helper: the member hides it here.
+// In ImageSet's members `check` names this member, so the message helper is patchgrad::check.
 void ImageSet::check(const std::string& where) const {
     // Not image_shape(): a check that passes builds nothing.
     if (channels <= 0 || height <= 0 || width <= 0) fail(where, ": image shape ", image_shape(), " must be positive");

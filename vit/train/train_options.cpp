@@ -166,6 +166,16 @@ auto visit_member(const TrainOption& option, TrainOptions& o, F&& f) {
         option.field(o));
 }
 
+// The same for reading: the accessor hands out a pointer for setting too, which `f` only
+// reads through.
+template <class F>
+auto visit_member(const TrainOption& option, const TrainOptions& o, F&& f) {
+    return visit_member(option, const_cast<TrainOptions&>(o), [&](auto* value) {
+        const auto* read_only = value;
+        return f(read_only);
+    });
+}
+
 std::string joined(const std::vector<std::string>& names) {
     std::string s;
     for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
@@ -183,8 +193,7 @@ const TrainOption* find_train_option(const std::string& flag) {
 }
 
 std::string option_text(const TrainOption& option, const TrainOptions& o) {
-    // The accessor hands out a pointer for setting too; here it is only read through.
-    return visit_member(option, const_cast<TrainOptions&>(o), [](const auto* value) {
+    return visit_member(option, o, [](const auto* value) {
         if constexpr (std::is_enum_v<std::remove_cv_t<std::remove_pointer_t<decltype(value)>>>)
             return enum_name(*value);
         else
@@ -364,7 +373,7 @@ std::string recipe_json(const TrainOptions& options) {
     for (const TrainOption& option : kOptions) {
         if (option.kind == OptionKind::Running) continue;
         const std::string text = option_text(option, options);
-        const bool is_name = visit_member(option, const_cast<TrainOptions&>(options), [](const auto* value) {
+        const bool is_name = visit_member(option, options, [](const auto* value) {
             using T = std::remove_cv_t<std::remove_pointer_t<decltype(value)>>;
             return std::is_enum_v<T> || std::is_same_v<T, std::string>;
         });

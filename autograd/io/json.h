@@ -1,6 +1,7 @@
-// json.h — writing JSON strings. patchgrad writes two kinds of JSON: safetensors headers
-// (autograd/io/safetensors.cpp) and a run's results.json (vit/train/trainer.cpp); both quote
-// their strings here, so both escape the same way.
+// json.h — writing JSON strings. patchgrad writes three kinds of JSON: safetensors headers
+// (autograd/io/safetensors.cpp), a run's results.json (vit/train/results.cpp) and the recipe of
+// `patchgrad train --print-recipe` (vit/train/train_options.cpp); all quote their strings here,
+// so all escape the same way.
 #pragma once
 
 #include <string>

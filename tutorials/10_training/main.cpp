@@ -54,9 +54,10 @@ Image tile(const ImageSet& set, int64_t index, const std::string& label) {
 }
 
 // A run of the trainer on the synthetic data, with its own output folder.
-TrainResult run(const TrainOptions& base, const std::string& optimizer, double lr, const fs::path& tmp) {
+TrainResult run(const TrainOptions& base, OptimizerKind kind, double lr, const fs::path& tmp) {
+    const std::string optimizer = enum_name(kind);
     TrainOptions o = base;
-    o.optimizer = optimizer;
+    o.optimizer = kind;
     o.lr = lr;
     o.min_lr = 0;
     o.out_dir = (tmp / ("run-" + optimizer + "-" + std::to_string(lr))).string();
@@ -252,10 +253,10 @@ int main(int argc, char** argv) {
     options.momentum = 0.9;  // SGD only
     options.warmup_epochs = 1;
     options.label_smoothing = 0.1;
-    options.augment = "crop-flip";
+    options.augment = AugmentKind::CropFlip;
     options.threads = 1;
     // [/snippet:train-options]
-    const TrainResult adamw = run(options, "adamw", 2e-3, tmp);
+    const TrainResult adamw = run(options, OptimizerKind::AdamW, 2e-3, tmp);
     std::printf("AdamW, lr 0.002:\n");
     std::printf("%5s %5s %9s %10s %9s %9s %9s\n", "epoch", "step", "lr", "train loss", "train acc", "val loss",
                 "val acc");
@@ -266,9 +267,9 @@ int main(int argc, char** argv) {
     std::printf("test accuracy %.1f%% on %lld images\n", 100 * adamw.test->accuracy,
                 static_cast<long long>(adamw.test->images));
 
-    const TrainResult adam = run(options, "adam", 2e-3, tmp);
-    const TrainResult sgd = run(options, "sgd", 0.05, tmp);
-    const TrainResult too_high = run(options, "adamw", 0.5, tmp);
+    const TrainResult adam = run(options, OptimizerKind::Adam, 2e-3, tmp);
+    const TrainResult sgd = run(options, OptimizerKind::Sgd, 0.05, tmp);
+    const TrainResult too_high = run(options, OptimizerKind::AdamW, 0.5, tmp);
     std::printf("\nvalidation accuracy per epoch:\n%-18s", "run");
     for (int e = 1; e <= options.epochs; ++e) std::printf(" %6d", e);
     std::printf("\n");

@@ -1,11 +1,15 @@
 #include "vit/cli/cli.h"
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
+#include <cstdlib>
 #include <limits>
+#include <type_traits>
 
 #include "autograd/cpu/parallel.h"
 #include "autograd/cpu/thread_choice.h"
+#include "vit/train/checkpoint.h"
 
 namespace patchgrad::cli {
 
@@ -68,6 +72,83 @@ int64_t parse_count(const std::string& flag, const std::string& text) {
         return parse_positive_int(flag, text);
     } catch (const UsageError&) {
         throw UsageError(flag + " needs 0 or a positive integer, got '" + text + "'");
+    }
+}
+
+double parse_number(const std::string& flag, const std::string& text) {
+    char* end = nullptr;
+    const double value = std::strtod(text.c_str(), &end);
+    if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value))
+        throw UsageError(flag + " needs a number, got '" + text + "'");
+    return value;
+}
+
+// ---- `patchgrad train`'s flags ---------------------------------------------------------------
+
+namespace {
+
+// Removes every "--name" from args; returns whether there was one.
+bool take_switch(std::vector<std::string>& args, const std::string& name) {
+    const auto end = std::remove(args.begin(), args.end(), name);
+    const bool found = end != args.end();
+    args.erase(end, args.end());
+    return found;
+}
+
+}  // namespace
+
+Flags parse_train_flags(std::vector<std::string> args, const std::vector<std::string>& command_switches) {
+    std::vector<std::string> switches = command_switches, value_flags;
+    for (const TrainOption& option : train_options())
+        (option.is_switch() ? switches : value_flags).push_back(std::string("--") + option.flag);
+    std::vector<std::string> given;
+    for (const std::string& name : switches)
+        if (take_switch(args, name)) given.push_back(name);
+    Flags flags = parse_flags(args, value_flags);
+    for (const std::string& name : given) flags.values[name] = "true";
+    return flags;
+}
+
+void set_train_option(TrainOptions& o, const TrainOption& option, const std::string& text) {
+    const std::string flag = std::string("--") + option.flag;
+    std::visit(
+        [&](auto field) {
+            using F = decltype(field);
+            if constexpr (std::is_same_v<F, int64_t*>) {
+                *field = parse_positive_int(flag, text);
+            } else if constexpr (std::is_same_v<F, Count>) {
+                *field.value = parse_count(flag, text);
+            } else if constexpr (std::is_same_v<F, ThreadCount>) {
+                *field.value = parse_threads(text);
+            } else if constexpr (std::is_same_v<F, uint64_t*>) {
+                try {
+                    *field = parse_uint64(text, flag, "the value");
+                } catch (const std::invalid_argument&) {
+                    throw UsageError(flag + " needs a non-negative integer, got '" + text + "'");
+                }
+            } else if constexpr (std::is_same_v<F, double*> || std::is_same_v<F, float*>) {
+                *field = static_cast<std::remove_pointer_t<F>>(parse_number(flag, text));
+            } else if constexpr (std::is_same_v<F, bool*>) {
+                if (text != "true") throw UsageError(flag + " is a switch: it takes no value, got '" + text + "'");
+                *field = true;
+            } else if constexpr (std::is_same_v<F, std::string*>) {
+                *field = text;
+            } else {  // one of the enums
+                using E = std::remove_pointer_t<F>;
+                const std::optional<E> value = enum_from_name<E>(text);
+                if (!value)
+                    throw UsageError("train options: " + flag + " must be " + enum_choices<E>() + ", got '" + text +
+                                     "'");
+                *field = *value;
+            }
+        },
+        option.field(o));
+}
+
+void apply_train_flags(TrainOptions& o, const Flags& flags) {
+    for (const TrainOption& option : train_options()) {
+        const auto given = flags.values.find(std::string("--") + option.flag);
+        if (given != flags.values.end()) set_train_option(o, option, given->second);
     }
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "vit/train/train_options.h"
 #include "vit/vision_transformer.h"
 
 namespace patchgrad::cli {
@@ -43,6 +44,21 @@ int parse_threads(const std::string& text);
 void use_threads(int threads);
 // The same with 0 allowed ("--warmup 0").
 int64_t parse_count(const std::string& flag, const std::string& text);
+// "0.5" -> 0.5; anything but a finite number is a UsageError naming `flag`.
+double parse_number(const std::string& flag, const std::string& text);
+
+// ---- `patchgrad train`'s flags: the rows of the option table (vit/train/train_options.h) ----
+
+// A row with a bool member is a switch ("--nesterov", recorded as "true"); every other row
+// takes a value, as parse_flags reads them. `command_switches` are switches of the command
+// that are no option (--print-recipe), recorded the same way.
+Flags parse_train_flags(std::vector<std::string> args, const std::vector<std::string>& command_switches = {});
+// Sets the row's member from the flag's text: a UsageError naming the flag for text that is
+// not of the member's kind ("--epochs needs a positive integer, got '0'", "train options:
+// --optimizer must be sgd, adam or adamw, got 'lamb'").
+void set_train_option(TrainOptions& o, const TrainOption& option, const std::string& text);
+// set_train_option for every row given in `flags`.
+void apply_train_flags(TrainOptions& o, const Flags& flags);
 
 // For its lifetime, SIGINT (Ctrl-C), SIGTERM and, where there is one, SIGHUP (a closed
 // terminal or ssh session) only set a flag, which `train` polls after every step to save a

@@ -12,7 +12,7 @@
 #include "datasets/normalize.h"
 #include "vit/cli/cli.h"
 #include "vit/train/checkpoint.h"
-#include "vit/train/trainer.h"
+#include "vit/train/evaluation.h"
 
 namespace patchgrad::cli {
 

@@ -5,9 +5,12 @@ Python) and OpenBLAS (libopenblas0-pthread; see bench_torch.blas_library):
 
     /usr/bin/python3 vit/scripts/train_torch.py --data ../shared/cifar10 [--preset quick]
         [--threads 1] [--epochs E] [--seed 0] [--out runs/torch-quick] [--resume]
+        [--patchgrad build/patchgrad]
 
-It reads the recipe from patchgrad's preset table (kPresets in vit/train/trainer.cpp) and the model
-shape from bench_torch.py's CONFIGS (which bench_torch.py checks against patchgrad), so the two
+It reads the recipe from patchgrad itself (`patchgrad train --preset NAME --print-recipe`, one
+JSON object of the recipe's options under their flag names, made from the option table of
+vit/train/train_options.cpp) and the model shape from bench_torch.py's CONFIGS (which
+bench_torch.py checks against patchgrad) with the recipe's --dim, --depth, ... on top, so the two
 cannot drift apart. It trains the independent timm-style ViT of make_golden.py with what
 `patchgrad train --preset NAME` does:
   - 5,000 validation images carved from the 50,000 training images, 500 per class (a seeded
@@ -26,8 +29,9 @@ It prints one line per epoch, then the test accuracy and wall time. After each e
 metrics.csv and state.pt (model, optimiser, random-number generators, position) in --out, so an
 interrupted run continues with --resume and ends with the same weights as an uninterrupted one;
 its elapsed times then count only the time spent training. At the end it writes results.json.
-Recipes using RandAugment, mixup, cutmix or dropout are refused (this script does not implement
-them).
+Recipes with an option this script does not implement (RandAugment, mixup, cutmix, dropout, SGD,
+Adam, the step schedule, another validation split; see IMPLEMENTED), or with an option it does
+not know (one added to patchgrad since), are refused.
 """
 
 import argparse
@@ -35,7 +39,7 @@ import csv
 import json
 import math
 import os
-import re
+import subprocess
 import sys
 import time
 
@@ -45,30 +49,43 @@ import torch.nn.functional as F
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from bench_torch import CONFIGS, adamw, check_blas, cifar_model_config  # noqa: E402
+from bench_torch import adamw, check_blas, cifar_model_config  # noqa: E402
 from make_golden import ViT  # noqa: E402
 
 MEAN = (0.4914, 0.4822, 0.4465)  # datasets/normalize.h; load_checkpoint_torch.py uses these too
 STD = (0.2470, 0.2435, 0.2616)
-PRESET_FIELDS = ["name", "config", "epochs", "batch", "optimizer", "lr", "weight_decay", "warmup_epochs", "schedule",
-                 "min_lr", "label_smoothing", "clip_grad", "augment", "rand_augment", "erasing", "mixup", "cutmix",
-                 "drop_path", "dropout"]
+# The recipe options (flag names, as --print-recipe writes them) this script trains, each with
+# the values it implements (None: any). An option missing here refuses the run.
+IMPLEMENTED = {
+    "preset": None, "config": None, "dim": None, "depth": None, "heads": None, "mlp": None, "patch": None,
+    "epochs": None, "batch": None, "optimizer": {"adamw"}, "lr": None, "weight-decay": None,
+    "momentum": None,  # SGD's: unused by AdamW
+    "nesterov": {False}, "warmup": None, "schedule": {"cosine", "constant"}, "min-lr": None,
+    "label-smoothing": None, "clip-grad": None, "drop-path": None, "dropout": {0}, "augment": {"crop-flip", "none"},
+    "rand-augment": {"none"}, "erasing": None, "mixup": {0}, "cutmix": {0},
+    "validation": {5000},  # stratified_split's 500 per class
+    "seed": None,
+}
 
 
-def read_presets():
-    """kPresets of vit/train/trainer.cpp, the region between its [snippet:presets] markers."""
-    with open(os.path.join(ROOT, "vit", "trainer.cpp")) as f:
-        text = f.read()
-    region = text.split("// [snippet:presets]")[1].split("// [/snippet:presets]")[0]
-    region = re.sub(r"//[^\n]*", "", region)
-    presets = {}
-    for row in re.findall(r"\{([^{}]*)\}", region):
-        values = [v.strip() for v in row.split(",") if v.strip()]
-        if len(values) != len(PRESET_FIELDS):
-            sys.exit("train_torch.py: cannot read a kPresets row of vit/train/trainer.cpp: {%s}" % row)
-        p = {k: (v.strip('"') if v.startswith('"') else float(v)) for k, v in zip(PRESET_FIELDS, values)}
-        presets[p["name"]] = p
-    return presets
+def read_recipe(patchgrad, preset, epochs=None):
+    """`patchgrad train --preset PRESET [--epochs E] --print-recipe`: the recipe as a dict, flag -> value."""
+    command = [patchgrad, "train", "--preset", preset, "--print-recipe"]
+    if epochs is not None:
+        command += ["--epochs", str(epochs)]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True)
+    except OSError as e:
+        sys.exit("train_torch.py: cannot run %s (build it, or name it with --patchgrad): %s" % (patchgrad, e))
+    if done.returncode != 0:
+        sys.exit("train_torch.py: %s: %s" % (" ".join(command), done.stderr.strip()))
+    return json.loads(done.stdout)
+
+
+def unsupported(recipe):
+    """The recipe's options this script cannot train as asked, as "--flag value" texts."""
+    return ["--%s %s" % (flag, json.dumps(value)) for flag, value in recipe.items()
+            if flag not in IMPLEMENTED or (IMPLEMENTED[flag] is not None and value not in IMPLEMENTED[flag])]
 
 
 def read_cifar(path):
@@ -141,7 +158,7 @@ def lr_at(step, p, total, warmup):
     if p["schedule"] == "constant":
         return p["lr"]
     progress = min((step - warmup) / max(total - warmup, 1), 1.0)
-    return p["min_lr"] + (p["lr"] - p["min_lr"]) * 0.5 * (1 + math.cos(math.pi * progress))
+    return p["min-lr"] + (p["lr"] - p["min-lr"]) * 0.5 * (1 + math.cos(math.pi * progress))
 
 
 def evaluate(model, images, labels, batch=500):
@@ -172,33 +189,29 @@ def write_metrics(path, rows):
 
 
 def main():
-    presets = read_presets()
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", default=os.environ.get("PATCHGRAD_DATA"),
                         help="folder with data_batch_1..5.bin and test_batch.bin (default: $PATCHGRAD_DATA)")
-    parser.add_argument("--preset", default="quick", choices=sorted(presets))
+    parser.add_argument("--preset", default="quick", help="a patchgrad preset (patchgrad train --help lists them)")
     parser.add_argument("--epochs", type=int, help="override the preset's epochs (a shorter trial)")
+    parser.add_argument("--patchgrad", default=os.path.join("build", "patchgrad"),
+                        help="the patchgrad program whose recipe to read (default: build/patchgrad)")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch.set_num_threads (default 1: PyTorch's fastest on this machine, where OpenBLAS's "
                              "own pool still uses every core unless OPENBLAS_NUM_THREADS is set)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, help="default: the recipe's")
     parser.add_argument("--out", help="folder for metrics.csv, state.pt and results.json (default: runs/torch-PRESET)")
     parser.add_argument("--resume", action="store_true",
                         help="continue the run whose state.pt is in --out (same preset, epochs and seed)")
     args = parser.parse_args()
     if not args.data:
         parser.error("--data DIR (or PATCHGRAD_DATA) is required")
-    p = dict(presets[args.preset])
-    if args.epochs is not None:
-        if args.epochs < 1:
-            parser.error("--epochs must be at least 1, got %d" % args.epochs)
-        p["epochs"] = args.epochs
-    unsupported = [k for k in ("mixup", "cutmix", "dropout") if p[k] != 0]
-    if p["rand_augment"] != "none":
-        unsupported.append("rand_augment")
-    if p["optimizer"] != "adamw" or p["schedule"] not in ("cosine", "constant") or unsupported:
+    p = read_recipe(args.patchgrad, args.preset, args.epochs)
+    if unsupported(p):
         sys.exit("train_torch.py: preset %s uses %s, which this script does not implement"
-                 % (args.preset, ", ".join(unsupported + [p["optimizer"], p["schedule"]])))
+                 % (args.preset, ", ".join(unsupported(p))))
+    if args.seed is None:
+        args.seed = p["seed"]
     out = args.out or os.path.join("runs", "torch-" + args.preset)
     os.makedirs(out, exist_ok=True)
 
@@ -212,20 +225,23 @@ def main():
     train_images, train_labels = images[train_idx], labels[train_idx]
     val_images, val_labels = images[val_idx], labels[val_idx]
 
-    model = ViT(cifar_model_config(p["config"], {"drop_path": p["drop_path"]}))
+    model = ViT(cifar_model_config(p["config"], {"dim": p["dim"], "depth": p["depth"], "heads": p["heads"],
+                                                 "mlp_dim": p["mlp"], "patch_size": p["patch"],
+                                                 "drop_path": p["drop-path"]}))
     for name, q in model.named_parameters():
         if name.endswith(".bias"):
             torch.nn.init.zeros_(q)
         elif q.ndim >= 2 or name in ("cls_token", "pos_embed"):
             torch.nn.init.trunc_normal_(q, std=0.02, a=-2, b=2)
-    optimizer = adamw(model, p["lr"], p["weight_decay"])
+    optimizer = adamw(model, p["lr"], p["weight-decay"])
     batch = int(p["batch"])
     steps_per_epoch = math.ceil(len(train_images) / batch)
     total = int(p["epochs"]) * steps_per_epoch
-    warmup = min(round(p["warmup_epochs"] * steps_per_epoch), total)
+    warmup = min(round(p["warmup"] * steps_per_epoch), total)
+    shape = {k: p[k] for k in ("patch", "dim", "depth", "heads", "mlp")}
     print("PyTorch %s (BLAS %s), %d thread(s): preset %s, %s %s, %d parameters, %d epochs of %d steps; "
           "%d training, %d validation, %d test images"
-          % (torch.__version__, check_blas(), args.threads, args.preset, p["config"], CONFIGS[p["config"]],
+          % (torch.__version__, check_blas(), args.threads, args.preset, p["config"], shape,
              sum(q.numel() for q in model.parameters()), p["epochs"], steps_per_epoch, len(train_images),
              len(val_images), len(test_images)), flush=True)
 
@@ -261,10 +277,10 @@ def main():
             for group in optimizer.param_groups:
                 group["lr"] = lr_at(step, p, total, warmup)
             logits = model(normalise(x))
-            loss = F.cross_entropy(logits, y, label_smoothing=p["label_smoothing"])
+            loss = F.cross_entropy(logits, y, label_smoothing=p["label-smoothing"])
             loss.backward()
-            if p["clip_grad"] > 0:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), p["clip_grad"])
+            if p["clip-grad"] > 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), p["clip-grad"])
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             step += 1

@@ -13,7 +13,7 @@
 //                             format             "patchgrad-checkpoint-1"
 //                             config.<field>     every ViTConfig field: `patchgrad eval`
 //                                                rebuilds the model from the file alone
-//                             train.<option>     the training recipe (trainer.h)
+//                             train.<option>     the training recipe (train_options.h)
 //                             state.<field>      the training position and running sums
 //                                                (TrainingState below)
 //   last.state.safetensors  the resume file: the same weights and metadata, plus the

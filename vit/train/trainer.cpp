@@ -1,5 +1,6 @@
-// trainer.cpp — the recipes, option checks, evaluation, metrics files and the training loop
-// itself (class Trainer, one method per stage of a run) behind train() (see trainer.h).
+// trainer.cpp — the training loop (class Trainer, one method per stage of a run) behind
+// train() (see trainer.h). The options, evaluation, metrics files and results.json it uses
+// live beside it: train_options.cpp, evaluation.cpp, metrics.cpp, results.cpp.
 #include "vit/train/trainer.h"
 
 #include <algorithm>
@@ -9,16 +10,12 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <sstream>
 #include <stdexcept>
-#include <type_traits>
 
 #include "autograd/cpu/cpu_isa.h"
 #include "autograd/cpu/gemm.h"
 #include "autograd/cpu/parallel.h"
 #include "autograd/cpu/thread_choice.h"
-#include "autograd/io/atomic_file.h"
-#include "autograd/io/json.h"
 #include "autograd/optim/lr_schedule.h"
 #include "autograd/optim/optimizer.h"
 #include "datasets/augment.h"
@@ -26,429 +23,12 @@
 #include "datasets/cifar10.h"
 #include "datasets/mixup.h"
 #include "datasets/split.h"
-#include "layers/module.h"
-#include "vit/pictures/chart.h"
 #include "vit/train/progress.h"
+#include "vit/train/results.h"
 
 namespace patchgrad {
 
 namespace fs = std::filesystem;
-
-// ---- presets -----------------------------------------------------------------------------
-
-namespace {
-
-// The named recipes. One row each, so tuning a recipe is editing numbers here.
-struct Preset {
-    const char* name;
-    const char* config;
-    int64_t epochs, batch;
-    const char* optimizer;
-    double lr, weight_decay, warmup_epochs;
-    const char* schedule;
-    double min_lr, label_smoothing, clip_grad;
-    const char* augment;
-    const char* rand_augment;
-    double erasing, mixup, cutmix, drop_path, dropout;
-};
-
-// [snippet:presets]
-const Preset kPresets[] = {
-    // name       config         epochs batch  optimizer lr    wd    warmup schedule  min_lr label_sm clip
-    {"default", "cifar-tiny", 45, 128, "adamw", 1e-3, 0.05, 3, "cosine", 1e-5, 0.1, 0,
-     // augment   rand_augment  erasing mixup cutmix drop_path dropout
-     "crop-flip", "none", 0.25, 0, 0, 0.1, 0},
-    {"quick", "cifar-micro", 16, 128, "adamw", 2e-3, 0.05, 1, "cosine", 1e-5, 0.1, 0,  //
-     "crop-flip", "none", 0, 0, 0, 0, 0},
-};
-// [/snippet:presets]
-
-std::string joined(const std::vector<std::string>& names) {
-    std::string s;
-    for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
-    return s;
-}
-
-}  // namespace
-
-std::vector<std::string> preset_names() {
-    std::vector<std::string> names;
-    for (const Preset& p : kPresets) names.push_back(p.name);
-    return names;
-}
-
-TrainOptions preset_options(const std::string& preset, const std::string& config_name) {
-    const auto p =
-        std::find_if(std::begin(kPresets), std::end(kPresets), [&](const Preset& row) { return row.name == preset; });
-    if (p == std::end(kPresets))
-        throw std::invalid_argument("train options: unknown preset '" + preset + "' (known: " + joined(preset_names()) +
-                                    ")");
-    TrainOptions o;
-    o.preset = p->name;
-    o.config = vit_config(config_name.empty() ? p->config : config_name);
-    o.config.drop_path = static_cast<real>(p->drop_path);
-    o.config.dropout = static_cast<real>(p->dropout);
-    o.epochs = p->epochs;
-    o.batch = p->batch;
-    o.optimizer = p->optimizer;
-    o.lr = p->lr;
-    o.weight_decay = p->weight_decay;
-    o.warmup_epochs = p->warmup_epochs;
-    o.schedule = p->schedule;
-    o.min_lr = p->min_lr;
-    o.label_smoothing = p->label_smoothing;
-    o.clip_grad = p->clip_grad;
-    o.augment = p->augment;
-    o.rand_augment = p->rand_augment;
-    o.erasing = p->erasing;
-    o.mixup = p->mixup;
-    o.cutmix = p->cutmix;
-    o.out_dir = "runs/" + o.config.name;
-    return o;
-}
-
-// ---- validation --------------------------------------------------------------------------
-
-namespace {
-
-void require(bool ok, const std::string& problem) {
-    if (!ok) throw std::invalid_argument("train options: " + problem);
-}
-
-std::string num(double v) { return exact_text(v); }
-
-void validate_model(const ViTConfig& c) {
-    require(c.image_height == 32 && c.image_width == 32 && c.channels == 3 && c.num_classes == 10,
-            "the model takes " + std::to_string(c.channels) + "x" + std::to_string(c.image_height) + "x" +
-                std::to_string(c.image_width) + " images in " + std::to_string(c.num_classes) +
-                " classes; CIFAR-10 has 3x32x32 in 10 (use a cifar-* --config)");
-    try {
-        // Validates the config, then: the weights, their gradients and the optimizer's two
-        // moments (AdamW and Adam; SGD keeps fewer) must fit in memory, before any is allocated.
-        check_memory(c, 4);
-    } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(std::string("train options: ") + e.what());
-    }
-}
-
-}  // namespace
-
-void validate(const TrainOptions& o) {
-    validate_model(o.config);
-    require(o.epochs >= 1, "--epochs must be at least 1, got " + std::to_string(o.epochs));
-    require(o.batch >= 1, "--batch must be at least 1, got " + std::to_string(o.batch));
-    require(o.optimizer == "sgd" || o.optimizer == "adam" || o.optimizer == "adamw",
-            "--optimizer must be sgd, adam or adamw, got '" + o.optimizer + "'");
-    require(o.lr > 0 && std::isfinite(o.lr), "--lr must be positive, got " + num(o.lr));
-    require(o.weight_decay >= 0, "--weight-decay must be >= 0, got " + num(o.weight_decay));
-    require(o.momentum >= 0 && o.momentum < 1, "--momentum must be in [0, 1), got " + num(o.momentum));
-    require(!o.nesterov || o.optimizer == "sgd", "--nesterov is for --optimizer sgd, not " + o.optimizer);
-    // More warmup than epochs is allowed (a short trial of a recipe): the schedule caps it.
-    require(o.warmup_epochs >= 0 && std::isfinite(o.warmup_epochs),
-            "--warmup must be >= 0, got " + num(o.warmup_epochs));
-    const auto kinds = lr_schedule_kinds();
-    require(std::find(kinds.begin(), kinds.end(), o.schedule) != kinds.end(),
-            "--schedule must be one of " + joined(kinds) + ", got '" + o.schedule + "'");
-    require(o.min_lr >= 0 && o.min_lr <= o.lr, "--min-lr must be in [0, lr = " + num(o.lr) + "], got " + num(o.min_lr));
-    require(o.label_smoothing >= 0 && o.label_smoothing < 1,
-            "--label-smoothing must be in [0, 1), got " + num(o.label_smoothing));
-    require(o.clip_grad >= 0, "--clip-grad must be >= 0 (0 = off), got " + num(o.clip_grad));
-    require(o.augment == "crop-flip" || o.augment == "none",
-            "--augment must be crop-flip or none, got '" + o.augment + "'");
-    if (o.rand_augment != "none") {
-        try {
-            RandAugment::parse(o.rand_augment).validate();
-        } catch (const std::invalid_argument& e) {
-            require(false, "--rand-augment '" + o.rand_augment + "': " + e.what());
-        }
-    }
-    require(o.erasing >= 0 && o.erasing <= 1, "--erasing must be a probability in [0, 1], got " + num(o.erasing));
-    require(o.mixup >= 0, "--mixup must be >= 0 (0 = off), got " + num(o.mixup));
-    require(o.cutmix >= 0, "--cutmix must be >= 0 (0 = off), got " + num(o.cutmix));
-    require(o.validation >= 0 && o.validation % 10 == 0,
-            "--validation must be 0 or a multiple of the 10 classes, got " + std::to_string(o.validation));
-    require(
-        o.threads >= 0 && o.threads <= kMaxThreads,
-        "--threads must be auto (0) or in [1, " + std::to_string(kMaxThreads) + "], got " + std::to_string(o.threads));
-    require(o.max_steps >= 0, "--max-steps must be >= 0 (0 = no limit), got " + std::to_string(o.max_steps));
-    require(o.log_every >= 0, "--log-every must be >= 0, got " + std::to_string(o.log_every));
-    require(!o.out_dir.empty(), "--out must not be empty");
-}
-
-// ---- the recipe in checkpoints -----------------------------------------------------------
-
-namespace {
-
-// The one list of recipe options, under their flag names: written to checkpoints, read
-// back on resume and compared, through this list only.
-template <class O, class F>
-void for_each_recipe_option(O& o, F&& f) {
-    f("preset", o.preset);
-    f("epochs", o.epochs);
-    f("batch", o.batch);
-    f("optimizer", o.optimizer);
-    f("lr", o.lr);
-    f("weight-decay", o.weight_decay);
-    f("momentum", o.momentum);
-    f("nesterov", o.nesterov);
-    f("warmup", o.warmup_epochs);
-    f("schedule", o.schedule);
-    f("min-lr", o.min_lr);
-    f("label-smoothing", o.label_smoothing);
-    f("clip-grad", o.clip_grad);
-    f("augment", o.augment);
-    f("rand-augment", o.rand_augment);
-    f("erasing", o.erasing);
-    f("mixup", o.mixup);
-    f("cutmix", o.cutmix);
-    f("validation", o.validation);
-    f("seed", o.seed);
-}
-
-const std::string& recipe_entry(const Checkpoint& checkpoint, const std::string& key) {
-    const auto it = checkpoint.options.find(key);
-    if (it == checkpoint.options.end())
-        throw std::invalid_argument("checkpoint " + checkpoint.path + ": metadata entry train." + key + " is missing");
-    return it->second;
-}
-
-}  // namespace
-
-std::string recipe_flags(const TrainOptions& options) {
-    std::string flags;
-    for_each_recipe_option(options, [&](const char* key, const auto& value) {
-        if constexpr (std::is_same_v<std::decay_t<decltype(value)>, bool>) {
-            if (value) flags += std::string(" --") + key;
-        } else {
-            flags += std::string(" --") + key + " " + metadata_text(value);
-        }
-    });
-    return flags;
-}
-
-Metadata recipe_metadata(const TrainOptions& options) {
-    Metadata out;
-    for_each_recipe_option(options, [&](const char* key, const auto& value) { out[key] = metadata_text(value); });
-    return out;
-}
-
-void apply_checkpoint_recipe(TrainOptions& options, const Checkpoint& checkpoint) {
-    options.config = checkpoint.config;
-    const std::string where = "checkpoint " + checkpoint.path;
-    for_each_recipe_option(options, [&](const char* key, auto& value) {
-        read_metadata_text(recipe_entry(checkpoint, key), where, std::string("train.") + key, value);
-    });
-}
-
-void check_recipe(const Checkpoint& checkpoint, const TrainOptions& options) {
-    for_each_recipe_option(options, [&](const char* key, const auto& value) {
-        const std::string& saved = recipe_entry(checkpoint, key);
-        const std::string wanted = metadata_text(value);
-        if (saved != wanted)
-            throw std::invalid_argument("checkpoint " + checkpoint.path + ": --" + key + " " + saved +
-                                        " in the checkpoint, " + wanted +
-                                        " requested (a resumed run keeps the recipe it started with)");
-    });
-}
-
-// ---- evaluation --------------------------------------------------------------------------
-
-namespace {
-
-int64_t argmax(const real* row, int64_t n) { return std::max_element(row, row + n) - row; }
-
-void check_fits(const VisionTransformer& model, const ImageSet& set) {
-    const ViTConfig& c = model.config;
-    if (set.channels != c.channels || set.height != c.image_height || set.width != c.image_width ||
-        set.num_classes() != c.num_classes)
-        throw std::invalid_argument("evaluate: images " + std::to_string(set.channels) + "x" +
-                                    std::to_string(set.height) + "x" + std::to_string(set.width) + " in " +
-                                    std::to_string(set.num_classes()) + " classes, but the model takes " +
-                                    std::to_string(c.channels) + "x" + std::to_string(c.image_height) + "x" +
-                                    std::to_string(c.image_width) + " in " + std::to_string(c.num_classes));
-}
-
-}  // namespace
-
-std::vector<double> Evaluation::class_accuracy() const {
-    const int64_t K = num_classes();
-    std::vector<double> out(K);
-    for (int64_t k = 0; k < K; ++k) {
-        int64_t total = 0;
-        for (int64_t j = 0; j < K; ++j) total += confusion[k * K + j];
-        out[k] = total > 0 ? double(confusion[k * K + k]) / double(total) : std::nan("");
-    }
-    return out;
-}
-
-Evaluation evaluate(VisionTransformer& model, const ImageSet& set, const ChannelStats& stats, int64_t batch_size) {
-    check_fits(model, set);
-    EvalModeGuard eval_mode(model);
-    NoGradGuard no_grad;
-    Evaluation e;
-    e.class_names = set.class_names;
-    const int64_t K = e.num_classes();
-    e.confusion.assign(K * K, 0);
-    const Batcher batcher = Batcher::sequential(set.size(), batch_size);
-    const std::vector<int64_t> order = batcher.epoch_order(0);
-    int64_t correct = 0;
-    for (int64_t b = 0; b < batcher.num_batches(); ++b) {
-        const ImageSet batch = set.subset(batcher.batch(order, b));
-        const Tensor logits = model.forward(to_tensor(batch, stats));
-        e.loss += double(cross_entropy(logits, batch.labels).item()) * double(batch.size());
-        for (int64_t i = 0; i < batch.size(); ++i) {
-            const int64_t predicted = argmax(logits.data() + i * K, K);
-            ++e.confusion[batch.labels[i] * K + predicted];
-            correct += predicted == batch.labels[i];
-        }
-    }
-    e.images = set.size();
-    if (e.images > 0) {
-        e.loss /= double(e.images);
-        e.accuracy = double(correct) / double(e.images);
-    }
-    if (!std::isfinite(e.loss)) {
-        for (const auto& [name, p] : model.named_parameters()) {
-            const std::string non_finite = non_finite_element(name, p);
-            if (!non_finite.empty())
-                throw std::runtime_error("evaluate: the mean loss is " + num(e.loss) + ": " + non_finite);
-        }
-        throw std::runtime_error("evaluate: the mean loss is " + num(e.loss) +
-                                 " though every parameter is finite: the logits overflow");
-    }
-    return e;
-}
-
-std::string format_evaluation(const Evaluation& e) {
-    const int64_t K = e.num_classes();
-    size_t name_width = 5;
-    for (const std::string& n : e.class_names) name_width = std::max(name_width, n.size());
-    const int w = static_cast<int>(name_width) + 2;
-    std::ostringstream os;
-    char line[160];
-    std::snprintf(line, sizeof line, "accuracy %.2f%% (%lld of %lld images), mean loss %.4f\n\n", 100 * e.accuracy,
-                  static_cast<long long>(std::llround(e.accuracy * double(e.images))), static_cast<long long>(e.images),
-                  e.loss);
-    os << line;
-    std::snprintf(line, sizeof line, "%-*s %9s %8s\n", w, "class", "accuracy", "images");
-    os << line;
-    const std::vector<double> per_class = e.class_accuracy();
-    for (int64_t k = 0; k < K; ++k) {
-        int64_t images = 0;
-        for (int64_t j = 0; j < K; ++j) images += e.confusion[k * K + j];
-        std::snprintf(line, sizeof line, "%-*s %8.1f%% %8lld\n", w, e.class_names[k].c_str(), 100 * per_class[k],
-                      static_cast<long long>(images));
-        os << line;
-    }
-    // Columns wide enough for the largest count and a 5-letter class abbreviation.
-    const int64_t largest = e.confusion.empty() ? 0 : *std::max_element(e.confusion.begin(), e.confusion.end());
-    const int cw = std::max<int>(6, static_cast<int>(std::to_string(largest).size()) + 1);
-    os << "\nconfusion matrix (rows: true class, columns: predicted class)\n";
-    std::snprintf(line, sizeof line, "%-*s", w, "");
-    os << line;
-    for (int64_t k = 0; k < K; ++k) {
-        std::snprintf(line, sizeof line, "%*s", cw, e.class_names[k].substr(0, 5).c_str());
-        os << line;
-    }
-    os << "\n";
-    for (int64_t k = 0; k < K; ++k) {
-        std::snprintf(line, sizeof line, "%-*s", w, e.class_names[k].c_str());
-        os << line;
-        for (int64_t j = 0; j < K; ++j) {
-            std::snprintf(line, sizeof line, "%*lld", cw, static_cast<long long>(e.confusion[k * K + j]));
-            os << line;
-        }
-        os << "\n";
-    }
-    return os.str();
-}
-
-// ---- metrics files -----------------------------------------------------------------------
-
-namespace {
-
-void write_text_atomically(const std::string& path, const std::string& text) {
-    atomic_write(path, "train", [&](std::ostream& out) { out << text; });
-}
-
-std::string csv_row(const EpochRecord& r) {
-    char row[320];
-    std::snprintf(row, sizeof row, "%lld,%lld,%.6g,%.6f,%.6f,%s,%.6f,%.6f,%.3f,%.3f,%.1f\n",
-                  static_cast<long long>(r.epoch), static_cast<long long>(r.step), r.lr, r.train_loss, r.train_acc,
-                  r.eval_set.c_str(), r.eval_loss, r.eval_acc, r.epoch_seconds, r.elapsed_seconds, r.img_per_s);
-    return row;
-}
-
-EpochRecord parse_csv_row(const std::string& line, const std::string& where) {
-    std::vector<std::string> f;
-    std::stringstream ss(line);
-    for (std::string field; std::getline(ss, field, ',');) f.push_back(field);
-    if (f.size() != 11)
-        throw std::invalid_argument(where + ": " + std::to_string(f.size()) + " fields, expected 11 (" +
-                                    kMetricsHeader + ")");
-    EpochRecord r;
-    r.epoch = parse_int64(f[0], where, "epoch");
-    r.step = parse_int64(f[1], where, "step");
-    r.lr = parse_double(f[2], where, "lr");
-    r.train_loss = parse_double(f[3], where, "train_loss");
-    r.train_acc = parse_double(f[4], where, "train_acc");
-    r.eval_set = f[5];
-    r.eval_loss = parse_double(f[6], where, "eval_loss");
-    r.eval_acc = parse_double(f[7], where, "eval_acc");
-    r.epoch_seconds = parse_double(f[8], where, "epoch_seconds");
-    r.elapsed_seconds = parse_double(f[9], where, "elapsed_seconds");
-    r.img_per_s = parse_double(f[10], where, "img_per_s");
-    return r;
-}
-
-}  // namespace
-
-void write_metrics_csv(const std::string& path, const std::vector<EpochRecord>& history) {
-    std::string text = std::string(kMetricsHeader) + "\n";
-    for (const EpochRecord& r : history) text += csv_row(r);
-    try {
-        write_text_atomically(path, text);
-    } catch (const std::runtime_error& e) {
-        throw std::runtime_error("write_metrics_csv: " + std::string(e.what()));
-    }
-}
-
-std::vector<EpochRecord> read_metrics_csv(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw std::invalid_argument("read_metrics_csv: cannot open " + path);
-    std::string line;
-    if (!std::getline(in, line) || line != kMetricsHeader)
-        throw std::invalid_argument("read_metrics_csv: " + path + ": the first line is not the header " +
-                                    kMetricsHeader);
-    std::vector<EpochRecord> history;
-    for (int64_t n = 2; std::getline(in, line); ++n)
-        if (!line.empty())
-            history.push_back(parse_csv_row(line, "read_metrics_csv: " + path + " line " + std::to_string(n)));
-    return history;
-}
-
-Series epoch_series(const std::string& name, const std::vector<EpochRecord>& history, double EpochRecord::*field,
-                    double scale) {
-    Series s;
-    s.name = name;
-    for (const EpochRecord& r : history) {
-        s.x.push_back(double(r.epoch));
-        s.y.push_back(r.*field * scale);
-    }
-    s.points = history.size() == 1;  // a line through one point would not show
-    return s;
-}
-
-void write_metrics_chart(const std::string& path, const std::vector<EpochRecord>& history) {
-    const std::string eval = history.empty() ? "validation" : history.back().eval_set;
-    const Image loss = line_chart("loss", "epoch", "cross-entropy",
-                                  {epoch_series("train", history, &EpochRecord::train_loss, 1),
-                                   epoch_series(eval, history, &EpochRecord::eval_loss, 1)});
-    const Image accuracy = line_chart("accuracy", "epoch", "accuracy (%)",
-                                      {epoch_series("train", history, &EpochRecord::train_acc, 100),
-                                       epoch_series(eval, history, &EpochRecord::eval_acc, 100)});
-    save(hconcat({loss, accuracy}, 16), path);
-}
 
 // ---- the training run --------------------------------------------------------------------
 
@@ -458,8 +38,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Creates the directory and proves a file can be written there, so a typo in --out fails
-// now and not after the first hour of training.
 // The data folder, as an absolute path, for a resumed run to compare with.
 std::string data_identity(const std::string& dir) {
     std::error_code ec;
@@ -494,6 +72,8 @@ void claim_out_dir(const TrainOptions& o) {
                                      ec.message());
 }
 
+// Creates the directory and proves a file can be written there, so a typo in --out fails
+// now and not after the first hour of training.
 void prepare_out_dir(const std::string& dir) {
     std::error_code ec;
     fs::create_directories(dir, ec);
@@ -527,20 +107,24 @@ Data load_data(const TrainOptions& o, std::ostream& log) {
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const TrainOptions& o, const VisionTransformer& model) {
-    if (o.optimizer == "sgd")
-        return std::make_unique<SGD>(split_weight_decay(model.named_parameters()), o.lr, o.momentum, 0.0,
-                                     o.weight_decay, o.nesterov);
-    if (o.optimizer == "adam")
-        return std::make_unique<Adam>(split_weight_decay(model.named_parameters()), o.lr,
-                                      std::pair<double, double>{0.9, 0.999}, 1e-8, o.weight_decay);
-    return std::make_unique<AdamW>(split_weight_decay(model.named_parameters()), o.lr,
-                                   std::pair<double, double>{0.9, 0.999}, 1e-8, o.weight_decay);
+    switch (o.optimizer) {
+        case OptimizerKind::Sgd:
+            return std::make_unique<SGD>(split_weight_decay(model.named_parameters()), o.lr, o.momentum, 0.0,
+                                         o.weight_decay, o.nesterov);
+        case OptimizerKind::Adam:
+            return std::make_unique<Adam>(split_weight_decay(model.named_parameters()), o.lr,
+                                          std::pair<double, double>{0.9, 0.999}, 1e-8, o.weight_decay);
+        case OptimizerKind::AdamW:
+            return std::make_unique<AdamW>(split_weight_decay(model.named_parameters()), o.lr,
+                                           std::pair<double, double>{0.9, 0.999}, 1e-8, o.weight_decay);
+    }
+    throw std::logic_error("make_optimizer: an OptimizerKind without an optimizer");
 }
 
 // [snippet:make-schedule]
 LRSchedule make_schedule(const TrainOptions& o, int64_t steps_per_epoch) {
     LRSchedule s;
-    s.kind = o.schedule;
+    s.kind = enum_name(o.schedule);
     s.base_lr = o.lr;
     s.total = checked_mul(o.epochs, steps_per_epoch, "train options: --epochs x steps per epoch");
     // Warmup beyond the run is capped at the run, in epochs first: 1e19 epochs of steps
@@ -557,7 +141,7 @@ LRSchedule make_schedule(const TrainOptions& o, int64_t steps_per_epoch) {
 
 Augmentation make_augmentation(const TrainOptions& o) {
     Augmentation a;
-    a.crop_flip = o.augment == "crop-flip";
+    a.crop_flip = o.augment == AugmentKind::CropFlip;
     if (o.rand_augment != "none") a.rand_augment = RandAugment::parse(o.rand_augment);
     if (o.erasing > 0) {
         RandomErasing erasing;
@@ -752,7 +336,7 @@ void Trainer::train_step(const std::vector<int64_t>& order) {
     Tensor loss = mixed_cross_entropy(logits, mixed, static_cast<real>(options_.label_smoothing));
     const double loss_value = double(loss.item());
     if (!std::isfinite(loss_value))
-        throw std::runtime_error("the loss is " + num(loss_value) + " at epoch " + std::to_string(epoch + 1) +
+        throw std::runtime_error("the loss is " + exact_text(loss_value) + " at epoch " + std::to_string(epoch + 1) +
                                  ", step " + std::to_string(step + 1) +
                                  ": training diverged; try a smaller --lr or --clip-grad 1");
     loss.backward();
@@ -862,19 +446,8 @@ TrainResult Trainer::stopped(StopReason reason) {
 TrainResult Trainer::finish() {
     const Evaluation test = evaluate(*model_, data_.test, stats_, options_.batch);
     const double wall = elapsed();
-    std::ostringstream json;
-    json << "{\n  \"format\": \"patchgrad-results-1\",\n  \"preset\": " << json_string(options_.preset)
-         << ",\n  \"config\": " << json_string(options_.config.name);
-    // The shape too: --dim and the other overrides leave the config's name as it was.
-    const ViTConfig& c = options_.config;
-    json << ",\n  \"model\": {\"patch\": " << c.patch_size << ", \"dim\": " << c.dim << ", \"depth\": " << c.depth
-         << ", \"heads\": " << c.heads << ", \"mlp\": " << c.mlp_hidden() << "}"
-         << ",\n  \"parameters\": " << model_->num_parameters() << ",\n  \"epochs\": " << options_.epochs
-         << ",\n  \"steps\": " << state_.global_step << ",\n  \"best_eval_accuracy\": " << num(state_.best_accuracy)
-         << ",\n  \"eval_set\": " << json_string(data_.eval_name()) << ",\n  \"test_images\": " << test.images
-         << ",\n  \"test_loss\": " << num(test.loss) << ",\n  \"test_accuracy\": " << num(test.accuracy)
-         << ",\n  \"wall_seconds\": " << num(wall) << "\n}\n";
-    write_text_atomically(path("results.json"), json.str());
+    write_text_atomically(path("results.json"),
+                          results_json(options_, model_->num_parameters(), state_, data_.eval_name(), test, wall));
     char line[200];
     std::snprintf(line, sizeof line, "test accuracy %.2f%% (%lld images, loss %.4f) after %lld epoch%s, %s\n",
                   100 * test.accuracy, static_cast<long long>(test.images), test.loss,

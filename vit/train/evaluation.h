@@ -1,0 +1,41 @@
+// evaluation.h — a model's accuracy, mean loss and confusion matrix on a set of images: what
+// the trainer runs after every epoch and at the end (trainer.h), and `patchgrad eval` prints.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "datasets/image_set.h"
+#include "datasets/normalize.h"
+#include "vit/vision_transformer.h"
+
+namespace patchgrad {
+
+struct Evaluation {
+    int64_t images = 0;
+    double loss = 0;      // mean cross-entropy, no label smoothing
+    double accuracy = 0;  // fraction of images whose largest logit is their label
+    std::vector<std::string> class_names;
+    std::vector<int64_t> confusion;  // [K, K] row-major: row = true class, column = predicted
+
+    int64_t num_classes() const { return static_cast<int64_t>(class_names.size()); }
+    // Per class: correct / images of that class; NaN for a class without images.
+    std::vector<double> class_accuracy() const;
+};
+
+// The model in eval mode (no dropout, no drop path) under NoGradGuard, batch after batch;
+// its train/eval mode is restored afterwards. Throws std::invalid_argument when the images
+// or the class count do not fit the model, and std::runtime_error naming the first
+// parameter that holds NaN or infinity when the mean loss is not finite (a broken model
+// must not report "accuracy 10%, loss nan" as a result).
+Evaluation evaluate(VisionTransformer& model, const ImageSet& set, const ChannelStats& stats, int64_t batch_size);
+
+// The accuracy line, a table of per-class accuracy with class names, and the confusion
+// matrix with abbreviated class names as column headers, every column aligned.
+std::string format_evaluation(const Evaluation& evaluation);
+
+// The index of the largest of row[0..n): the class a row of logits predicts.
+int64_t argmax(const real* row, int64_t n);
+
+}  // namespace patchgrad

@@ -1,0 +1,432 @@
+// train_options.cpp — the table of training options, the presets, and what the table drives:
+// validation, the recipe in checkpoints, the log's recipe line, --print-recipe and --help.
+#include "vit/train/train_options.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <stdexcept>
+#include <type_traits>
+
+#include "autograd/cpu/parallel.h"
+#include "autograd/io/json.h"
+#include "datasets/augment.h"
+
+namespace patchgrad {
+
+namespace {
+
+// "" when `ok`, else "<requirement>, got <value>": the words after "--<flag> " of a check.
+template <class T>
+std::string unless(bool ok, const std::string& requirement, const T& value) {
+    return ok ? "" : requirement + ", got " + metadata_text(value);
+}
+
+std::string rand_augment_problem(const std::string& spec) {
+    if (spec == "none") return "";
+    try {
+        RandAugment::parse(spec).validate();
+    } catch (const std::invalid_argument& e) {
+        return "'" + spec + "': " + e.what();
+    }
+    return "";
+}
+
+// One row per option: flag, value name and kind, --help's text, the member, the check.
+const std::vector<TrainOption> kOptions = {
+    // ---- the recipe ----
+    {"preset", "NAME", OptionKind::Recipe,
+     "the recipe the other options start from:", [](TrainOptions& o) -> OptionField { return &o.preset; }, nullptr},
+    {"config", "NAME", OptionKind::Model, "the model: cifar-micro, cifar-tiny or cifar-small (the preset's)",
+     [](TrainOptions& o) -> OptionField { return &o.config.name; }, nullptr},
+    {"dim", "D", OptionKind::Model, "override the model's hidden size",
+     [](TrainOptions& o) -> OptionField { return &o.config.dim; }, nullptr},
+    {"depth", "L", OptionKind::Model, "override the model's blocks",
+     [](TrainOptions& o) -> OptionField { return &o.config.depth; }, nullptr},
+    {"heads", "H", OptionKind::Model, "override the model's attention heads",
+     [](TrainOptions& o) -> OptionField { return &o.config.heads; }, nullptr},
+    {"mlp", "M", OptionKind::Model, "override the model's MLP size",
+     [](TrainOptions& o) -> OptionField { return &o.config.mlp_dim; }, nullptr},
+    {"patch", "P", OptionKind::Model, "override the model's patch size",
+     [](TrainOptions& o) -> OptionField { return &o.config.patch_size; }, nullptr},
+    {"epochs", "N", OptionKind::Recipe, "epochs", [](TrainOptions& o) -> OptionField { return &o.epochs; },
+     [](const TrainOptions& o) { return unless(o.epochs >= 1, "must be at least 1", o.epochs); }},
+    {"batch", "B", OptionKind::Recipe, "images per optimizer step",
+     [](TrainOptions& o) -> OptionField { return &o.batch; },
+     [](const TrainOptions& o) { return unless(o.batch >= 1, "must be at least 1", o.batch); }},
+    {"optimizer", "NAME", OptionKind::Recipe, "sgd, adam or adamw",
+     [](TrainOptions& o) -> OptionField { return &o.optimizer; }, nullptr},
+    {"lr", "LR", OptionKind::Recipe, "peak learning rate", [](TrainOptions& o) -> OptionField { return &o.lr; },
+     [](const TrainOptions& o) { return unless(o.lr > 0 && std::isfinite(o.lr), "must be positive", o.lr); }},
+    {"weight-decay", "WD", OptionKind::Recipe, "AdamW: decoupled; SGD/Adam: L2 (never on biases, norms, embeddings)",
+     [](TrainOptions& o) -> OptionField { return &o.weight_decay; },
+     [](const TrainOptions& o) { return unless(o.weight_decay >= 0, "must be >= 0", o.weight_decay); }},
+    {"momentum", "M", OptionKind::Recipe, "SGD momentum (default 0.9)",
+     [](TrainOptions& o) -> OptionField { return &o.momentum; },
+     [](const TrainOptions& o) { return unless(o.momentum >= 0 && o.momentum < 1, "must be in [0, 1)", o.momentum); }},
+    {"nesterov", "", OptionKind::Recipe, "SGD with Nesterov momentum",
+     [](TrainOptions& o) -> OptionField { return &o.nesterov; },
+     [](const TrainOptions& o) {
+         // Accepted once, and then silently ignored by AdamW.
+         return !o.nesterov || o.optimizer == OptimizerKind::Sgd
+                    ? ""
+                    : "is for --optimizer sgd, not " + enum_name(o.optimizer);
+     }},
+    // More warmup than epochs is allowed (a short trial of a recipe): the schedule caps it.
+    {"warmup", "E", OptionKind::Recipe, "epochs of linear warmup, may be fractional",
+     [](TrainOptions& o) -> OptionField { return &o.warmup_epochs; },
+     [](const TrainOptions& o) {
+         return unless(o.warmup_epochs >= 0 && std::isfinite(o.warmup_epochs), "must be >= 0", o.warmup_epochs);
+     }},
+    {"schedule", "NAME", OptionKind::Recipe, "cosine, step (x0.1 after each third of the run) or constant",
+     [](TrainOptions& o) -> OptionField { return &o.schedule; }, nullptr},
+    {"min-lr", "LR", OptionKind::Recipe, "where cosine ends", [](TrainOptions& o) -> OptionField { return &o.min_lr; },
+     [](const TrainOptions& o) {
+         return unless(o.min_lr >= 0 && o.min_lr <= o.lr, "must be in [0, lr = " + exact_text(o.lr) + "]", o.min_lr);
+     }},
+    {"label-smoothing", "E", OptionKind::Recipe, "in [0, 1)",
+     [](TrainOptions& o) -> OptionField { return &o.label_smoothing; },
+     [](const TrainOptions& o) {
+         return unless(o.label_smoothing >= 0 && o.label_smoothing < 1, "must be in [0, 1)", o.label_smoothing);
+     }},
+    {"clip-grad", "NORM", OptionKind::Recipe, "clip the global gradient norm (0 = off)",
+     [](TrainOptions& o) -> OptionField { return &o.clip_grad; },
+     [](const TrainOptions& o) { return unless(o.clip_grad >= 0, "must be >= 0 (0 = off)", o.clip_grad); }},
+    {"drop-path", "P", OptionKind::Model, "stochastic depth of the last block",
+     [](TrainOptions& o) -> OptionField { return &o.config.drop_path; }, nullptr},
+    {"dropout", "P", OptionKind::Model, "dropout inside the blocks",
+     [](TrainOptions& o) -> OptionField { return &o.config.dropout; }, nullptr},
+    {"augment", "NAME", OptionKind::Recipe, "crop-flip (4-pixel padded crop + flip) or none",
+     [](TrainOptions& o) -> OptionField { return &o.augment; }, nullptr},
+    {"rand-augment", "SPEC", OptionKind::Recipe, "timm's RandAugment string (rand-m9-n2, rand-m9-mstd0.5-inc1) or none",
+     [](TrainOptions& o) -> OptionField { return &o.rand_augment; },
+     [](const TrainOptions& o) { return rand_augment_problem(o.rand_augment); }},
+    {"erasing", "P", OptionKind::Recipe, "random erasing probability (0 = off)",
+     [](TrainOptions& o) -> OptionField { return &o.erasing; },
+     [](const TrainOptions& o) {
+         return unless(o.erasing >= 0 && o.erasing <= 1, "must be a probability in [0, 1]", o.erasing);
+     }},
+    {"mixup", "ALPHA", OptionKind::Recipe, "mixup's Beta(alpha, alpha) (0 = off)",
+     [](TrainOptions& o) -> OptionField { return &o.mixup; },
+     [](const TrainOptions& o) { return unless(o.mixup >= 0, "must be >= 0 (0 = off)", o.mixup); }},
+    {"cutmix", "ALPHA", OptionKind::Recipe, "cutmix's Beta(alpha, alpha) (0 = off; with mixup: half the batches each)",
+     [](TrainOptions& o) -> OptionField { return &o.cutmix; },
+     [](const TrainOptions& o) { return unless(o.cutmix >= 0, "must be >= 0 (0 = off)", o.cutmix); }},
+    {"validation", "N", OptionKind::Recipe,
+     "training images held out for the per-epoch evaluation (default 5000;\n0 = evaluate on the test set each epoch)",
+     [](TrainOptions& o) -> OptionField { return Count{&o.validation}; },
+     [](const TrainOptions& o) {
+         return unless(o.validation >= 0 && o.validation % 10 == 0, "must be 0 or a multiple of the 10 classes",
+                       o.validation);
+     }},
+    {"seed", "S", OptionKind::Recipe, "seeds the model, the split, the batches and the augmentation",
+     [](TrainOptions& o) -> OptionField { return &o.seed; }, nullptr},
+
+    // ---- running ----
+    {"data", "DIR", OptionKind::Running,
+     "CIFAR-10 binary files (else $PATCHGRAD_DATA, else data/cifar-10-batches-bin;\nto get them: bash "
+     "datasets/download_cifar10.sh)",
+     [](TrainOptions& o) -> OptionField { return &o.data_dir; }, nullptr},
+    {"out", "DIR", OptionKind::Running, "output directory (default: runs/<config>)",
+     [](TrainOptions& o) -> OptionField { return &o.out_dir; },
+     [](const TrainOptions& o) { return o.out_dir.empty() ? std::string("must not be empty") : ""; }},
+    {"resume", "", OptionKind::Running, "continue from OUT/last.safetensors",
+     [](TrainOptions& o) -> OptionField { return &o.resume; }, nullptr},
+    {"overwrite", "", OptionKind::Running,
+     "OUT may hold a run: delete its files and start anew (without it, a\nrun in OUT is refused, never replaced)",
+     [](TrainOptions& o) -> OptionField { return &o.overwrite; }, nullptr},
+    {"threads", "T", OptionKind::Running,
+     "threads, or auto (the default: the fewest that run a sample of the\nstep fastest here, measured at start); the "
+     "results are identical for any T",
+     [](TrainOptions& o) -> OptionField { return ThreadCount{&o.threads}; },
+     [](const TrainOptions& o) {
+         return unless(o.threads >= 0 && o.threads <= kMaxThreads,
+                       "must be auto (0) or in [1, " + std::to_string(kMaxThreads) + "]", o.threads);
+     }},
+    {"max-steps", "N", OptionKind::Running, "stop after N optimizer steps of the run, saving a checkpoint",
+     [](TrainOptions& o) -> OptionField { return Count{&o.max_steps}; },
+     [](const TrainOptions& o) { return unless(o.max_steps >= 0, "must be >= 0 (0 = no limit)", o.max_steps); }},
+    {"log-every", "N", OptionKind::Running, "steps between progress lines when stderr is not a terminal",
+     [](TrainOptions& o) -> OptionField { return Count{&o.log_every}; },
+     [](const TrainOptions& o) { return unless(o.log_every >= 0, "must be >= 0", o.log_every); }},
+};
+
+// Calls f with a pointer to the option's member in `o`, Count and ThreadCount unwrapped to
+// their int64_t.
+template <class F>
+auto visit_member(const TrainOption& option, TrainOptions& o, F&& f) {
+    return std::visit(
+        [&](auto field) {
+            if constexpr (std::is_same_v<decltype(field), Count> || std::is_same_v<decltype(field), ThreadCount>)
+                return f(field.value);
+            else
+                return f(field);
+        },
+        option.field(o));
+}
+
+// The same for reading: the accessor hands out a pointer for setting too, which `f` only
+// reads through.
+template <class F>
+auto visit_member(const TrainOption& option, const TrainOptions& o, F&& f) {
+    return visit_member(option, const_cast<TrainOptions&>(o), [&](auto* value) {
+        const auto* read_only = value;
+        return f(read_only);
+    });
+}
+
+std::string joined(const std::vector<std::string>& names) {
+    std::string s;
+    for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+    return s;
+}
+
+}  // namespace
+
+const std::vector<TrainOption>& train_options() { return kOptions; }
+
+const TrainOption* find_train_option(const std::string& flag) {
+    for (const TrainOption& option : kOptions)
+        if (flag == option.flag) return &option;
+    return nullptr;
+}
+
+std::string option_text(const TrainOption& option, const TrainOptions& o) {
+    return visit_member(option, o, [](const auto* value) {
+        if constexpr (std::is_enum_v<std::remove_cv_t<std::remove_pointer_t<decltype(value)>>>)
+            return enum_name(*value);
+        else
+            return metadata_text(*value);
+    });
+}
+
+void read_option_text(const TrainOption& option, TrainOptions& o, const std::string& text, const std::string& where,
+                      const std::string& key) {
+    visit_member(option, o, [&](auto* value) {
+        using T = std::remove_pointer_t<decltype(value)>;
+        if constexpr (std::is_enum_v<T>) {
+            const std::optional<T> named = enum_from_name<T>(text);
+            if (!named) throw std::invalid_argument(where + ": " + key + " '" + text + "' is not " + enum_choices<T>());
+            *value = *named;
+        } else {
+            read_metadata_text(text, where, key, *value);
+        }
+    });
+}
+
+// ---- presets -------------------------------------------------------------------------------
+
+namespace {
+
+// [snippet:presets]
+// The named recipes: a model, and the options that differ from TrainOptions' neutral
+// defaults (no drop path, no dropout, no regularisation), assigned by name.
+struct Preset {
+    const char* name;
+    const char* config;
+    void (*recipe)(TrainOptions& o);
+};
+
+const Preset kPresets[] = {
+    {"default", "cifar-tiny",
+     [](TrainOptions& o) {
+         o.epochs = 45;
+         o.batch = 128;
+         o.optimizer = OptimizerKind::AdamW;
+         o.lr = 1e-3;
+         o.weight_decay = 0.05;
+         o.warmup_epochs = 3;
+         o.schedule = ScheduleKind::Cosine;
+         o.min_lr = 1e-5;
+         o.label_smoothing = 0.1;
+         o.augment = AugmentKind::CropFlip;
+         o.erasing = 0.25;
+         o.config.drop_path = static_cast<real>(0.1);
+     }},
+    {"quick", "cifar-micro",
+     [](TrainOptions& o) {
+         o.epochs = 16;
+         o.batch = 128;
+         o.optimizer = OptimizerKind::AdamW;
+         o.lr = 2e-3;
+         o.weight_decay = 0.05;
+         o.warmup_epochs = 1;
+         o.schedule = ScheduleKind::Cosine;
+         o.min_lr = 1e-5;
+         o.label_smoothing = 0.1;
+         o.augment = AugmentKind::CropFlip;
+     }},
+};
+// [/snippet:presets]
+
+}  // namespace
+
+std::vector<std::string> preset_names() {
+    std::vector<std::string> names;
+    for (const Preset& p : kPresets) names.push_back(p.name);
+    return names;
+}
+
+TrainOptions preset_options(const std::string& preset, const std::string& config_name) {
+    const auto p =
+        std::find_if(std::begin(kPresets), std::end(kPresets), [&](const Preset& row) { return row.name == preset; });
+    if (p == std::end(kPresets))
+        throw std::invalid_argument("train options: unknown preset '" + preset + "' (known: " + joined(preset_names()) +
+                                    ")");
+    TrainOptions o;
+    o.preset = p->name;
+    o.config = vit_config(config_name.empty() ? p->config : config_name);
+    o.config.drop_path = 0;
+    o.config.dropout = 0;
+    p->recipe(o);
+    o.out_dir = "runs/" + o.config.name;
+    return o;
+}
+
+// ---- validation ----------------------------------------------------------------------------
+
+namespace {
+
+void validate_model(const ViTConfig& c) {
+    if (!(c.image_height == 32 && c.image_width == 32 && c.channels == 3 && c.num_classes == 10))
+        throw std::invalid_argument("train options: the model takes " + std::to_string(c.channels) + "x" +
+                                    std::to_string(c.image_height) + "x" + std::to_string(c.image_width) +
+                                    " images in " + std::to_string(c.num_classes) +
+                                    " classes; CIFAR-10 has 3x32x32 in 10 (use a cifar-* --config)");
+    try {
+        // Validates the config, then: the weights, their gradients and the optimizer's two
+        // moments (AdamW and Adam; SGD keeps fewer) must fit in memory, before any is allocated.
+        check_memory(c, 4);
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string("train options: ") + e.what());
+    }
+}
+
+}  // namespace
+
+void validate(const TrainOptions& o) {
+    validate_model(o.config);
+    for (const TrainOption& option : kOptions) {
+        const std::string problem = option.check ? option.check(o) : "";
+        if (!problem.empty())
+            throw std::invalid_argument("train options: --" + std::string(option.flag) + " " + problem);
+    }
+}
+
+// ---- the recipe in checkpoints -------------------------------------------------------------
+
+namespace {
+
+const std::string& recipe_entry(const Checkpoint& checkpoint, const std::string& key) {
+    const auto it = checkpoint.options.find(key);
+    if (it == checkpoint.options.end())
+        throw std::invalid_argument("checkpoint " + checkpoint.path + ": metadata entry train." + key + " is missing");
+    return it->second;
+}
+
+}  // namespace
+
+std::string recipe_flags(const TrainOptions& options) {
+    std::string flags;
+    for (const TrainOption& option : kOptions) {
+        if (option.kind != OptionKind::Recipe) continue;
+        const std::string text = option_text(option, options);
+        if (!option.is_switch())
+            flags += std::string(" --") + option.flag + " " + text;
+        else if (text == "true")
+            flags += std::string(" --") + option.flag;
+    }
+    return flags;
+}
+
+Metadata recipe_metadata(const TrainOptions& options) {
+    Metadata out;
+    for (const TrainOption& option : kOptions)
+        if (option.kind == OptionKind::Recipe) out[option.flag] = option_text(option, options);
+    return out;
+}
+
+void apply_checkpoint_recipe(TrainOptions& options, const Checkpoint& checkpoint) {
+    options.config = checkpoint.config;
+    const std::string where = "checkpoint " + checkpoint.path;
+    for (const TrainOption& option : kOptions)
+        if (option.kind == OptionKind::Recipe)
+            read_option_text(option, options, recipe_entry(checkpoint, option.flag), where,
+                             std::string("train.") + option.flag);
+}
+
+void check_recipe(const Checkpoint& checkpoint, const TrainOptions& options) {
+    for (const TrainOption& option : kOptions) {
+        if (option.kind != OptionKind::Recipe) continue;
+        const std::string& saved = recipe_entry(checkpoint, option.flag);
+        const std::string wanted = option_text(option, options);
+        if (saved != wanted)
+            throw std::invalid_argument("checkpoint " + checkpoint.path + ": --" + option.flag + " " + saved +
+                                        " in the checkpoint, " + wanted +
+                                        " requested (a resumed run keeps the recipe it started with)");
+    }
+}
+
+std::string recipe_json(const TrainOptions& options) {
+    std::string json = "{";
+    for (const TrainOption& option : kOptions) {
+        if (option.kind == OptionKind::Running) continue;
+        const std::string text = option_text(option, options);
+        const bool is_name = visit_member(option, options, [](const auto* value) {
+            using T = std::remove_cv_t<std::remove_pointer_t<decltype(value)>>;
+            return std::is_enum_v<T> || std::is_same_v<T, std::string>;
+        });
+        json += std::string(json.size() == 1 ? "\n  " : ",\n  ") + json_string(option.flag) + ": " +
+                (is_name ? json_string(text) : text);
+    }
+    return json + "\n}\n";
+}
+
+// ---- --help --------------------------------------------------------------------------------
+
+namespace {
+
+// "cifar-micro, 16 epochs, adamw lr 0.002, crop-flip": what --help says about a preset.
+std::string preset_summary(const TrainOptions& o) {
+    std::ostringstream os;
+    os << o.config.name << ", " << o.epochs << " epochs, " << enum_name(o.optimizer) << " lr " << o.lr << ", "
+       << enum_name(o.augment);
+    if (o.rand_augment != "none") os << ", " << o.rand_augment;
+    if (o.erasing > 0) os << ", erasing " << o.erasing;
+    if (o.config.drop_path > 0) os << ", drop path " << o.config.drop_path;
+    return os.str();
+}
+
+// "  --lr LR                " then the help, its continuation lines indented as far.
+std::string help_entry(const std::string& name, const std::string& help) {
+    char head[64];
+    std::snprintf(head, sizeof head, "  %-22s ", name.c_str());
+    std::string out = head;
+    for (const char ch : help) out += ch == '\n' ? "\n" + std::string(25, ' ') : std::string(1, ch);
+    return out + "\n";
+}
+
+}  // namespace
+
+std::string options_help() {
+    std::string out = "recipe (defaults from the preset; on --resume from the checkpoint):\n";
+    bool running = false;
+    for (const TrainOption& option : kOptions) {
+        if (option.kind == OptionKind::Running && !running) {
+            out += "\nrunning:\n";
+            running = true;
+        }
+        std::string help = option.help;
+        if (option.flag == std::string("preset"))
+            for (const std::string& name : preset_names()) {
+                const std::string label = name + ":";
+                help += "\n" + label + std::string(label.size() < 9 ? 9 - label.size() : 1, ' ') +
+                        preset_summary(preset_options(name));
+            }
+        out += help_entry(std::string("--") + option.flag + (*option.value_name ? " " : "") + option.value_name, help);
+    }
+    return out;
+}
+
+}  // namespace patchgrad

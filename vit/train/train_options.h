@@ -1,0 +1,194 @@
+// train_options.h — a training run's settings (TrainOptions), the named recipes (presets), and
+// ONE table of the options (train_options()) from which everything else about them is made:
+//
+//   the command line     `patchgrad train` reads each row's flag (vit/cli/train.cpp)
+//   --help               its lines, in table order (options_help)
+//   validate             each row's check, after the model's
+//   checkpoints          the recipe rows as "train.<flag>" metadata, read back on --resume and
+//                        compared (recipe_metadata, apply_checkpoint_recipe, check_recipe)
+//   the log              the recipe as flags (recipe_flags)
+//   PyTorch              `patchgrad train --print-recipe` (recipe_json), which
+//                        vit/scripts/train_torch.py reads instead of our source
+//
+// To add an option: add its member to TrainOptions and one row to the table in
+// train_options.cpp (flag, value name, kind, help, member, check), and a line for it in the
+// table test (tests/vit/train/test_train_options.cpp, which fails for a row it does not know).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "vit/train/checkpoint.h"
+#include "vit/vision_transformer.h"
+
+namespace patchgrad {
+
+enum class OptimizerKind { Sgd, Adam, AdamW };
+enum class ScheduleKind { Constant, Cosine, Step };  // autograd/optim/lr_schedule.h's kinds
+enum class AugmentKind { CropFlip, None };
+
+// Each enum's names, as flags, checkpoints and --help spell them: one table per enum.
+template <class E>
+struct EnumNames;
+template <>
+struct EnumNames<OptimizerKind> {
+    static constexpr std::pair<OptimizerKind, const char*> table[] = {
+        {OptimizerKind::Sgd, "sgd"}, {OptimizerKind::Adam, "adam"}, {OptimizerKind::AdamW, "adamw"}};
+};
+template <>
+struct EnumNames<ScheduleKind> {
+    static constexpr std::pair<ScheduleKind, const char*> table[] = {
+        {ScheduleKind::Constant, "constant"}, {ScheduleKind::Cosine, "cosine"}, {ScheduleKind::Step, "step"}};
+};
+template <>
+struct EnumNames<AugmentKind> {
+    static constexpr std::pair<AugmentKind, const char*> table[] = {{AugmentKind::CropFlip, "crop-flip"},
+                                                                    {AugmentKind::None, "none"}};
+};
+
+template <class E>
+std::string enum_name(E value) {
+    for (const auto& [v, name] : EnumNames<E>::table)
+        if (v == value) return name;
+    return "?";  // unreachable for a value of the enum
+}
+
+// "sgd, adam or adamw"
+template <class E>
+std::string enum_choices() {
+    std::string s;
+    const size_t n = std::size(EnumNames<E>::table);
+    for (size_t i = 0; i < n; ++i)
+        s += std::string(i == 0 ? "" : i + 1 == n ? " or " : ", ") + EnumNames<E>::table[i].second;
+    return s;
+}
+
+template <class E>
+std::optional<E> enum_from_name(const std::string& name) {
+    for (const auto& [v, n] : EnumNames<E>::table)
+        if (name == n) return v;
+    return std::nullopt;
+}
+
+// A training run's settings; the CLI flag of each is in the table (train_options()).
+// preset_options gives the named recipes; the defaults here are neutral, not a recipe.
+struct TrainOptions {
+    // ---- the recipe: fixed for the life of a run (a resume must use the same) ----
+    std::string preset = "custom";
+    ViTConfig config = vit_config("cifar-tiny");  // the model, drop_path and dropout included
+    int64_t epochs = 1;
+    int64_t batch = 128;
+    OptimizerKind optimizer = OptimizerKind::AdamW;
+    double lr = 1e-3;
+    double weight_decay = 0;
+    double momentum = 0.9;     // SGD only
+    bool nesterov = false;     // SGD only
+    double warmup_epochs = 0;  // linear warmup; fractional ones are rounded to whole steps, capped at the run
+    ScheduleKind schedule = ScheduleKind::Cosine;  // Step: x0.1 after each third
+    double min_lr = 0;                             // where cosine ends
+    double label_smoothing = 0;
+    double clip_grad = 0;  // max global gradient norm; 0 = no clipping
+    AugmentKind augment = AugmentKind::CropFlip;
+    std::string rand_augment = "none";  // timm's string, e.g. "rand-m9-n2", or "none"
+    double erasing = 0;                 // random erasing probability
+    double mixup = 0;                   // Beta(alpha, alpha) of mixup; 0 = off
+    double cutmix = 0;                  // of cutmix; 0 = off (both on: half the batches each)
+    int64_t validation = 5000;          // training images held out for the per-epoch evaluation; 0 = use the test set
+    uint64_t seed = 0;
+
+    // ---- how to run it: may differ between a run and its resume ----
+    std::string data_dir = "data/cifar-10-batches-bin";
+    std::string data_source = "default";  // where data_dir came from, for messages (resolve_data_dir)
+    std::string out_dir = "runs/cifar-tiny";
+    int64_t threads = 0;     // 0 = auto: the count choose_thread_count measures to pay here (thread_choice.h)
+    bool resume = false;     // continue from out_dir/last.safetensors
+    bool overwrite = false;  // out_dir may hold a run, which is deleted first (else it is refused)
+    int64_t max_steps = 0;   // stop (and save) after this many optimizer steps of the run; 0 = no limit
+    int64_t log_every = 0;   // steps between progress lines when not on a terminal; 0 = ~10 per epoch
+};
+
+// ---- the table -----------------------------------------------------------------------------
+
+enum class OptionKind {
+    Recipe,   // stored as train.<flag> in checkpoints; a resume must use the same
+    Model,    // a field of TrainOptions::config: stored as config.<field>, compared by check_config
+    Running,  // how to run it: may differ between a run and its resume
+};
+
+// Integer members whose text reads differently from a positive count (a plain int64_t*).
+struct Count {
+    int64_t* value;  // 0 or a positive integer ("--max-steps 0": no limit)
+};
+struct ThreadCount {
+    int64_t* value;  // "auto" (0) or 1..kMaxThreads
+};
+
+// A pointer to a row's member; its type also says how the flag's text reads. real is float
+// or double (autograd/real.h): the model's drop_path and dropout are one of the two.
+using OptionField = std::variant<int64_t*, Count, ThreadCount, uint64_t*, double*, float*, bool*, std::string*,
+                                 OptimizerKind*, ScheduleKind*, AugmentKind*>;
+
+struct TrainOption {
+    const char* flag;        // "weight-decay": --weight-decay, and train.weight-decay in checkpoints
+    const char* value_name;  // "WD" in --help; "" for a switch (a bool member: the flag alone sets it)
+    OptionKind kind;
+    const char* help;  // --help's text; each '\n' starts a continuation line
+    OptionField (*field)(TrainOptions& o);
+    // What is wrong with the value in `o`, as the words after "--<flag> " ("must be positive,
+    // got 0"), or "" when it is fine; null when every value its type holds is fine.
+    std::string (*check)(const TrainOptions& o);
+
+    bool is_switch() const { return *value_name == '\0'; }
+};
+
+// Every option, in --help's order.
+const std::vector<TrainOption>& train_options();
+// The row of --<flag>, or null.
+const TrainOption* find_train_option(const std::string& flag);
+
+// The member's value as checkpoint metadata and the log write it ("0.001", "adamw", "true").
+std::string option_text(const TrainOption& option, const TrainOptions& o);
+// Sets the member from metadata text; throws std::invalid_argument "<where>: <key> '<text>'
+// is not ..." (read_metadata_text's messages; for an enum, "is not sgd, adam or adamw").
+void read_option_text(const TrainOption& option, TrainOptions& o, const std::string& text, const std::string& where,
+                      const std::string& key);
+
+// ---- presets, validation, the recipe in checkpoints -----------------------------------------
+
+// The named recipes ("default", "quick"), each a list of assignments in train_options.cpp
+// (kPresets; `patchgrad train --help` summarises them). config_name, when not empty, replaces
+// the preset's model (its drop_path and dropout kept). Unknown names throw
+// std::invalid_argument listing the known ones.
+TrainOptions preset_options(const std::string& preset, const std::string& config_name = "");
+std::vector<std::string> preset_names();
+
+// Throws std::invalid_argument "train options: --<flag> ..." naming the first option that
+// makes no sense: the model first (one that does not take 32x32 CIFAR-10 images, or does not
+// fit in memory), then each row's check in table order (epochs < 1, lr <= 0, a bad RandAugment
+// string, ...).
+void validate(const TrainOptions& options);
+
+// The recipe rows as the checkpoint's "train.<flag>" metadata, and back: a resume starts from
+// the checkpoint's recipe (and its config), and check_recipe refuses one that changed.
+Metadata recipe_metadata(const TrainOptions& options);
+void apply_checkpoint_recipe(TrainOptions& options, const Checkpoint& checkpoint);
+// "checkpoint <path>: --lr 0.001 in the checkpoint, 0.002 requested" for the first option
+// that differs (or is missing from the checkpoint).
+void check_recipe(const Checkpoint& checkpoint, const TrainOptions& options);
+// The recipe as the flags that give it, for the log: " --preset quick --epochs 15 ... --seed 0"
+// (switches such as --nesterov only when on).
+std::string recipe_flags(const TrainOptions& options);
+// The recipe as one JSON object, for other programs (vit/scripts/train_torch.py): every
+// recipe and model row under its flag name, numbers as JSON numbers (written to read back
+// exactly), switches as true/false, names as strings; and "config", the model's name.
+std::string recipe_json(const TrainOptions& options);
+
+// The options part of `patchgrad train --help`: "recipe (...):" then "running:", one entry
+// per row; the preset entry lists every preset with a one-line summary.
+std::string options_help();
+
+}  // namespace patchgrad

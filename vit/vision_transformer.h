@@ -38,6 +38,7 @@
 
 namespace patchgrad {
 
+// [snippet:vit-config]
 // How the tokens z_L become one vector per image, and what maps that vector to the logits.
 // Checkpoints, describe() and error messages spell them "cls"/"mean" and "linear"/"mlp".
 enum class Pool {
@@ -48,14 +49,7 @@ enum class Head {
     Linear,  // "linear": one Linear D -> K, the fine-tuning head
     Mlp,     // "mlp": the pre-training head, a tanh hidden layer (PreLogits) and then that Linear
 };
-std::string pool_name(Pool pool);
-std::string head_name(Head head);
-// The enum spelled `name`; throws std::invalid_argument
-// `ViTConfig: pool must be "cls" or "mean", got "max"` (and the same for head) for any other.
-Pool pool_from_name(const std::string& name);
-Head head_from_name(const std::string& name);
 
-// [snippet:vit-config]
 struct ViTConfig {
     std::string name = "custom";
     int64_t image_height = 224, image_width = 224;  // non-square allowed
@@ -67,12 +61,12 @@ struct ViTConfig {
     int64_t mlp_dim = 0;  // the MLP's hidden size; 0 = dim * mlp_ratio
     real mlp_ratio = 4;
     int64_t num_classes = 1000;
-    Pool pool = Pool::Cls;     // Cls: z_L^0 (paper eq. 4); Mean: the mean of all tokens (ViT study notes)
-    Head head = Head::Linear;  // Linear: fine-tuning head; Mlp: pre-training head (tanh hidden layer)
-    real dropout = 0;          // after the attention projection and inside the MLP
-    real emb_dropout = 0;      // on z_0 (timm's pos_drop)
-    real attn_dropout = 0;     // on the attention weights
-    real drop_path = 0;        // stochastic depth of the last block; block l gets drop_path * l / (depth - 1)
+    Pool pool = Pool::Cls;
+    Head head = Head::Linear;
+    real dropout = 0;       // after the attention projection and inside the MLP
+    real emb_dropout = 0;   // on z_0 (timm's pos_drop)
+    real attn_dropout = 0;  // on the attention weights
+    real drop_path = 0;     // stochastic depth of the last block; block l gets drop_path * l / (depth - 1)
     bool qkv_bias = true;
     bool learnable_pos_embed = true;  // false: fixed sinusoidal (ViT from scratch)
     GeluApproximation gelu = GeluApproximation::None;
@@ -86,11 +80,18 @@ struct ViTConfig {
 };
 // [/snippet:vit-config]
 
+std::string pool_name(Pool pool);
+std::string head_name(Head head);
+// The enum spelled `name`; throws std::invalid_argument
+// `ViTConfig: pool must be "cls" or "mean", got "max"` (and the same for head) for any other.
+Pool pool_from_name(const std::string& name);
+Head head_from_name(const std::string& name);
+
 // Throws std::invalid_argument ("ViTConfig '<name>': ...") naming the offending sizes if a
 // size is not positive, the image is not divisible into patches, dim is not divisible by
-// heads, a dropout is outside [0, 1), or a count
-// the model multiplies out (patches, one image's attention weights, a parameter's elements,
-// the total) is more than a 64-bit integer holds.
+// heads, a dropout is outside [0, 1), or a count the model multiplies out (patches, one
+// image's attention weights, a parameter's elements, the total) is more than a 64-bit
+// integer holds.
 void validate(const ViTConfig& config);
 
 // Calls f(name, shape) for every parameter VisionTransformer(config) registers, in the order

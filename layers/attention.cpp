@@ -9,7 +9,7 @@
 
 namespace patchgrad {
 
-MultiHeadSelfAttention::MultiHeadSelfAttention(int64_t dim, int64_t heads, Rng& rng, std::shared_ptr<Rng> dropout_rng,
+MultiHeadSelfAttention::MultiHeadSelfAttention(int64_t dim, int64_t heads, Rng& init, std::shared_ptr<Rng> dropout_rng,
                                                bool qkv_bias, real attn_dropout, real proj_dropout)
     : dim(dim), heads(heads), head_dim(heads > 0 ? dim / heads : 0) {
     if (dim <= 0 || heads <= 0)
@@ -18,9 +18,9 @@ MultiHeadSelfAttention::MultiHeadSelfAttention(int64_t dim, int64_t heads, Rng& 
     if (dim % heads != 0)
         throw std::invalid_argument("MultiHeadSelfAttention: dim " + std::to_string(dim) +
                                     " is not divisible by heads " + std::to_string(heads));
-    qkv = register_module("qkv", std::make_shared<Linear>(dim, 3 * dim, rng, qkv_bias));
+    qkv = register_module("qkv", std::make_shared<Linear>(dim, 3 * dim, init, qkv_bias));
     attn_drop = register_module("attn_drop", std::make_shared<Dropout>(attn_dropout, dropout_rng));
-    proj = register_module("proj", std::make_shared<Linear>(dim, dim, rng));
+    proj = register_module("proj", std::make_shared<Linear>(dim, dim, init));
     proj_drop = register_module("proj_drop", std::make_shared<Dropout>(proj_dropout, dropout_rng));
 }
 
@@ -32,13 +32,9 @@ void MultiHeadSelfAttention::record_attention(bool on) {
 namespace {
 // [N] added to every row of the scores: 0 for a visible key, -inf for a hidden patch, so
 // exp(-inf - max) = 0 and a hidden patch gets exactly zero weight. The class token (key 0)
-// is always visible, which keeps every row's maximum finite.
-// Only keys are masked. The ViT notebook's OptionalMask also fills the rows of hidden queries
-// (mask[:, None, :] * mask[:, :, None]) with -finfo.max, which makes such a row uniform over
-// all tokens, hidden ones included; that row is only a hidden patch's own output, which no
-// visible token reads, so masking the keys suffices. (The ViT notebook's MultiHeadAttention
-// never passes its mask on to ScaledDotProductAttention, and builds that with inner_dim,
-// i.e. scales by 1/sqrt(heads * dim_head) instead of 1/sqrt(dim_head).)
+// is always visible, which keeps every row's maximum finite. Only keys are masked: a hidden
+// patch's own row is only its own output, which no visible token reads (chapter 7 compares
+// this with the ViT notebook's OptionalMask).
 // [snippet:key-mask-bias]
 Tensor key_mask_bias(const std::vector<bool>& patch_mask, int64_t N) {
     std::vector<real> bias(N, 0);
@@ -53,13 +49,9 @@ Tensor key_mask_bias(const std::vector<bool>& patch_mask, int64_t N) {
 // A = softmax(q k^T / sqrt(D_h))). The entries of q k^T are sums of head_dim products, so
 // with unit-variance q and k their variance is head_dim; dividing by sqrt(head_dim) brings
 // it back to ~1 and keeps the softmax out of saturation, where it is nearly one-hot and
-// its gradient vanishes. Visual Transformer in CV writes softmax(q k^T) / sqrt(emb_size)
-// instead: scaling after the softmax does nothing about saturation (the logits stay large),
-// only shrinks every weight, so the rows of A sum to 1/sqrt(D) instead of 1 and the output
-// is no longer a weighted average of the values; and the scale belongs to the per-head size
-// D_h, not to the model size D (tests/layers/test_attention.cpp, "[documents]", shows both
-// numerically). (Its mask line, energy.mask_fill(~mask, ...), calls no torch method — it
-// would be masked_fill_, in place — so its mask never takes effect.)
+// its gradient vanishes. The scale is the per-head size D_h, not the model size D. (Visual
+// Transformer in CV scales after the softmax, by sqrt(D): chapter 7 says why that is wrong,
+// and tests/layers/test_attention.cpp, "[documents]", shows it numerically.)
 Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<bool>& patch_mask) {
     if (x.dim() != 3 || x.size(2) != dim)
         throw std::invalid_argument("MultiHeadSelfAttention: expected x of shape [B, N, " + std::to_string(dim) +
@@ -72,7 +64,7 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<bool>&
 
     // [exercise:attention-forward]
     // [B, N, 3D] -> [B, N, 3, heads, head_dim] -> [3, B, heads, N, head_dim], as in timm
-    Tensor qkv_heads = permute(reshape((*qkv)(x), {B, N, 3, heads, head_dim}), {2, 0, 3, 1, 4});
+    Tensor qkv_heads = permute(reshape(qkv->forward(x), {B, N, 3, heads, head_dim}), {2, 0, 3, 1, 4});
     Tensor q = select(qkv_heads, 0, 0), k = select(qkv_heads, 0, 1), v = select(qkv_heads, 0, 2);
 
     // [B, heads, N, N]: row i holds token i's scores against every key j. matmul_transposed
@@ -83,8 +75,8 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<bool>&
     if (record_) attention_ = attn.detach();
 
     // [B, heads, N, head_dim] -> [B, N, heads, head_dim] -> [B, N, D]: the heads concatenated
-    Tensor out = reshape(permute(matmul((*attn_drop)(attn), v), {0, 2, 1, 3}), {B, N, dim});
-    return (*proj_drop)((*proj)(out));
+    Tensor out = reshape(permute(matmul(attn_drop->forward(attn), v), {0, 2, 1, 3}), {B, N, dim});
+    return proj_drop->forward(proj->forward(out));
     // [/exercise:attention-forward]
 }
 

@@ -22,8 +22,8 @@ namespace patchgrad {
 class MultiHeadSelfAttention : public Module {
 public:
     // Throws if dim is not divisible by heads.
-    MultiHeadSelfAttention(int64_t dim, int64_t heads, Rng& rng, std::shared_ptr<Rng> dropout_rng, bool qkv_bias = true,
-                           real attn_dropout = 0, real proj_dropout = 0);
+    MultiHeadSelfAttention(int64_t dim, int64_t heads, Rng& init, std::shared_ptr<Rng> dropout_rng,
+                           bool qkv_bias = true, real attn_dropout = 0, real proj_dropout = 0);
     std::string type_name() const override { return "MultiHeadSelfAttention"; }
 
     // [snippet:msa-forward-declaration]
@@ -33,7 +33,6 @@ public:
     // visible, so every row of A keeps at least one position and the softmax is defined.
     Tensor forward(const Tensor& x, const std::vector<bool>& patch_mask = {});
     // [/snippet:msa-forward-declaration]
-    Tensor operator()(const Tensor& x, const std::vector<bool>& patch_mask = {}) { return forward(x, patch_mask); }
 
     // While on, forward keeps a detached copy of A (before attention dropout).
     void record_attention(bool on);

@@ -6,8 +6,7 @@
 namespace patchgrad {
 
 // int(dim * mlp_ratio) truncates exactly like timm's Mlp, so both build the same shapes.
-// (ViT from scratch's ViTBlock computes self.mlp_hidden_dim but then builds its Linear layers
-// from the mlp_hidden_dim argument, which is None whenever only mlp_ratio is given.)
+// (ViT from scratch's ViTBlock loses the mlp_ratio path: chapter 8.)
 // [snippet:mlp-hidden-dim]
 int64_t mlp_hidden_dim(int64_t dim, int64_t mlp_dim, real mlp_ratio) {
     if (mlp_dim > 0) return mlp_dim;
@@ -20,18 +19,19 @@ int64_t mlp_hidden_dim(int64_t dim, int64_t mlp_dim, real mlp_ratio) {
 }
 // [/snippet:mlp-hidden-dim]
 
-FeedForward::FeedForward(int64_t dim, int64_t hidden_dim, real dropout, Rng& rng, std::shared_ptr<Rng> dropout_rng,
+FeedForward::FeedForward(int64_t dim, int64_t hidden_dim, Rng& init, std::shared_ptr<Rng> dropout_rng, real dropout,
                          GeluApproximation approximation) {
-    fc1 = register_module("fc1", std::make_shared<Linear>(dim, hidden_dim, rng));
+    fc1 = register_module("fc1", std::make_shared<Linear>(dim, hidden_dim, init));
     act = register_module("act", std::make_shared<GELU>(approximation));
     drop1 = register_module("drop1", std::make_shared<Dropout>(dropout, dropout_rng));
-    fc2 = register_module("fc2", std::make_shared<Linear>(hidden_dim, dim, rng));
+    fc2 = register_module("fc2", std::make_shared<Linear>(hidden_dim, dim, init));
     drop2 = register_module("drop2", std::make_shared<Dropout>(dropout, dropout_rng));
 }
 
 // [snippet:mlp-forward]
 Tensor FeedForward::forward(const Tensor& x) {
-    return (*drop2)((*fc2)((*drop1)((*act)((*fc1)(x)))));  // [..., D] -> [..., F] -> [..., D]
+    const Tensor hidden = drop1->forward(act->forward(fc1->forward(x)));  // [..., D] -> [..., F]
+    return drop2->forward(fc2->forward(hidden));                          // [..., F] -> [..., D]
 }
 // [/snippet:mlp-forward]
 

@@ -22,7 +22,7 @@ int64_t mlp_hidden_dim(int64_t dim, int64_t mlp_dim, real mlp_ratio);
 
 class FeedForward : public Layer {
 public:
-    FeedForward(int64_t dim, int64_t hidden_dim, real dropout, Rng& rng, std::shared_ptr<Rng> dropout_rng,
+    FeedForward(int64_t dim, int64_t hidden_dim, Rng& init, std::shared_ptr<Rng> dropout_rng, real dropout = 0,
                 GeluApproximation approximation = GeluApproximation::None);
     std::string type_name() const override { return "FeedForward"; }
     // x [..., dim] -> [..., dim]

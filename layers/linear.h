@@ -12,7 +12,7 @@ namespace patchgrad {
 
 class Linear : public Layer {
 public:
-    Linear(int64_t in_features, int64_t out_features, Rng& rng, bool bias = true);
+    Linear(int64_t in_features, int64_t out_features, Rng& init, bool bias = true);
     std::string type_name() const override { return "Linear"; }
     // x [..., in_features] -> [..., out_features]
     Tensor forward(const Tensor& x) override;

@@ -5,6 +5,19 @@
 // same as in PyTorch/timm, so weights can move between the two without renaming.
 // Modules are held by std::shared_ptr and are not copyable (a copy would share the
 // parameter tensors without anyone noticing).
+//
+// One way to call a module: `fc->forward(x)` (or `fc.forward(x)`). A Layer below takes
+// exactly one tensor and returns one; a module whose forward also takes a patch mask
+// (MultiHeadSelfAttention, ViTBlock, TransformerEncoder, VisionTransformer) derives from
+// Module and declares `forward(x, patch_mask = {})` itself, so it is not a Layer and cannot
+// be put in a Sequential by mistake.
+//
+// One way to hand randomness in. A constructor takes `Rng& init`, the generator its initial
+// weights are drawn from; it is used only while constructing and not kept. A module that
+// draws dropout masks (Dropout, DropPath, and every module that contains them) also takes,
+// right after it, `std::shared_ptr<Rng> dropout_rng`, which those layers keep and draw from
+// at every training step; it may be null when every dropout rate is 0. The VisionTransformer
+// makes both from its seed, so a model and its dropout masks are reproducible from one number.
 #pragma once
 
 #include <memory>
@@ -85,12 +98,12 @@ private:
 // use these values instead.
 void scramble_parameters(Module& module, Rng& rng);
 
-// A module with one tensor in and one out (Linear, LayerNorm, GELU, Dropout, ...): what
-// Sequential chains. Modules with more inputs (attention with a mask) define their own forward.
+// A module with exactly one tensor in and one out (Linear, LayerNorm, GELU, Dropout, ...):
+// what Sequential chains. Modules that also take a patch mask derive from Module instead
+// (see the top of this file).
 class Layer : public Module {
 public:
     virtual Tensor forward(const Tensor& x) = 0;
-    Tensor operator()(const Tensor& x) { return forward(x); }
 };
 
 }  // namespace patchgrad

@@ -13,9 +13,8 @@
 //   ours = timm.reshape(D, C*P*P)          timm = ours.reshape(D, C, P, P)
 //
 // The bias [D] is identical. tests/vit/test_patch_embedding.cpp checks the equivalence with
-// a direct convolution loop. (Visual Transformer in CV and the ViT notebook flatten patches
-// as (p1 p2 c) with einops instead; that is the same model up to a permutation of E's
-// columns, so their weights would need a permute, not just a reshape.)
+// a direct convolution loop. (Weights from a model that flattens patches as (p1 p2 c) need a
+// permute instead: chapter 5.)
 #pragma once
 
 #include <memory>
@@ -29,7 +28,7 @@ namespace patchgrad {
 
 class PatchEmbedding : public Layer {
 public:
-    PatchEmbedding(int64_t channels, int64_t patch_size, int64_t dim, Rng& rng);
+    PatchEmbedding(int64_t channels, int64_t patch_size, int64_t dim, Rng& init);
     std::string type_name() const override { return "PatchEmbedding"; }
     // images [B, C, H, W] -> patch embeddings [B, N, D]
     Tensor forward(const Tensor& images) override;

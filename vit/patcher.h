@@ -6,11 +6,8 @@
 // N = (H/P) * (W/P): the patches in row-major order (left to right, then top to bottom).
 // Within a row, channel c, pixel (i, j) of the patch sits at c*P*P + i*P + j — the order of
 // torch.nn.functional.unfold, which is also how a conv kernel [C, P, P] is laid out in memory
-// (see patch_embedding.h for why that matters).
-//
-// ViTs Explained's Patch_Tokenization.forward writes `split(x).transpose(1,0)`, which swaps
-// the batch and feature axes ([C*P*P, B, N]); its own step-by-step example uses
-// `transpose(2,1)`, the permute done here.
+// (see patch_embedding.h for why that matters). The permute is ViTs Explained's
+// `transpose(2,1)`, not the `transpose(1,0)` of its tokenizer (chapter 5).
 #pragma once
 
 #include "layers/module.h"

@@ -26,19 +26,19 @@ Tensor sinusoidal_positional_encoding(int64_t num_positions, int64_t dim) {
     return table;
 }
 
-PositionalEncoding::PositionalEncoding(int64_t num_positions, int64_t dim, bool learnable, Rng& rng)
+// [snippet:pos-table]
+PositionalEncoding::PositionalEncoding(int64_t num_positions, int64_t dim, bool learnable, Rng& init)
     : learnable(learnable) {
     if (num_positions <= 0 || dim <= 0)
         throw std::invalid_argument("PositionalEncoding: num_positions (" + std::to_string(num_positions) +
                                     ") and dim (" + std::to_string(dim) + ") must be positive");
-    // [snippet:pos-table]
-    table = learnable ? Tensor::trunc_normal({1, num_positions, dim}, 0, 0.02, -2, 2, rng)
+    table = learnable ? Tensor::trunc_normal({1, num_positions, dim}, 0, 0.02, -2, 2, init)
                       : sinusoidal_positional_encoding(num_positions, dim);
-    // [/snippet:pos-table]
+    if (learnable) register_parameter("pos_embed", table);
 }
+// [/snippet:pos-table]
 
-Tensor PositionalEncoding::forward(const Tensor& x) const {
-    if (!table.defined()) throw std::invalid_argument("PositionalEncoding: forward on an empty encoding");
+Tensor PositionalEncoding::forward(const Tensor& x) {
     const Shape& t = table.shape();
     if (x.dim() != 3 || x.size(1) != t[1] || x.size(2) != t[2])
         throw std::invalid_argument("PositionalEncoding: expected x [B, " + std::to_string(t[1]) + ", " +

@@ -11,18 +11,18 @@
 //    Explained's get_sinusoid_encoding), not trained:
 //        PE(pos, 2i)   = sin(pos / 10000^(2i/D))
 //        PE(pos, 2i+1) = cos(pos / 10000^(2i/D))
-//    ViT from scratch's commented-out "Method 1" loop writes sin into the odd dimensions too,
-//    so every pair of columns would be identical; its "Method 2" (and this file) use cos there.
+//    (cos in the odd dimensions, unlike ViT from scratch's "Method 1" loop: see chapter 6.)
 //
 // Parameter names. timm keeps `pos_embed` (and `cls_token`) as top-level parameters of the
-// VisionTransformer, not inside a submodule, so a PositionalEncoding is a plain value (the
-// table and how it was made), not a Module: the VisionTransformer registers `table` itself
-// as "pos_embed" when it is learnable. The fixed table is not a parameter, like a PyTorch
-// buffer.
+// VisionTransformer, not inside a submodule. A learnable PositionalEncoding registers its table
+// as its own parameter "pos_embed"; the VisionTransformer holds the encoding as a member, not as
+// a named child (a child would rename it "pos_encoding.pos_embed"), and registers the same tensor
+// under "pos_embed" itself. The fixed table is not a parameter, like a PyTorch buffer.
 #pragma once
 
 #include "autograd/rng.h"
 #include "autograd/tensor.h"
+#include "layers/module.h"
 
 namespace patchgrad {
 
@@ -30,18 +30,18 @@ namespace patchgrad {
 // sine column that has no cosine partner.
 Tensor sinusoidal_positional_encoding(int64_t num_positions, int64_t dim);
 
-class PositionalEncoding {
+class PositionalEncoding : public Layer {
 public:
-    PositionalEncoding() = default;
-    // learnable: trunc_normal(0, 0.02, a=-2, b=2) drawn from `rng`; otherwise the sinusoidal
-    // table (no random numbers drawn).
-    PositionalEncoding(int64_t num_positions, int64_t dim, bool learnable, Rng& rng);
+    // learnable: trunc_normal(0, 0.02, a=-2, b=2) drawn from `init`, the parameter "pos_embed";
+    // otherwise the sinusoidal table (no random numbers drawn, no parameter).
+    PositionalEncoding(int64_t num_positions, int64_t dim, bool learnable, Rng& init);
+    std::string type_name() const override { return "PositionalEncoding"; }
 
     // x [B, num_positions, dim] -> x + E_pos (broadcast over the batch)
-    Tensor forward(const Tensor& x) const;
+    Tensor forward(const Tensor& x) override;
 
     Tensor table;  // E_pos [1, num_positions, dim]
-    bool learnable = false;
+    bool learnable;
 };
 
 }  // namespace patchgrad

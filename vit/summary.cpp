@@ -45,9 +45,9 @@ ModelSummary summarize(const ViTConfig& c) {
         row(b + "drop_path2", "DropPath", {1, T, D}, 0);
     }
     // [/exercise:summary-block-rows]
-    row("pool", c.pool == "mean" ? "mean of all tokens" : "class token z_L^0", {1, D}, 0);
+    row("pool", c.pool == Pool::Mean ? "mean of all tokens" : "class token z_L^0", {1, D}, 0);
     row("norm", "LayerNorm", {1, D}, layer_norm_parameters(D));
-    if (c.head == "mlp") {
+    if (c.head == Head::Mlp) {
         row("pre_logits.fc", "Linear", {1, D}, linear_parameters(D, D, true));
         row("pre_logits.act", "Tanh", {1, D}, 0);
     }

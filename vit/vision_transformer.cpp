@@ -62,7 +62,8 @@ ParameterLayout parameter_layout(const ViTConfig& c) {
                                    {"mlp.fc2.weight", {D, H}},
                                    {"mlp.fc2.bias", {D}}});
     p.after = {{"norm.weight", {D}}, {"norm.bias", {D}}};
-    if (c.head == "mlp") p.after.insert(p.after.end(), {{"pre_logits.fc.weight", {D, D}}, {"pre_logits.fc.bias", {D}}});
+    if (c.head == Head::Mlp)
+        p.after.insert(p.after.end(), {{"pre_logits.fc.weight", {D, D}}, {"pre_logits.fc.bias", {D}}});
     p.after.insert(p.after.end(), {{"head.weight", {K, D}}, {"head.bias", {K}}});
     return p;
 }
@@ -128,10 +129,6 @@ void validate(const ViTConfig& c) {
                            {c.drop_path, "drop_path"}})
         if (!(p >= 0 && p < 1))
             throw std::invalid_argument(who + what + " must be in [0, 1), got " + std::to_string(p));
-    if (c.pool != "cls" && c.pool != "mean")
-        throw std::invalid_argument(who + "pool must be \"cls\" or \"mean\", got \"" + c.pool + "\"");
-    if (c.head != "linear" && c.head != "mlp")
-        throw std::invalid_argument(who + "head must be \"linear\" or \"mlp\", got \"" + c.head + "\"");
     // mlp_hidden() converts dim * mlp_ratio to an integer, which must not overflow.
     if (c.mlp_dim == 0 && !(double(c.dim) * double(c.mlp_ratio) < 0x1p62))
         throw std::invalid_argument(who + "the MLP size dim " + std::to_string(c.dim) + " x mlp_ratio " +
@@ -174,6 +171,37 @@ void check_memory(const ViTConfig& config, int64_t copies) {
                                     format_bytes(double(machine)) + " of memory");
 }
 
+std::string pool_name(Pool pool) { return pool == Pool::Mean ? "mean" : "cls"; }
+
+std::string head_name(Head head) { return head == Head::Mlp ? "mlp" : "linear"; }
+
+Pool pool_from_name(const std::string& name) {
+    if (name == "cls") return Pool::Cls;
+    if (name == "mean") return Pool::Mean;
+    throw std::invalid_argument("ViTConfig: pool must be \"cls\" or \"mean\", got \"" + name + "\"");
+}
+
+Head head_from_name(const std::string& name) {
+    if (name == "linear") return Head::Linear;
+    if (name == "mlp") return Head::Mlp;
+    throw std::invalid_argument("ViTConfig: head must be \"linear\" or \"mlp\", got \"" + name + "\"");
+}
+
+BlockConfig ViTConfig::block(int64_t l) const {
+    BlockConfig b;
+    b.dim = dim;
+    b.heads = heads;
+    b.mlp_hidden_dim = mlp_hidden();
+    b.qkv_bias = qkv_bias;
+    b.dropout = dropout;
+    b.attn_dropout = attn_dropout;
+    // Stochastic depth grows linearly with depth, 0 for the first block (timm's dpr).
+    b.drop_path = depth > 1 ? drop_path * real(l) / real(depth - 1) : drop_path;
+    b.gelu = gelu;
+    b.layer_norm_eps = layer_norm_eps;
+    return b;
+}
+
 std::vector<std::string> vit_config_names() {
     return {"vit-b16", "vit-b32", "vit-l16", "vit-h14", "cifar-micro", "cifar-tiny", "cifar-small"};
 }
@@ -182,13 +210,13 @@ std::string describe(const ViTConfig& c) {
     std::ostringstream os;
     os << c.name << ": " << c.image_height << "x" << c.image_width << " images, " << c.channels << " channels, patch "
        << c.patch_size << " (" << c.num_patches() << " patches), dim " << c.dim << ", depth " << c.depth << ", heads "
-       << c.heads << ", MLP " << c.mlp_hidden() << ", " << c.num_classes << " classes, pool " << c.pool << ", head "
-       << c.head;
+       << c.heads << ", MLP " << c.mlp_hidden() << ", " << c.num_classes << " classes, pool " << pool_name(c.pool)
+       << ", head " << head_name(c.head);
     return os.str();
 }
 
+// [snippet:named-configs]
 ViTConfig vit_config(const std::string& name) {
-    // [snippet:named-configs]
     if (name == "vit-b16") return paper_config(name, 16, 768, 12, 12, 3072);
     if (name == "vit-b32") return paper_config(name, 32, 768, 12, 12, 3072);
     if (name == "vit-l16") return paper_config(name, 16, 1024, 24, 16, 4096);
@@ -196,11 +224,11 @@ ViTConfig vit_config(const std::string& name) {
     if (name == "cifar-micro") return cifar_config(name, 96, 4, 4, 192);
     if (name == "cifar-tiny") return cifar_config(name, 128, 6, 4, 256);
     if (name == "cifar-small") return cifar_config(name, 192, 6, 3, 384);
-    // [/snippet:named-configs]
     std::string known;
     for (const std::string& n : vit_config_names()) known += (known.empty() ? "" : ", ") + n;
     throw std::invalid_argument("vit_config: unknown configuration '" + name + "' (known: " + known + ")");
 }
+// [/snippet:named-configs]
 
 void TransformerEncoder::add(std::shared_ptr<ViTBlock> block) {
     layers.push_back(register_module(std::to_string(layers.size()), std::move(block)));
@@ -214,8 +242,8 @@ Tensor TransformerEncoder::forward(const Tensor& z, const std::vector<bool>& pat
 }
 // [/snippet:encoder-forward]
 
-PreLogits::PreLogits(int64_t dim, int64_t hidden_dim, Rng& rng)
-    : fc(register_module("fc", std::make_shared<Linear>(dim, hidden_dim, rng))),
+PreLogits::PreLogits(int64_t dim, int64_t hidden_dim, Rng& init)
+    : fc(register_module("fc", std::make_shared<Linear>(dim, hidden_dim, init))),
       act(register_module("act", std::make_shared<Tanh>())) {}
 
 Tensor PreLogits::forward(const Tensor& x) { return act->forward(fc->forward(x)); }
@@ -234,22 +262,16 @@ VisionTransformer::VisionTransformer(const ViTConfig& cfg, uint64_t seed) : conf
     const int64_t D = config.dim;
 
     cls_token = register_parameter("cls_token", Tensor::trunc_normal({1, 1, D}, 0, 0.02, -2, 2, rng));
-    pos_encoding = PositionalEncoding(config.num_patches() + 1, D, config.learnable_pos_embed, rng);
-    if (pos_encoding.learnable) register_parameter("pos_embed", pos_encoding.table);
+    pos_encoding = std::make_shared<PositionalEncoding>(config.num_patches() + 1, D, config.learnable_pos_embed, rng);
+    if (pos_encoding->learnable) register_parameter("pos_embed", pos_encoding->table);
     patch_embed =
         register_module("patch_embed", std::make_shared<PatchEmbedding>(config.channels, config.patch_size, D, rng));
     pos_drop = register_module("pos_drop", std::make_shared<Dropout>(config.emb_dropout, dropout_rng));
     blocks = register_module("blocks", std::make_shared<TransformerEncoder>());
-    for (int64_t l = 0; l < config.depth; ++l) {
-        // Stochastic depth grows linearly with depth, 0 for the first block (timm's dpr).
-        const real drop_path =
-            config.depth > 1 ? config.drop_path * real(l) / real(config.depth - 1) : config.drop_path;
-        blocks->add(std::make_shared<ViTBlock>(D, config.heads, config.mlp_hidden(), rng, dropout_rng, config.qkv_bias,
-                                               config.dropout, config.attn_dropout, config.gelu, config.layer_norm_eps,
-                                               drop_path));
-    }
+    for (int64_t l = 0; l < config.depth; ++l)
+        blocks->add(std::make_shared<ViTBlock>(config.block(l), rng, dropout_rng));
     norm = register_module("norm", std::make_shared<LayerNorm>(D, config.layer_norm_eps));
-    if (config.head == "mlp") pre_logits = register_module("pre_logits", std::make_shared<PreLogits>(D, D, rng));
+    if (config.head == Head::Mlp) pre_logits = register_module("pre_logits", std::make_shared<PreLogits>(D, D, rng));
     head = register_module("head", std::make_shared<Linear>(D, config.num_classes, rng));
 }
 // [/snippet:vit-constructor]
@@ -286,11 +308,11 @@ Tensor VisionTransformer::forward(const Tensor& images, const std::vector<bool>&
     // ViT notebook and timm's fc_norm.
     // [exercise:vit-pooling]
     const int64_t B = images.size(0), D = config.dim;
-    Tensor x = patch_embed->forward(images);                   // [B, N, D]: x_p^i E
-    x = concat({broadcast_to(cls_token, {B, 1, D}), x}, 1);    // [B, N+1, D]: [x_class; x_p^1 E; ...]
-    x = pos_drop->forward(pos_encoding.forward(x));            // z_0, eq. (1)
-    x = blocks->forward(x, patch_mask);                        // z_L, eqs. (2) and (3)
-    x = config.pool == "mean" ? mean(x, 1) : select(x, 1, 0);  // [B, D]
+    Tensor x = patch_embed->forward(images);                       // [B, N, D]: x_p^i E
+    x = concat({broadcast_to(cls_token, {B, 1, D}), x}, 1);        // [B, N+1, D]: [x_class; x_p^1 E; ...]
+    x = pos_drop->forward(pos_encoding->forward(x));               // z_0, eq. (1)
+    x = blocks->forward(x, patch_mask);                            // z_L, eqs. (2) and (3)
+    x = config.pool == Pool::Mean ? mean(x, 1) : select(x, 1, 0);  // [B, D]
     x = norm->forward(x);
     if (pre_logits) x = pre_logits->forward(x);
     return head->forward(x);  // [B, num_classes]

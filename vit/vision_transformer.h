@@ -13,16 +13,9 @@
 //   blocks.{l}.norm1, blocks.{l}.attn.qkv [3D, D], blocks.{l}.attn.proj, blocks.{l}.norm2,
 //   blocks.{l}.mlp.fc1 [hidden, D], blocks.{l}.mlp.fc2, norm, [pre_logits.fc], head [K, D].
 //
-// Where this differs from ViT from scratch's VisionTransformer, on purpose:
-//  - num_patches is an integer ((H/P) * (W/P)); its (image_size / patch_size) ** 2 is a
-//    Python float, which nn.Parameter sizes reject. Non-square images are allowed.
-//  - the final LayerNorm of eq. (4) is applied; it feeds z_L^0 straight to the head.
-//  - cls_token is drawn from trunc_normal(std 0.02) (timm, ViTs Explained), not from
-//    torch.rand's [0, 1).
-//  - the position embedding is learnable by default, as in the paper (ViT from scratch
-//    defaults to its fixed sinusoidal PositionalEncoder).
-//  - the pre-training head is one hidden layer with tanh (see PreLogits), and ViT-H has
-//    MLP size 5120 as in the paper's Table 1 (ViT from scratch's ViT_Huge says 4096).
+// It differs on purpose from ViT from scratch's VisionTransformer: an integer patch count
+// (non-square images allowed), the LayerNorm of eq. (4), cls_token drawn like timm's, learned
+// positions by default, a tanh pre-training head and ViT-H's MLP size 5120. Chapter 9 says why.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +39,17 @@
 namespace patchgrad {
 
 // [snippet:vit-config]
+// How the tokens z_L become one vector per image, and what maps that vector to the logits.
+// Checkpoints, describe() and error messages spell them "cls"/"mean" and "linear"/"mlp".
+enum class Pool {
+    Cls,   // "cls": the class token z_L^0 (paper eq. 4)
+    Mean,  // "mean": the mean of all N+1 tokens (ViT study notes)
+};
+enum class Head {
+    Linear,  // "linear": one Linear D -> K, the fine-tuning head
+    Mlp,     // "mlp": the pre-training head, a tanh hidden layer (PreLogits) and then that Linear
+};
+
 struct ViTConfig {
     std::string name = "custom";
     int64_t image_height = 224, image_width = 224;  // non-square allowed
@@ -57,12 +61,12 @@ struct ViTConfig {
     int64_t mlp_dim = 0;  // the MLP's hidden size; 0 = dim * mlp_ratio
     real mlp_ratio = 4;
     int64_t num_classes = 1000;
-    std::string pool = "cls";     // "cls": z_L^0 (paper eq. 4); "mean": the mean of all tokens (ViT study notes)
-    std::string head = "linear";  // "linear": fine-tuning head; "mlp": pre-training head (tanh hidden layer)
-    real dropout = 0;             // after the attention projection and inside the MLP
-    real emb_dropout = 0;         // on z_0 (timm's pos_drop)
-    real attn_dropout = 0;        // on the attention weights
-    real drop_path = 0;           // stochastic depth of the last block; block l gets drop_path * l / (depth - 1)
+    Pool pool = Pool::Cls;
+    Head head = Head::Linear;
+    real dropout = 0;       // after the attention projection and inside the MLP
+    real emb_dropout = 0;   // on z_0 (timm's pos_drop)
+    real attn_dropout = 0;  // on the attention weights
+    real drop_path = 0;     // stochastic depth of the last block; block l gets drop_path * l / (depth - 1)
     bool qkv_bias = true;
     bool learnable_pos_embed = true;  // false: fixed sinusoidal (ViT from scratch)
     GeluApproximation gelu = GeluApproximation::None;
@@ -72,14 +76,22 @@ struct ViTConfig {
     int64_t patches_wide() const { return image_width / patch_size; }
     int64_t num_patches() const { return patches_high() * patches_wide(); }  // N
     int64_t mlp_hidden() const { return mlp_hidden_dim(dim, mlp_dim, mlp_ratio); }
+    BlockConfig block(int64_t l) const;  // block l's sizes and rates, its drop path grown linearly
 };
 // [/snippet:vit-config]
 
+std::string pool_name(Pool pool);
+std::string head_name(Head head);
+// The enum spelled `name`; throws std::invalid_argument
+// `ViTConfig: pool must be "cls" or "mean", got "max"` (and the same for head) for any other.
+Pool pool_from_name(const std::string& name);
+Head head_from_name(const std::string& name);
+
 // Throws std::invalid_argument ("ViTConfig '<name>': ...") naming the offending sizes if a
 // size is not positive, the image is not divisible into patches, dim is not divisible by
-// heads, a dropout is outside [0, 1), pool/head is not one of the names above, or a count
-// the model multiplies out (patches, one image's attention weights, a parameter's elements,
-// the total) is more than a 64-bit integer holds.
+// heads, a dropout is outside [0, 1), or a count the model multiplies out (patches, one
+// image's attention weights, a parameter's elements, the total) is more than a 64-bit
+// integer holds.
 void validate(const ViTConfig& config);
 
 // Calls f(name, shape) for every parameter VisionTransformer(config) registers, in the order
@@ -111,26 +123,24 @@ std::vector<std::string> vit_config_names();
 
 // The encoder: L ViTBlocks applied in turn, z_l = block_l(z_{l-1}) (ViT from scratch's
 // nn.ModuleList `layers`, timm's `blocks`). Children are named "0".."L-1": blocks.3.attn.qkv.weight.
-class TransformerEncoder : public Layer {
+class TransformerEncoder : public Module {
 public:
     std::string type_name() const override { return "TransformerEncoder"; }
     void add(std::shared_ptr<ViTBlock> block);
     // z_0 [B, N+1, D] -> z_L [B, N+1, D]; the mask goes to every block.
-    Tensor forward(const Tensor& z, const std::vector<bool>& patch_mask);
-    Tensor forward(const Tensor& z) override { return forward(z, {}); }
+    Tensor forward(const Tensor& z, const std::vector<bool>& patch_mask = {});
 
     std::vector<std::shared_ptr<ViTBlock>> layers;
 };
 
 // The pre-training head's hidden layer, "an MLP with one hidden layer" (paper §3.1): Linear
 // then tanh, named like timm's pre_logits (fc, act) for the ImageNet-21k checkpoints, whose
-// hidden size (representation_size) is D. ViT from scratch's is_pretrain head stacks three
-// nn.Linear with nothing between them: a composition of affine maps is one affine map, so that
-// head is no more expressive than a single Linear (tests/vit/test_vision_transformer.cpp).
+// hidden size (representation_size) is D. (ViT from scratch's is_pretrain head has no
+// nonlinearity between its layers: chapter 9, section 6.)
 // [snippet:pre-logits]
 class PreLogits : public Layer {
 public:
-    PreLogits(int64_t dim, int64_t hidden_dim, Rng& rng);
+    PreLogits(int64_t dim, int64_t hidden_dim, Rng& init);
     std::string type_name() const override { return "PreLogits"; }
     Tensor forward(const Tensor& x) override;  // [B, dim] -> [B, hidden_dim]
 
@@ -139,7 +149,7 @@ public:
 };
 // [/snippet:pre-logits]
 
-class VisionTransformer : public Layer {
+class VisionTransformer : public Module {
 public:
     // Validates `config`, refuses a model whose weights alone exceed the machine's memory
     // (check_memory), and initialises every weight from `seed` (timm's scheme: Linear and
@@ -151,8 +161,7 @@ public:
     // images [B, C, H, W] -> logits [B, num_classes]. patch_mask: empty, or one entry per
     // patch (true = visible); hidden patches cannot be attended to (the ViT notebook's mask).
     // Mean pooling still averages every token.
-    Tensor forward(const Tensor& images, const std::vector<bool>& patch_mask);
-    Tensor forward(const Tensor& images) override { return forward(images, {}); }
+    Tensor forward(const Tensor& images, const std::vector<bool>& patch_mask = {});
 
     // While on, every block's attention keeps its weights A [B, heads, N+1, N+1] of the last
     // forward; attention_maps() returns them, one per block (undefined before a forward).
@@ -162,8 +171,10 @@ public:
     const ViTConfig config;
     std::shared_ptr<Rng> dropout_rng;
 
-    Tensor cls_token;                 // x_class [1, 1, D]
-    PositionalEncoding pos_encoding;  // E_pos; its table is the parameter "pos_embed" when learnable
+    Tensor cls_token;  // x_class [1, 1, D]
+    // E_pos: a member, not a named child, so that its table is the top-level parameter
+    // "pos_embed" (registered by the constructor) when learnable, as in timm.
+    std::shared_ptr<PositionalEncoding> pos_encoding;
     std::shared_ptr<PatchEmbedding> patch_embed;
     std::shared_ptr<Dropout> pos_drop;
     std::shared_ptr<TransformerEncoder> blocks;

@@ -7,13 +7,9 @@
 // While training, stochastic depth (drop_path1, drop_path2) may drop either branch for a
 // whole sample, leaving only its residual path.
 //
-// ViT from scratch's ViTBlock.forward computes the second line as
-//   out = self.feedforward(self.layernorm2(x)) + out
-// i.e. it normalises the block's input x instead of z'_l, so the MLP never sees what the
-// attention just wrote; tests/vit/test_vit_block.cpp shows the two differ and that ours is
-// the paper's. (Its constructor also passes `mlp_hidden_dim` rather than
-// `self.mlp_hidden_dim` to nn.Linear, so the mlp_ratio path breaks; FeedForward's size comes
-// from mlp_hidden_dim() in layers/feed_forward.h.)
+// This differs from ViT from scratch's ViTBlock.forward, whose MLP reads LN of the block's
+// input instead of LN(z'_l): chapter 8 shows why, and tests/vit/test_vit_block.cpp
+// ("[documents]") that the two differ.
 //
 // Children are named like timm's Block ("norm1", "attn", "norm2", "mlp"), so parameters read
 // blocks.3.norm1.weight, blocks.3.attn.qkv.weight, blocks.3.mlp.fc1.weight, ...
@@ -33,20 +29,30 @@
 namespace patchgrad {
 
 // [snippet:vit-block-class]
-class ViTBlock : public Layer {
+// The sizes and rates of one block (like llm.c's GPT2Config, one struct instead of a long
+// argument list). ViTConfig::block(l) fills it in for block l of a model.
+struct BlockConfig {
+    int64_t dim = 768;              // D
+    int64_t heads = 12;             // D must be divisible by heads
+    int64_t mlp_hidden_dim = 3072;  // the MLP's hidden size
+    bool qkv_bias = true;
+    real dropout = 0;       // after the attention's output projection and inside the MLP (timm's proj_drop, drop1/2)
+    real attn_dropout = 0;  // on the attention weights
+    real drop_path = 0;     // stochastic depth of both residual branches (drop_path1/2)
+    GeluApproximation gelu = GeluApproximation::None;
+    real layer_norm_eps = 1e-6;
+};
+
+class ViTBlock : public Module {
 public:
-    // dropout is applied after the attention's output projection and inside the MLP (timm's
-    // proj_drop and drop1/drop2); attn_dropout to the attention weights.
-    // drop_path is the stochastic-depth rate of both residual branches (drop_path1/2).
-    ViTBlock(int64_t dim, int64_t heads, int64_t mlp_hidden_dim, Rng& rng, std::shared_ptr<Rng> dropout_rng,
-             bool qkv_bias = true, real dropout = 0, real attn_dropout = 0,
-             GeluApproximation gelu = GeluApproximation::None, real layer_norm_eps = 1e-6, real drop_path = 0);
+    // Weights are drawn from `init`; the dropout and drop-path layers keep `dropout_rng`
+    // (null is allowed when every rate is 0), see module.h.
+    ViTBlock(const BlockConfig& config, Rng& init, std::shared_ptr<Rng> dropout_rng);
     std::string type_name() const override { return "ViTBlock"; }
 
     // z [B, N+1, D] -> [B, N+1, D]. patch_mask: empty, or one entry per patch (true = visible),
     // see MultiHeadSelfAttention::forward.
-    Tensor forward(const Tensor& z, const std::vector<bool>& patch_mask);
-    Tensor forward(const Tensor& z) override { return forward(z, {}); }
+    Tensor forward(const Tensor& z, const std::vector<bool>& patch_mask = {});
 
     std::shared_ptr<LayerNorm> norm1;
     std::shared_ptr<MultiHeadSelfAttention> attn;

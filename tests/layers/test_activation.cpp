@@ -24,8 +24,8 @@ TEST_CASE("GELU: exact erf form and tanh approximation, selectable", "[layer:GEL
         a[i] = 0.5 * v * (1 + std::tanh(std::sqrt(2 / std::acos(-1.0)) * (v + 0.044715 * v * v * v)));
         max_diff = std::max(max_diff, std::abs(e[i] - a[i]));
     }
-    require_close(exact(x), from_doubles(x.shape(), e), 1e-12);
-    require_close(approx(x), from_doubles(x.shape(), a), 1e-12);
+    require_close(exact.forward(x), from_doubles(x.shape(), e), 1e-12);
+    require_close(approx.forward(x), from_doubles(x.shape(), a), 1e-12);
     // The two forms really differ (by up to ~5e-4, near |x| = 2.7), so the switch matters.
     CHECK(max_diff > 1e-5);
 }
@@ -34,8 +34,8 @@ TEST_CASE("GELU: gradcheck, both forms", "[layer:GELU][gradcheck]") {
     Rng rng(11);
     for (GeluApproximation a : {GeluApproximation::None, GeluApproximation::Tanh}) {
         GELU act(a);
-        check_gradients([&](const std::vector<Tensor>& xs) { return act(xs[0]); }, {rand_tensor({7, 11}, rng, -3, 3)},
-                        12);
+        check_gradients([&](const std::vector<Tensor>& xs) { return act.forward(xs[0]); },
+                        {rand_tensor({7, 11}, rng, -3, 3)}, 12);
     }
 }
 
@@ -47,15 +47,16 @@ TEST_CASE("Tanh: forward and gradcheck", "[layer:Tanh][forward][gradcheck]") {
     const Tensor x = rand_tensor({3, 1, 5}, rng, -3, 3, false);
     std::vector<double> expected(x.numel());
     for (int64_t i = 0; i < x.numel(); ++i) expected[i] = std::tanh(double(x.data()[i]));
-    require_close(act(x), from_doubles(x.shape(), expected), 1e-12);
-    check_gradients([&](const std::vector<Tensor>& xs) { return act(xs[0]); }, {rand_tensor({2, 7}, rng, -2, 2)}, 14);
+    require_close(act.forward(x), from_doubles(x.shape(), expected), 1e-12);
+    check_gradients([&](const std::vector<Tensor>& xs) { return act.forward(xs[0]); },
+                    {rand_tensor({2, 7}, rng, -2, 2)}, 14);
 }
 
 TEST_CASE("Identity: returns its input itself and has no parameters", "[layer:Identity]") {
     Rng rng(15);
     Identity id;
     const Tensor x = rand_tensor({2, 3}, rng);
-    CHECK(id(x).same(x));
+    CHECK(id.forward(x).same(x));
     CHECK(id.num_parameters() == 0);
     CHECK(id.type_name() == "Identity");
 }

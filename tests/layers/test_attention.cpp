@@ -106,7 +106,7 @@ TEST_CASE("MultiHeadSelfAttention: forward matches a naive per-head reference",
         auto msa = make_msa(6, 3, rng, qkv_bias);
         msa->record_attention(true);
         const Tensor x = rand_tensor({2, 5, 6}, rng, -1, 1, false);
-        const Tensor y = (*msa)(x);
+        const Tensor y = msa->forward(x);
         const NaiveAttention ref = naive_attention(x, *msa);
         require_close(y, from_doubles({2, 5, 6}, ref.out), 1e-12);
         require_close(msa->attention(), from_doubles({2, 3, 5, 5}, ref.attn), 1e-12);
@@ -122,7 +122,7 @@ TEST_CASE(
     auto msa = make_msa(8, 2, rng);
     msa->record_attention(true);
     const Tensor x = rand_tensor({2, 6, 8}, rng, -1, 1, false);
-    (*msa)(x);
+    msa->forward(x);
     const NaiveAttention ref = naive_attention(x, *msa);
     const Tensor A = msa->attention();
     require_close(A, from_doubles({2, 2, 6, 6}, ref.attn), 1e-12);
@@ -195,10 +195,10 @@ TEST_CASE("MultiHeadSelfAttention: recorded attention is [B, heads, N, N] with r
     Rng rng(64);
     auto msa = make_msa(8, 4, rng);
     const Tensor x = rand_tensor({3, 7, 8}, rng, -1, 1, false);
-    (*msa)(x);
+    msa->forward(x);
     CHECK_FALSE(msa->attention().defined());  // not recording by default
     msa->record_attention(true);
-    (*msa)(x);
+    msa->forward(x);
     const Tensor A = msa->attention();
     REQUIRE(A.shape() == Shape{3, 4, 7, 7});
     CHECK_FALSE(A.requires_grad());
@@ -213,7 +213,7 @@ TEST_CASE("MultiHeadSelfAttention: recorded attention is [B, heads, N, N] with r
     // Attention dropout acts after the recording: the recorded rows still sum to 1.
     auto dropping = make_msa(8, 4, rng, true, std::make_shared<Rng>(65), 0.5);
     dropping->record_attention(true);
-    (*dropping)(x);
+    dropping->forward(x);
     double s = 0;
     for (int64_t j = 0; j < 7; ++j) s += dropping->attention().data()[j];
     CHECK(s == Approx(1).epsilon(1e-12));
@@ -229,7 +229,7 @@ TEST_CASE("MultiHeadSelfAttention: a hidden patch gets zero attention, the class
     msa->record_attention(true);
     const Tensor x = rand_tensor({2, 6, 6}, rng, -1, 1, false);
     const std::vector<bool> mask{true, false, true, false, false};  // patches 1..5; tokens 2, 4, 5 hidden
-    const Tensor y = (*msa)(x, mask);
+    const Tensor y = msa->forward(x, mask);
     const Tensor A = msa->attention();
     const NaiveAttention ref = naive_attention(x, *msa, mask);
     require_close(y, from_doubles({2, 6, 6}, ref.out), 1e-12);
@@ -251,13 +251,13 @@ TEST_CASE("MultiHeadSelfAttention: a hidden patch gets zero attention, the class
     for (int64_t b = 0; b < 2; ++b)
         for (int64_t t = 0; t < 3; ++t)
             for (int64_t c = 0; c < 6; ++c) x_kept.at({b, t, c}) = x.at({b, kept[t], c});
-    const Tensor y_kept = (*msa)(x_kept);
+    const Tensor y_kept = msa->forward(x_kept);
     for (int64_t b = 0; b < 2; ++b)
         for (int64_t t = 0; t < 3; ++t)
             for (int64_t c = 0; c < 6; ++c) CHECK(y.at({b, kept[t], c}) == Approx(y_kept.at({b, t, c})).epsilon(1e-12));
 
     // Everything hidden: every token attends to the class token alone.
-    (*msa)(x, std::vector<bool>(5, false));
+    msa->forward(x, std::vector<bool>(5, false));
     const Tensor only_cls = msa->attention();
     for (int64_t row = 0; row < 2 * 2 * 6; ++row) {
         CHECK(only_cls.data()[row * 6] == 1);
@@ -265,8 +265,8 @@ TEST_CASE("MultiHeadSelfAttention: a hidden patch gets zero attention, the class
     }
 
     // Everything visible is the same as no mask.
-    const Tensor y_all = (*msa)(x, std::vector<bool>(5, true));
-    require_close(y_all, (*msa)(x), 1e-12);
+    const Tensor y_all = msa->forward(x, std::vector<bool>(5, true));
+    require_close(y_all, msa->forward(x), 1e-12);
 }
 
 TEST_CASE("MultiHeadSelfAttention: train/eval reaches both dropouts", "[layer:MultiHeadSelfAttention]") {
@@ -278,7 +278,7 @@ TEST_CASE("MultiHeadSelfAttention: train/eval reaches both dropouts", "[layer:Mu
     CHECK_FALSE(msa->attn_drop->training());
     CHECK_FALSE(msa->proj_drop->training());
     const auto state = dropout_rng->state();
-    const Tensor y_eval = (*msa)(x);
+    const Tensor y_eval = msa->forward(x);
     CHECK(dropout_rng->state() == state);
     require_close(y_eval, from_doubles({2, 3, 4}, naive_attention(x, *msa).out), 1e-12);
     msa->train();
@@ -287,7 +287,7 @@ TEST_CASE("MultiHeadSelfAttention: train/eval reaches both dropouts", "[layer:Mu
 
     // Both dropouts act: proj_drop, the last step, zeroes whole outputs; attn_drop changes
     // the others by more than proj_drop's 1/(1-p) rescaling.
-    const Tensor y = (*msa)(x);
+    const Tensor y = msa->forward(x);
     int64_t zeroed = 0, changed = 0;
     for (int64_t i = 0; i < y.numel(); ++i) {
         if (y.data()[i] == 0)
@@ -317,7 +317,7 @@ TEST_CASE("MultiHeadSelfAttention: gradcheck w.r.t. input and every parameter, w
     for (const Case& c : cases) {
         INFO("B " << c.B << " N " << c.N << " D " << c.D << " heads " << c.heads << " mask entries " << c.mask.size());
         auto msa = make_msa(c.D, c.heads, rng, c.qkv_bias);
-        check_gradients([&](const std::vector<Tensor>& xs) { return (*msa)(xs[0], c.mask); },
+        check_gradients([&](const std::vector<Tensor>& xs) { return msa->forward(xs[0], c.mask); },
                         with_parameters(rand_tensor({c.B, c.N, c.D}, rng), *msa), 70);
     }
 }
@@ -331,7 +331,7 @@ TEST_CASE("MultiHeadSelfAttention: gradcheck with attention and projection dropo
     check_gradients(
         [&](const std::vector<Tensor>& xs) {
             *dropout_rng = Rng(73);
-            return (*msa)(xs[0], mask);
+            return msa->forward(xs[0], mask);
         },
         with_parameters(rand_tensor({2, 5, 6}, rng), *msa), 74);
 }
@@ -342,16 +342,16 @@ TEST_CASE("MultiHeadSelfAttention: errors name the sizes", "[layer:MultiHeadSelf
                   {"MultiHeadSelfAttention", "dim 10", "heads 3", "divisible"});
     require_error([&] { MultiHeadSelfAttention(8, 0, rng, nullptr); }, {"MultiHeadSelfAttention", "heads 0"});
     MultiHeadSelfAttention msa(8, 2, rng, nullptr);
-    require_error([&] { msa(Tensor::zeros({2, 5, 7})); }, {"MultiHeadSelfAttention", "[2, 5, 7]", "8"});
-    require_error([&] { msa(Tensor::zeros({5, 8})); }, {"MultiHeadSelfAttention", "[5, 8]"});
+    require_error([&] { msa.forward(Tensor::zeros({2, 5, 7})); }, {"MultiHeadSelfAttention", "[2, 5, 7]", "8"});
+    require_error([&] { msa.forward(Tensor::zeros({5, 8})); }, {"MultiHeadSelfAttention", "[5, 8]"});
     require_error(
         [&] {
-            msa(Tensor::zeros({2, 5, 8}), std::vector<bool>(5, true));
+            msa.forward(Tensor::zeros({2, 5, 8}), std::vector<bool>(5, true));
         },
         {"MultiHeadSelfAttention", "patch_mask", "5 entries", "4 patches", "[2, 5, 8]"});
     require_error(
         [&] {
-            msa(Tensor::zeros({2, 5, 8}), std::vector<bool>(3, true));
+            msa.forward(Tensor::zeros({2, 5, 8}), std::vector<bool>(3, true));
         },
         {"MultiHeadSelfAttention", "3 entries", "4 patches"});
     require_error([&] { MultiHeadSelfAttention(8, 2, rng, nullptr, true, 0.1); }, {"Dropout", "Rng"});

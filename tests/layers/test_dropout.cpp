@@ -17,7 +17,7 @@ TEST_CASE("Dropout: training zeroes about p of the elements and scales the rest 
     REQUIRE(drop.training());
     Rng data_rng(21);
     const Tensor x = rand_tensor({100, 100}, data_rng, 0.5, 1.5, false);
-    const Tensor y = drop(x);
+    const Tensor y = drop.forward(x);
     int64_t zeros = 0;
     for (int64_t i = 0; i < x.numel(); ++i) {
         if (y.data()[i] == 0) {
@@ -31,7 +31,7 @@ TEST_CASE("Dropout: training zeroes about p of the elements and scales the rest 
 
     // The mask comes from the Rng alone: the same state gives the same mask.
     *rng = Rng(20);
-    CHECK(drop(x).to_vector() == y.to_vector());
+    CHECK(drop.forward(x).to_vector() == y.to_vector());
 }
 
 TEST_CASE("Dropout: the identity in eval mode or with p = 0, drawing no random numbers", "[layer:Dropout][forward]") {
@@ -43,17 +43,17 @@ TEST_CASE("Dropout: the identity in eval mode or with p = 0, drawing no random n
     Dropout drop(0.5, rng);
     drop.eval();
     CHECK_FALSE(drop.training());
-    CHECK(drop(x).same(x));
+    CHECK(drop.forward(x).same(x));
     CHECK(rng->state() == state);
 
     drop.train();
     CHECK(drop.training());
-    CHECK_FALSE(drop(x).same(x));
+    CHECK_FALSE(drop.forward(x).same(x));
     CHECK(rng->state() != state);
 
     Dropout none(0, nullptr);
     CHECK(none.training());
-    CHECK(none(x).same(x));
+    CHECK(none.forward(x).same(x));
 }
 
 TEST_CASE("Dropout: gradcheck in training with the mask held fixed", "[layer:Dropout][gradcheck]") {
@@ -64,7 +64,7 @@ TEST_CASE("Dropout: gradcheck in training with the mask held fixed", "[layer:Dro
         check_gradients(
             [&](const std::vector<Tensor>& xs) {
                 *rng = Rng(26);
-                return drop(xs[0]);
+                return drop.forward(xs[0]);
             },
             {rand_tensor(shape, data_rng)}, 27);
     }

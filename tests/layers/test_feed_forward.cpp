@@ -26,7 +26,7 @@ TEST_CASE("mlp_hidden_dim: neither mlp_dim nor mlp_ratio is an error", "[layer:F
 TEST_CASE("FeedForward: children fc1, act, drop1, fc2, drop2 and parameters named like timm's Mlp",
           "[layer:FeedForward]") {
     Rng rng(40);
-    FeedForward mlp(6, 10, 0.1, rng, std::make_shared<Rng>(41));
+    FeedForward mlp(6, 10, rng, std::make_shared<Rng>(41), 0.1);
     CHECK(mlp.type_name() == "FeedForward");
     const auto& children = mlp.children();
     REQUIRE(children.size() == 5);
@@ -56,7 +56,7 @@ TEST_CASE("FeedForward: children fc1, act, drop1, fc2, drop2 and parameters name
 TEST_CASE("FeedForward: forward is fc2(GELU(fc1(x))) in eval mode, both GELU forms", "[layer:FeedForward][forward]") {
     Rng rng(42);
     for (GeluApproximation a : {GeluApproximation::None, GeluApproximation::Tanh}) {
-        FeedForward mlp(5, 7, 0.5, rng, std::make_shared<Rng>(43), a);
+        FeedForward mlp(5, 7, rng, std::make_shared<Rng>(43), 0.5, a);
         mlp.eval();
         randomize_parameters(mlp, rng);
         const Tensor x = rand_tensor({2, 3, 5}, rng, -1, 1, false);
@@ -65,26 +65,27 @@ TEST_CASE("FeedForward: forward is fc2(GELU(fc1(x))) in eval mode, both GELU for
             v = a == GeluApproximation::None
                     ? gelu_exact(v)
                     : 0.5 * v * (1 + std::tanh(std::sqrt(2 / std::acos(-1.0)) * (v + 0.044715 * v * v * v)));
-        require_close(mlp(x), from_doubles({2, 3, 5}, naive_linear(h, 6, 7, mlp.fc2->weight, mlp.fc2->bias)), 1e-12);
+        require_close(mlp.forward(x), from_doubles({2, 3, 5}, naive_linear(h, 6, 7, mlp.fc2->weight, mlp.fc2->bias)),
+                      1e-12);
     }
 }
 
 TEST_CASE("FeedForward: train/eval reaches both dropouts", "[layer:FeedForward]") {
     Rng rng(44);
     auto dropout_rng = std::make_shared<Rng>(45);
-    FeedForward mlp(4, 8, 0.5, rng, dropout_rng);
+    FeedForward mlp(4, 8, rng, dropout_rng, 0.5);
     const Tensor x = rand_tensor({3, 4}, rng, -1, 1, false);
     mlp.eval();
     CHECK_FALSE(mlp.drop1->training());
     CHECK_FALSE(mlp.drop2->training());
-    const Tensor y_eval = mlp(x);
-    CHECK(mlp(x).to_vector() == y_eval.to_vector());
+    const Tensor y_eval = mlp.forward(x);
+    CHECK(mlp.forward(x).to_vector() == y_eval.to_vector());
 
     mlp.train();
     CHECK(mlp.drop1->training());
     CHECK(mlp.drop2->training());
     *dropout_rng = Rng(46);
-    const Tensor y_train = mlp(x);
+    const Tensor y_train = mlp.forward(x);
     // Both dropouts act: drop2, the last step, zeroes whole outputs; drop1 changes the
     // others by more than drop2's 1/(1-p) rescaling.
     int64_t zeroed = 0, changed = 0;
@@ -97,7 +98,7 @@ TEST_CASE("FeedForward: train/eval reaches both dropouts", "[layer:FeedForward]"
     CHECK(zeroed > 0);
     CHECK(changed > 0);
     *dropout_rng = Rng(46);
-    CHECK(mlp(x).to_vector() == y_train.to_vector());
+    CHECK(mlp.forward(x).to_vector() == y_train.to_vector());
 }
 
 TEST_CASE("FeedForward: gradcheck w.r.t. input and every parameter, in training with dropout",
@@ -107,12 +108,12 @@ TEST_CASE("FeedForward: gradcheck w.r.t. input and every parameter, in training 
     for (GeluApproximation a : {GeluApproximation::None, GeluApproximation::Tanh}) {
         for (real p : {real(0), real(0.2)}) {
             INFO("p " << p);
-            FeedForward mlp(5, 7, p, rng, dropout_rng, a);
+            FeedForward mlp(5, 7, rng, dropout_rng, p, a);
             randomize_parameters(mlp, rng);
             check_gradients(
                 [&](const std::vector<Tensor>& xs) {
                     *dropout_rng = Rng(49);
-                    return mlp(xs[0]);
+                    return mlp.forward(xs[0]);
                 },
                 with_parameters(rand_tensor({3, 1, 5}, rng), mlp), 50);
         }

@@ -30,7 +30,7 @@ TEST_CASE("LayerNorm: forward normalises each token over the last dimension", "[
         LayerNorm norm(7, eps);
         randomize_parameters(norm, rng, -2, 2);
         const Tensor x = rand_tensor({2, 3, 7}, rng, -3, 3, false);
-        const Tensor y = norm(x);
+        const Tensor y = norm.forward(x);
         std::vector<double> expected(x.numel());
         for (int64_t r = 0; r < 6; ++r) {
             double mean = 0, var = 0;
@@ -50,7 +50,7 @@ TEST_CASE("LayerNorm: gradcheck w.r.t. input, weight and bias", "[layer:LayerNor
         INFO("x " << shape_str(shape));
         LayerNorm norm(shape.back());
         randomize_parameters(norm, rng, -2, 2);
-        check_gradients([&](const std::vector<Tensor>& xs) { return norm(xs[0]); },
+        check_gradients([&](const std::vector<Tensor>& xs) { return norm.forward(xs[0]); },
                         with_parameters(rand_tensor(shape, rng, -2, 2), norm), 8);
     }
 }
@@ -58,7 +58,7 @@ TEST_CASE("LayerNorm: gradcheck w.r.t. input, weight and bias", "[layer:LayerNor
 TEST_CASE("LayerNorm: errors name the sizes", "[layer:LayerNorm][errors]") {
     require_error([] { LayerNorm(0); }, {"LayerNorm", "0"});
     LayerNorm norm(4);
-    require_error([&] { norm(Tensor::zeros({2, 5})); }, {"layer_norm", "[2, 5]", "[4]"});
+    require_error([&] { norm.forward(Tensor::zeros({2, 5})); }, {"layer_norm", "[2, 5]", "[4]"});
 }
 
 }  // namespace patchgrad

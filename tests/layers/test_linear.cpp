@@ -60,7 +60,7 @@ TEST_CASE("Linear: forward matches a naive loop, with and without bias", "[layer
         Linear fc(5, 7, rng, bias);
         randomize_parameters(fc, rng);
         const Tensor x = rand_tensor({2, 3, 5}, rng, -2, 2, false);
-        const Tensor y = fc(x);
+        const Tensor y = fc.forward(x);
         require_close(y, from_doubles({2, 3, 7}, naive_linear(to_doubles(x), 6, 5, fc.weight, fc.bias)), 1e-12);
     }
 }
@@ -72,7 +72,7 @@ TEST_CASE("Linear: gradcheck w.r.t. input, weight and bias", "[layer:Linear][gra
             INFO("x " << shape_str(shape) << " bias " << bias);
             Linear fc(shape.back(), 3, rng, bias);
             randomize_parameters(fc, rng);
-            check_gradients([&](const std::vector<Tensor>& xs) { return fc(xs[0]); },
+            check_gradients([&](const std::vector<Tensor>& xs) { return fc.forward(xs[0]); },
                             with_parameters(rand_tensor(shape, rng), fc), 5);
         }
     }
@@ -83,7 +83,7 @@ TEST_CASE("Linear: errors name the sizes", "[layer:Linear][errors]") {
     require_error([&] { Linear(0, 3, rng); }, {"Linear", "0", "3"});
     require_error([&] { Linear(4, -1, rng); }, {"Linear", "4", "-1"});
     Linear fc(4, 3, rng);
-    require_error([&] { fc(Tensor::zeros({2, 5})); }, {"linear", "[2, 5]", "[3, 4]"});
+    require_error([&] { fc.forward(Tensor::zeros({2, 5})); }, {"linear", "[2, 5]", "[3, 4]"});
 }
 
 }  // namespace patchgrad

@@ -28,8 +28,8 @@ TEST_CASE("Module: dotted names through nested modules, in registration order",
     Bag root;
     root.register_parameter("cls_token", Tensor::zeros({1, 1, 4}));
     auto blocks = root.register_module("blocks", std::make_shared<Sequential>());
-    blocks->add(std::make_shared<FeedForward>(4, 8, 0, rng, nullptr));
-    blocks->add(std::make_shared<FeedForward>(4, 8, 0, rng, nullptr));
+    blocks->add(std::make_shared<FeedForward>(4, 8, rng, nullptr));
+    blocks->add(std::make_shared<FeedForward>(4, 8, rng, nullptr));
     root.register_module("head", std::make_shared<Linear>(4, 3, rng));
 
     std::vector<std::string> names;
@@ -83,7 +83,7 @@ TEST_CASE("Module: parameters are the modules' own tensors, own ones before the 
 TEST_CASE("Module: train/eval reaches grandchildren", "[layer:Module]") {
     Rng rng(91);
     Sequential outer;
-    auto mlp = std::make_shared<FeedForward>(4, 8, 0.1, rng, std::make_shared<Rng>(92));
+    auto mlp = std::make_shared<FeedForward>(4, 8, rng, std::make_shared<Rng>(92), 0.1);
     outer.add(mlp);
     outer.eval();
     CHECK_FALSE(outer.training());
@@ -96,7 +96,7 @@ TEST_CASE("Module: train/eval reaches grandchildren", "[layer:Module]") {
 TEST_CASE("EvalModeGuard: eval mode for its life, then the mode the module had, even after a throw", "[layer:Module]") {
     Rng rng(94);
     Sequential outer;
-    auto mlp = std::make_shared<FeedForward>(4, 8, 0.1, rng, std::make_shared<Rng>(95));
+    auto mlp = std::make_shared<FeedForward>(4, 8, rng, std::make_shared<Rng>(95), 0.1);
     outer.add(mlp);
     for (const bool before : {true, false}) {
         outer.train(before);
@@ -122,7 +122,7 @@ TEST_CASE("Module: zero_grad drops every parameter's gradient", "[layer:Module][
     Rng rng(93);
     Sequential seq;
     seq.add(std::make_shared<Linear>(3, 4, rng)).add(std::make_shared<Tanh>()).add(std::make_shared<Linear>(4, 2, rng));
-    weighted_sum(seq(rand_tensor({5, 3}, rng, -1, 1, false)), Tensor::ones({5, 2})).backward();
+    weighted_sum(seq.forward(rand_tensor({5, 3}, rng, -1, 1, false)), Tensor::ones({5, 2})).backward();
     for (const Tensor& p : seq.parameters()) CHECK(p.has_grad());
     seq.zero_grad();
     for (const Tensor& p : seq.parameters()) CHECK_FALSE(p.has_grad());

@@ -48,10 +48,10 @@ TEST_CASE("Sequential: forward applies the layers in order; empty is the identit
 
     std::vector<double> h = naive_linear(to_doubles(x), 10, 4, fc1->weight, fc1->bias);
     for (double& v : h) v = std::tanh(v);
-    require_close(seq(x), from_doubles({2, 5, 3}, naive_linear(h, 10, 6, fc2->weight, fc2->bias)), 1e-12);
+    require_close(seq.forward(x), from_doubles({2, 5, 3}, naive_linear(h, 10, 6, fc2->weight, fc2->bias)), 1e-12);
 
     Sequential empty;
-    CHECK(empty(x).same(x));
+    CHECK(empty.forward(x).same(x));
 }
 
 TEST_CASE("Sequential: train/eval reaches every child, also ones added later", "[layer:Sequential]") {
@@ -75,7 +75,7 @@ TEST_CASE("Sequential: gradcheck of Linear -> Tanh -> Linear w.r.t. input and ev
     Sequential seq;
     seq.add(std::make_shared<Linear>(5, 7, rng)).add(std::make_shared<Tanh>()).add(std::make_shared<Linear>(7, 2, rng));
     randomize_parameters(seq, rng);
-    check_gradients([&](const std::vector<Tensor>& xs) { return seq(xs[0]); },
+    check_gradients([&](const std::vector<Tensor>& xs) { return seq.forward(xs[0]); },
                     with_parameters(rand_tensor({3, 1, 5}, rng), seq), 34);
 }
 

@@ -78,7 +78,7 @@ TEST_CASE("PatchEmbedding: Conv2d with kernel = stride = P gives the same output
         // The one reshape between the two forms: proj.weight [D, C*P*P] <-> conv weight [D, C, P, P].
         Tensor conv_weight = reshape(embed.proj->weight, {k.D, k.C, k.P, k.P});
         Tensor conv = conv2d_kernel_equals_stride(x, conv_weight, embed.proj->bias, k.P);
-        require_close(embed(x), conv_output_to_tokens(conv), 1e-12);
+        require_close(embed.forward(x), conv_output_to_tokens(conv), 1e-12);
     }
 }
 
@@ -104,15 +104,15 @@ TEST_CASE("PatchEmbedding: gradcheck w.r.t. images, weight and bias", "[vit][lay
     Rng rng(13);
     PatchEmbedding embed(3, 4, 5, rng);
     scramble_parameters(embed, rng);
-    check_gradients([&](const std::vector<Tensor>& xs) { return embed(xs[0]); },
+    check_gradients([&](const std::vector<Tensor>& xs) { return embed.forward(xs[0]); },
                     {rand_tensor({2, 3, 8, 12}, rng), embed.proj->weight, embed.proj->bias});
 }
 
 TEST_CASE("PatchEmbedding: errors come from the patcher and name the sizes", "[vit][layer:PatchEmbedding][errors]") {
     Rng rng(14);
     PatchEmbedding embed(3, 4, 5, rng);
-    require_error([&] { embed(Tensor::zeros({1, 3, 9, 12})); }, {"Patcher", "9x12", "patch size 4"});
-    require_error([&] { embed(Tensor::zeros({1, 2, 8, 12})); }, {"Patcher", "3 channels", "[1, 2, 8, 12]"});
+    require_error([&] { embed.forward(Tensor::zeros({1, 3, 9, 12})); }, {"Patcher", "9x12", "patch size 4"});
+    require_error([&] { embed.forward(Tensor::zeros({1, 2, 8, 12})); }, {"Patcher", "3 channels", "[1, 2, 8, 12]"});
 }
 
 }  // namespace patchgrad::test

@@ -96,6 +96,21 @@ TEST_CASE("PositionalEncoding: learnable table is trunc_normal(std 0.02), fixed 
     require_close(fixed.table, sinusoidal_positional_encoding(17, 8), 0);
 }
 
+TEST_CASE("PositionalEncoding: a Layer whose only parameter is the learned table, pos_embed",
+          "[vit][layer:PositionalEncoding]") {
+    Rng rng(24);
+    PositionalEncoding learned(5, 4, true, rng), fixed(5, 4, false, rng);
+    CHECK(learned.type_name() == "PositionalEncoding");
+    const auto params = learned.named_parameters();
+    REQUIRE(params.size() == 1);
+    CHECK(params[0].first == "pos_embed");
+    CHECK(params[0].second.same(learned.table));
+    CHECK(learned.table.requires_grad());
+    CHECK(fixed.num_parameters() == 0);
+    Layer& layer = fixed;
+    require_close(layer.forward(Tensor::zeros({2, 5, 4})), broadcast_to(fixed.table, {2, 5, 4}), 0);
+}
+
 TEST_CASE("PositionalEncoding: forward adds E_pos to every image; gradcheck w.r.t. x and the table",
           "[vit][layer:PositionalEncoding][forward][gradcheck]") {
     Rng rng(22);

@@ -35,7 +35,7 @@ std::map<std::string, Shape> actual_shapes(VisionTransformer& model) {
     s["patch_embed.proj"] = model.patch_embed->forward(image).shape();
     Tensor z = concat({broadcast_to(model.cls_token, {1, 1, c.dim}), model.patch_embed->forward(image)}, 1);
     s["cls_token"] = z.shape();
-    z = model.pos_encoding.forward(z);
+    z = model.pos_encoding->forward(z);
     s["pos_embed"] = s["pos_drop"] = z.shape();
     auto& block = *model.blocks->layers[0];
     model.record_attention(true);
@@ -124,8 +124,8 @@ TEST_CASE("summary: the rows are the real model's modules, parameters and output
     require_summary_matches_model(vit_config("cifar-tiny"));
     ViTConfig c = small_config();
     require_summary_matches_model(c);
-    c.pool = "mean";
-    c.head = "mlp";
+    c.pool = Pool::Mean;
+    c.head = Head::Mlp;
     c.qkv_bias = false;
     c.learnable_pos_embed = false;
     c.mlp_dim = 0;

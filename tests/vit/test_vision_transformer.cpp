@@ -20,7 +20,7 @@ Tensor small_images(uint64_t seed, int64_t batch = 2) {
 
 // The whole small ViT (2 images 3 x 8 x 12, every parameter, ~2,300 numbers), checked element
 // by element without sampling.
-void check_vit_gradients(const std::string& pool, const std::string& head, const std::vector<bool>& mask) {
+void check_vit_gradients(Pool pool, Head head, const std::vector<bool>& mask) {
     ViTConfig c = small_config();
     c.pool = pool;
     c.head = head;
@@ -36,7 +36,7 @@ void check_vit_gradients(const std::string& pool, const std::string& head, const
 
 TEST_CASE("VisionTransformer: parameter names, shapes and order follow timm", "[vit][layer:VisionTransformer]") {
     ViTConfig c = small_config();
-    c.head = "mlp";
+    c.head = Head::Mlp;
     VisionTransformer model(c, 1);
     std::vector<std::pair<std::string, Shape>> expected{{"cls_token", {1, 1, 8}},
                                                         {"pos_embed", {1, 7, 8}},
@@ -72,12 +72,12 @@ TEST_CASE("VisionTransformer: parameter names, shapes and order follow timm", "[
         CHECK(params[i].first == expected[i].first);
         CHECK(params[i].second.shape() == expected[i].second);
     }
-    CHECK(model.parameter("pos_embed").same(model.pos_encoding.table));
+    CHECK(model.parameter("pos_embed").same(model.pos_encoding->table));
     CHECK(model.parameter("cls_token").same(model.cls_token));
     CHECK(model.norm->eps == Approx(1e-6));
 
     SECTION("linear head, no qkv bias, fixed positions") {
-        c.head = "linear";
+        c.head = Head::Linear;
         c.qkv_bias = false;
         c.learnable_pos_embed = false;
         VisionTransformer plain(c, 1);
@@ -88,7 +88,7 @@ TEST_CASE("VisionTransformer: parameter names, shapes and order follow timm", "[
         CHECK_FALSE(names.count("pre_logits.fc.weight"));
         CHECK_FALSE(names.count("blocks.0.attn.qkv.bias"));
         CHECK(plain.num_parameters() == model.num_parameters() - 7 * 8 - (8 * 8 + 8) - 2 * 24);
-        CHECK_FALSE(plain.pos_encoding.table.requires_grad());
+        CHECK_FALSE(plain.pos_encoding->table.requires_grad());
     }
 }
 
@@ -103,9 +103,9 @@ TEST_CASE("VisionTransformer: the same seed gives the same weights, another seed
 
 TEST_CASE("VisionTransformer: forward is eqs. (1)-(4) composed from the children, for both poolings",
           "[vit][layer:VisionTransformer][forward][ex:vit-pooling]") {
-    for (std::string pool : {"cls", "mean"}) {
-        for (std::string head : {"linear", "mlp"}) {
-            INFO("pool " << pool << ", head " << head);
+    for (Pool pool : {Pool::Cls, Pool::Mean}) {
+        for (Head head : {Head::Linear, Head::Mlp}) {
+            INFO("pool " << pool_name(pool) << ", head " << head_name(head));
             ViTConfig c = small_config();
             c.pool = pool;
             c.head = head;
@@ -115,17 +115,17 @@ TEST_CASE("VisionTransformer: forward is eqs. (1)-(4) composed from the children
             Tensor images = small_images(4, 3);
 
             Tensor z = model.patch_embed->forward(images);
-            z = concat({broadcast_to(model.cls_token, {3, 1, 8}), z}, 1) + model.pos_encoding.table;  // (1)
-            for (auto& block : model.blocks->layers) z = block->forward(z);                           // (2), (3)
-            Tensor pooled = Tensor::zeros({3, 8});                                                    // [B, D]
+            z = concat({broadcast_to(model.cls_token, {3, 1, 8}), z}, 1) + model.pos_encoding->table;  // (1)
+            for (auto& block : model.blocks->layers) z = block->forward(z);                            // (2), (3)
+            Tensor pooled = Tensor::zeros({3, 8});                                                     // [B, D]
             for (int64_t b = 0; b < 3; ++b)
                 for (int64_t d = 0; d < 8; ++d) {
                     double acc = 0;
                     for (int64_t n = 0; n < 7; ++n) acc += z.at({b, n, d});
-                    pooled.at({b, d}) = static_cast<real>(pool == "cls" ? z.at({b, 0, d}) : acc / 7);
+                    pooled.at({b, d}) = static_cast<real>(pool == Pool::Cls ? z.at({b, 0, d}) : acc / 7);
                 }
             Tensor y = model.norm->forward(pooled);  // (4)
-            if (head == "mlp") y = tanh(model.pre_logits->fc->forward(y));
+            if (head == Head::Mlp) y = tanh(model.pre_logits->fc->forward(y));
             Tensor logits = model.head->forward(y);
             require_close(model.forward(images), logits, 1e-12);
             REQUIRE(logits.shape() == Shape{3, 5});
@@ -136,7 +136,7 @@ TEST_CASE("VisionTransformer: forward is eqs. (1)-(4) composed from the children
 TEST_CASE("VisionTransformer: images in a batch do not interact",
           "[vit][layer:VisionTransformer][forward][ex:vit-pooling]") {
     ViTConfig c = small_config();
-    c.pool = "mean";
+    c.pool = Pool::Mean;
     VisionTransformer model(c, 7);
     Rng rng(8);
     scramble_parameters(model, rng);
@@ -164,27 +164,27 @@ TEST_CASE("VisionTransformer: a hidden patch does not change the logits; a visib
 
 TEST_CASE("VisionTransformer: gradcheck w.r.t. the images and every parameter, cls pooling, linear head",
           "[vit][layer:VisionTransformer][gradcheck][ex:vit-pooling]") {
-    check_vit_gradients("cls", "linear", {});
+    check_vit_gradients(Pool::Cls, Head::Linear, {});
 }
 
 TEST_CASE("VisionTransformer: gradcheck w.r.t. the images and every parameter, cls pooling, linear head, mask",
           "[vit][layer:VisionTransformer][gradcheck]") {
-    check_vit_gradients("cls", "linear", kMask);
+    check_vit_gradients(Pool::Cls, Head::Linear, kMask);
 }
 
 TEST_CASE("VisionTransformer: gradcheck w.r.t. the images and every parameter, cls pooling, mlp head",
           "[vit][layer:VisionTransformer][gradcheck]") {
-    check_vit_gradients("cls", "mlp", {});
+    check_vit_gradients(Pool::Cls, Head::Mlp, {});
 }
 
 TEST_CASE("VisionTransformer: gradcheck w.r.t. the images and every parameter, mean pooling, linear head",
           "[vit][layer:VisionTransformer][gradcheck][ex:vit-pooling]") {
-    check_vit_gradients("mean", "linear", {});
+    check_vit_gradients(Pool::Mean, Head::Linear, {});
 }
 
 TEST_CASE("VisionTransformer: gradcheck w.r.t. the images and every parameter, mean pooling, mlp head, mask",
           "[vit][layer:VisionTransformer][gradcheck]") {
-    check_vit_gradients("mean", "mlp", kMask);
+    check_vit_gradients(Pool::Mean, Head::Mlp, kMask);
 }
 
 TEST_CASE("VisionTransformer: gradcheck with fixed positions, no qkv bias, tanh GELU and LayerNorm eps 1e-5",
@@ -255,19 +255,20 @@ TEST_CASE(
     for (Linear* l : {&l1, &l2, &l3}) scramble_parameters(*l, rng);
     // The composition as a single Linear: W = W3 W2 W1, b = W3 (W2 b1 + b2) + b3
     Tensor W = matmul(l3.weight, matmul(l2.weight, l1.weight));
-    Tensor b = reshape(l3(l2(reshape(l1.bias, {1, 16}))), {5});
+    Tensor b = reshape(l3.forward(l2.forward(reshape(l1.bias, {1, 16}))), {5});
     Tensor x = rand_tensor({4, 8}, rng, -2, 2, false);
-    require_close(l3(l2(l1(x))), linear(x, W, b), 1e-12);
+    require_close(l3.forward(l2.forward(l1.forward(x))), linear(x, W, b), 1e-12);
 
     // Ours: pre_logits (Linear + tanh) then head. An affine g has g((a+b)/2) = (g(a)+g(b))/2.
     ViTConfig c = small_config();
-    c.head = "mlp";
+    c.head = Head::Mlp;
     VisionTransformer model(c, 51);
     scramble_parameters(model, rng);
     auto head = [&](const Tensor& y) { return model.head->forward(model.pre_logits->forward(y)); };
     Tensor a = rand_tensor({1, 8}, rng, -2, 2, false), a2 = rand_tensor({1, 8}, rng, -2, 2, false);
     CHECK(max_abs_difference(head((a + a2) * 0.5), (head(a) + head(a2)) * 0.5) > 1e-3);
-    Tensor s1 = l3(l2(l1((a + a2) * 0.5))), s2 = (l3(l2(l1(a))) + l3(l2(l1(a2)))) * 0.5;
+    Tensor s1 = l3.forward(l2.forward(l1.forward((a + a2) * 0.5))),
+           s2 = (l3.forward(l2.forward(l1.forward(a))) + l3.forward(l2.forward(l1.forward(a2)))) * 0.5;
     require_close(s1, s2, 1e-12);
 }
 
@@ -290,8 +291,8 @@ TEST_CASE("vit_config: the paper's Table 1 and the CIFAR configurations", "[vit]
         CHECK(c.depth == r.depth);
         CHECK(c.heads == r.heads);
         CHECK(c.mlp_hidden() == r.mlp);
-        CHECK(c.pool == "cls");
-        CHECK(c.head == "linear");
+        CHECK(c.pool == Pool::Cls);
+        CHECK(c.head == Head::Linear);
         CHECK(c.learnable_pos_embed);
         CHECK(c.qkv_bias);
         CHECK(c.layer_norm_eps == Approx(1e-6));
@@ -348,8 +349,8 @@ TEST_CASE("VisionTransformer: configuration errors name the sizes", "[vit][layer
                   })),
                   {"ViTConfig", "mlp_ratio"});
     require_error(build(with([](ViTConfig& c) { c.dropout = 1; })), {"ViTConfig", "dropout", "[0, 1)"});
-    require_error(build(with([](ViTConfig& c) { c.pool = "max"; })), {"ViTConfig", "pool", "\"max\""});
-    require_error(build(with([](ViTConfig& c) { c.head = "conv"; })), {"ViTConfig", "head", "\"conv\""});
+    require_error([] { pool_from_name("max"); }, {"ViTConfig", "pool", "\"max\""});
+    require_error([] { head_from_name("conv"); }, {"ViTConfig", "head", "\"conv\""});
     ViTConfig ratio = with([](ViTConfig& c) {
         c.mlp_dim = 0;
         c.mlp_ratio = 3;
@@ -360,7 +361,7 @@ TEST_CASE("VisionTransformer: configuration errors name the sizes", "[vit][layer
 TEST_CASE("for_each_parameter and parameter_count describe the model the constructor builds",
           "[vit][layer:VisionTransformer]") {
     ViTConfig unusual = small_config();
-    unusual.head = "mlp";
+    unusual.head = Head::Mlp;
     unusual.qkv_bias = false;
     unusual.learnable_pos_embed = false;
     unusual.mlp_dim = 0;
@@ -438,6 +439,64 @@ TEST_CASE("VisionTransformer: input errors name the sizes", "[vit][layer:VisionT
             model.forward(Tensor::zeros({2, 3, 8, 12}), std::vector<bool>(7, true));
         },
         {"VisionTransformer", "7 entries", "6"});
+}
+
+TEST_CASE("Pool and Head: names round-trip, describe() uses them, other names are refused",
+          "[vit][layer:VisionTransformer]") {
+    for (Pool pool : {Pool::Cls, Pool::Mean}) CHECK(pool_from_name(pool_name(pool)) == pool);
+    for (Head head : {Head::Linear, Head::Mlp}) CHECK(head_from_name(head_name(head)) == head);
+    CHECK(pool_name(Pool::Cls) == "cls");
+    CHECK(pool_name(Pool::Mean) == "mean");
+    CHECK(head_name(Head::Linear) == "linear");
+    CHECK(head_name(Head::Mlp) == "mlp");
+    ViTConfig c = small_config();
+    c.pool = Pool::Mean;
+    c.head = Head::Mlp;
+    CHECK(describe(c).find("pool mean, head mlp") != std::string::npos);
+    require_error([] { pool_from_name("CLS"); }, {"ViTConfig", "pool must be \"cls\" or \"mean\"", "\"CLS\""});
+    require_error([] { head_from_name(""); }, {"ViTConfig", "head must be \"linear\" or \"mlp\"", "\"\""});
+}
+
+TEST_CASE("ViTConfig::block: every block gets the config's sizes, drop path grows linearly from 0",
+          "[vit][layer:VisionTransformer]") {
+    ViTConfig c = small_config();
+    c.depth = 5;
+    c.drop_path = 0.2f;
+    c.dropout = 0.1f;
+    c.attn_dropout = 0.05f;
+    c.qkv_bias = false;
+    c.gelu = GeluApproximation::Tanh;
+    c.layer_norm_eps = 1e-5f;
+    for (int64_t l = 0; l < c.depth; ++l) {
+        INFO("block " << l);
+        const BlockConfig b = c.block(l);
+        CHECK(b.dim == c.dim);
+        CHECK(b.heads == c.heads);
+        CHECK(b.mlp_hidden_dim == c.mlp_hidden());
+        CHECK_FALSE(b.qkv_bias);
+        CHECK(b.dropout == c.dropout);
+        CHECK(b.attn_dropout == c.attn_dropout);
+        CHECK(b.gelu == GeluApproximation::Tanh);
+        CHECK(b.layer_norm_eps == c.layer_norm_eps);
+        CHECK(b.drop_path == Approx(0.2 * double(l) / 4));
+    }
+    VisionTransformer model(c, 1);
+    for (int64_t l = 0; l < c.depth; ++l) {
+        CHECK(model.blocks->layers[l]->drop_path1->p == c.block(l).drop_path);
+        CHECK(model.blocks->layers[l]->attn->attn_drop->p == c.attn_dropout);
+    }
+    c.depth = 1;
+    CHECK(c.block(0).drop_path == c.drop_path);
+}
+
+TEST_CASE("VisionTransformer: the position encoding is a member, not a child; its table is pos_embed",
+          "[vit][layer:VisionTransformer][layer:PositionalEncoding]") {
+    VisionTransformer model(small_config(), 1);
+    for (const auto& [name, m] : model.named_modules()) CHECK(m != model.pos_encoding.get());
+    const auto own = model.pos_encoding->named_parameters();
+    REQUIRE(own.size() == 1);
+    CHECK(own[0].first == "pos_embed");
+    CHECK(own[0].second.same(model.parameter("pos_embed")));
 }
 
 TEST_CASE("parallel: a ViT's loss and every parameter gradient are the same bits for 1, 2, 3 threads",

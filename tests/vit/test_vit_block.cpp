@@ -8,10 +8,22 @@ namespace patchgrad::test {
 
 namespace {
 
+// D 8, 2 heads, MLP 16, no dropout.
+BlockConfig small_block() {
+    BlockConfig c;
+    c.dim = 8;
+    c.heads = 2;
+    c.mlp_hidden_dim = 16;
+    return c;
+}
+
 std::shared_ptr<ViTBlock> random_block(uint64_t seed, bool qkv_bias = true,
                                        GeluApproximation gelu = GeluApproximation::None) {
     Rng rng(seed);
-    auto block = std::make_shared<ViTBlock>(8, 2, 16, rng, nullptr, qkv_bias, 0, 0, gelu);
+    BlockConfig c = small_block();
+    c.qkv_bias = qkv_bias;
+    c.gelu = gelu;
+    auto block = std::make_shared<ViTBlock>(c, rng, nullptr);
     scramble_parameters(*block, rng);
     return block;
 }
@@ -20,7 +32,7 @@ std::shared_ptr<ViTBlock> random_block(uint64_t seed, bool qkv_bias = true,
 
 TEST_CASE("ViTBlock: children and parameter names follow timm's Block", "[vit][layer:ViTBlock]") {
     Rng rng(1);
-    ViTBlock block(8, 2, 16, rng, nullptr);
+    ViTBlock block(small_block(), rng, nullptr);
     std::vector<std::pair<std::string, Shape>> expected{
         {"norm1.weight", {8}},        {"norm1.bias", {8}},     {"attn.qkv.weight", {24, 8}}, {"attn.qkv.bias", {24}},
         {"attn.proj.weight", {8, 8}}, {"attn.proj.bias", {8}}, {"norm2.weight", {8}},        {"norm2.bias", {8}},
@@ -31,7 +43,9 @@ TEST_CASE("ViTBlock: children and parameter names follow timm's Block", "[vit][l
         CHECK(params[i].first == expected[i].first);
         CHECK(params[i].second.shape() == expected[i].second);
     }
-    ViTBlock no_bias(8, 2, 16, rng, nullptr, false);
+    BlockConfig without_bias = small_block();
+    without_bias.qkv_bias = false;
+    ViTBlock no_bias(without_bias, rng, nullptr);
     CHECK(no_bias.num_parameters() == block.num_parameters() - 24);
     CHECK_THROWS(no_bias.parameter("attn.qkv.bias"));
     CHECK(block.norm1->eps == Approx(1e-6));
@@ -50,7 +64,7 @@ TEST_CASE("ViTBlock: forward is the paper's eqs. (2) and (3) composed from the c
         require_close(block->forward(z, m), expected, 1e-12);
     }
     CHECK(max_abs_difference(block->forward(z, mask), block->forward(z)) > 1e-3);
-    require_close((*block)(z), block->forward(z, {}), 0);
+    require_close(block->forward(z), block->forward(z, {}), 0);
 }
 
 TEST_CASE("ViTBlock: with the attention and MLP outputs zeroed, the residual block is the identity",
@@ -93,8 +107,11 @@ TEST_CASE("ViTBlock: gradcheck w.r.t. the input and every parameter",
 
 TEST_CASE("ViTBlock: errors name the sizes", "[vit][layer:ViTBlock][errors]") {
     Rng rng(10);
-    require_error([&] { ViTBlock(10, 3, 16, rng, nullptr); }, {"MultiHeadSelfAttention", "dim 10", "heads 3"});
-    ViTBlock block(8, 2, 16, rng, nullptr);
+    BlockConfig bad = small_block();
+    bad.dim = 10;
+    bad.heads = 3;
+    require_error([&] { ViTBlock(bad, rng, nullptr); }, {"MultiHeadSelfAttention", "dim 10", "heads 3"});
+    ViTBlock block(small_block(), rng, nullptr);
     require_error(
         [&] {
             block.forward(Tensor::zeros({2, 7, 8}), {true, false});
@@ -106,7 +123,9 @@ TEST_CASE("ViTBlock: drop path drops whole residual branches per sample while tr
           "[vit][ViTBlock][drop_path][ex:vit-block-forward]") {
     Rng rng(21);
     auto dropout_rng = std::make_shared<Rng>(22);
-    ViTBlock block(8, 2, 16, rng, dropout_rng, true, 0, 0, GeluApproximation::None, 1e-6, 0.5);
+    BlockConfig dropping = small_block();
+    dropping.drop_path = 0.5;
+    ViTBlock block(dropping, rng, dropout_rng);
     scramble_parameters(block, rng);
     Tensor z = Tensor::uniform({64, 5, 8}, -1, 1, rng);
     Tensor trained = block.forward(z);
@@ -124,7 +143,7 @@ TEST_CASE("ViTBlock: drop path drops whole residual branches per sample while tr
     block.eval();
     Tensor a = block.forward(z), b = block.forward(z);
     require_close(a, b, 0);
-    ViTBlock plain(8, 2, 16, rng, nullptr);
+    ViTBlock plain(small_block(), rng, nullptr);
     load_state_dict(plain, state_dict(block));
     plain.eval();
     require_close(plain.forward(z), a, 0);

@@ -153,13 +153,13 @@ int main(int argc, char** argv) {
     Tensor x = reshape(Tensor::arange(1, 17), {1, 1, 4, 4});  // [B=1, C=1, H=4, W=4]: pixels 1..16
     Tensor columns = unfold(x, 2, 2, 2, 2);                   // kernel 2x2, stride 2: [1, 1*2*2, 4]
     Patcher patcher(1, 2);
-    Tensor patches = patcher(x);  // [1, N=4, 4]: one row per patch
+    Tensor patches = patcher.forward(x);  // [1, N=4, 4]: one row per patch
     // [/snippet:first-unfold]
     std::cout << "image x " << shape_str(x.shape()) << ":\n";
     print_matrix(reshape(x, {4, 4}));
     std::cout << "unfold(x, 2, 2, 2, 2) " << shape_str(columns.shape()) << ": column l = patch l + 1\n";
     print_matrix(reshape(columns, {4, 4}));
-    std::cout << "Patcher(1, 2)(x) " << shape_str(patches.shape()) << ": row n = patch n + 1\n";
+    std::cout << "Patcher(1, 2).forward(x) " << shape_str(patches.shape()) << ": row n = patch n + 1\n";
     print_matrix(reshape(patches, {4, 4}));
 
     tutorial::heading(
@@ -170,7 +170,7 @@ int main(int argc, char** argv) {
         for (int64_t c = 0; c < 2; ++c)
             for (int64_t h = 0; h < 4; ++h)
                 for (int64_t w = 0; w < 4; ++w) img.at({0, c, h, w}) = real(100 * (c + 1) + 10 * h + w);
-        Tensor rows = Patcher(2, 2)(img);  // [1, 4, 8]
+        Tensor rows = Patcher(2, 2).forward(img);  // [1, 4, 8]
         const int64_t P = 2, wide = 2, n = 3;
         std::cout << "column  (c, i, j)  pixel (c, h, w)  value\n";
         for (int64_t col = 0; col < 2 * P * P; ++col) {
@@ -191,7 +191,7 @@ int main(int argc, char** argv) {
         };
         for (Case k : {Case{3, 32, 32, 4}, Case{3, 224, 224, 16}, Case{3, 224, 224, 32}, Case{3, 32, 48, 8}}) {
             Tensor images = Tensor::zeros({2, k.C, k.H, k.W});
-            Tensor rows = Patcher(k.C, k.P)(images);
+            Tensor rows = Patcher(k.C, k.P).forward(images);
             std::cout << "images " << shape_str(images.shape()) << ", P = " << k.P << ": grid " << k.H / k.P << "x"
                       << k.W / k.P << ", N = " << k.H * k.W / (k.P * k.P) << ", patches " << shape_str(rows.shape())
                       << "\n";
@@ -200,14 +200,14 @@ int main(int argc, char** argv) {
 
     tutorial::heading("5. A non-square image: 32x48, P = 8");
     Tensor image = synthetic_image(32, 48);
-    Tensor rows = Patcher(3, 8)(image);
+    Tensor rows = Patcher(3, 8).forward(image);
     std::cout << "image " << shape_str(image.shape()) << " -> patches " << shape_str(rows.shape())
               << ": 4 rows of 6 patches\n";
     for (int64_t n : {0, 5, 6, 23})  // Patcher rows; patches and grid places count from 1
         std::cout << "patch " << n + 1 << " (grid row " << n / 6 + 1 << ", column " << n % 6 + 1 << ") is row " << n
                   << ", starts at pixel (" << n / 6 * 8 << ", " << n % 6 * 8 << ")\n";
     try {
-        Patcher(3, 8)(Tensor::zeros({1, 3, 30, 48}));
+        Patcher(3, 8).forward(Tensor::zeros({1, 3, 30, 48}));
     } catch (const std::invalid_argument& e) {
         std::cout << "30x48: " << e.what() << "\n";
     }
@@ -258,13 +258,14 @@ int main(int argc, char** argv) {
         std::cout << "ViTs Explained: split(x) " << shape_str(split.shape()) << ", .transpose(1,0) "
                   << shape_str(transpose(split, 1, 0).shape()) << " (batch and features swapped), .transpose(2,1) "
                   << shape_str(transpose(split, 2, 1).shape()) << " = Patcher: "
-                  << (max_abs_difference(transpose(split, 2, 1), Patcher(3, 4)(images)) == 0 ? "yes" : "NO") << "\n";
+                  << (max_abs_difference(transpose(split, 2, 1), Patcher(3, 4).forward(images)) == 0 ? "yes" : "NO")
+                  << "\n";
 
         Tensor img = Tensor::zeros({1, 2, 4, 4});
         for (int64_t c = 0; c < 2; ++c)
             for (int64_t h = 0; h < 4; ++h)
                 for (int64_t w = 0; w < 4; ++w) img.at({0, c, h, w}) = real(100 * (c + 1) + 10 * h + w);
-        Tensor ours = Patcher(2, 2)(img);
+        Tensor ours = Patcher(2, 2).forward(img);
         std::string c_p1_p2, p1_p2_c;
         for (int64_t col = 0; col < 8; ++col) c_p1_p2 += " " + std::to_string(int(ours.at({0, 0, col})));
         for (int64_t i = 0; i < 2; ++i)  // einops 'b c (h p1) (w p2) -> b (h w) (p1 p2 c)': c varies fastest

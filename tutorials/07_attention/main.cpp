@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
 
     tutorial::heading("2. The layer step by step");
     Tensor x = Tensor::uniform({B, N, D}, -1, 1, rng);        // token 0 plays the class token
-    Tensor qkv = (*msa.qkv)(x);                               // [B, N, 3D]
+    Tensor qkv = msa.qkv->forward(x);                         // [B, N, 3D]
     Tensor split = reshape(qkv, {B, N, 3, heads, head_dim});  // [B, N, 3, heads, d_head]
     Tensor qkv_heads = permute(split, {2, 0, 3, 1, 4});       // [3, B, heads, N, d_head]
     Tensor q = select(qkv_heads, 0, 0);                       // [B, heads, N, d_head]
@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
     Tensor A = softmax(scores, -1);                                             // every row sums to 1
     Tensor per_head = matmul(A, v);                                             // [B, heads, N, d_head]
     Tensor concatenated = reshape(permute(per_head, {0, 2, 1, 3}), {B, N, D});  // heads side by side
-    Tensor y = (*msa.proj)(concatenated);                                       // [B, N, D]
+    Tensor y = msa.proj->forward(concatenated);                                 // [B, N, D]
     for (const auto& [name, t] : std::vector<std::pair<std::string, Tensor>>{{"x", x},
                                                                              {"qkv", qkv},
                                                                              {"split", split},
@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
                                                                              {"y", y}})
         std::cout << "  " << name << std::string(13 - name.size(), ' ') << shape_str(t.shape()) << "\n";
     std::cout << "equals MultiHeadSelfAttention::forward to 1e-12: "
-              << (max_abs_difference(y, msa(x)) < 1e-12 ? "yes" : "NO") << "\n";
+              << (max_abs_difference(y, msa.forward(x)) < 1e-12 ? "yes" : "NO") << "\n";
     std::cout << "q of head 1 = qkv columns 4..7, k of head 1 = columns 12..15, v of head 1 = columns 20..23: "
               << (max_abs_difference(select(q, 1, 1), slice(qkv, 2, 4, 8)) == 0 &&
                           max_abs_difference(select(k, 1, 1), slice(qkv, 2, 12, 16)) == 0 &&
@@ -167,7 +167,7 @@ int main(int argc, char** argv) {
                 w.data()[r * dim + c] = c == source ? (query_or_key ? real(2.5) : 1) : 0;
             }
         layer.record_attention(true);
-        layer(sinusoidal_positional_encoding(T, dim));
+        layer.forward(sinusoidal_positional_encoding(T, dim));
         Tensor maps = layer.attention();  // [1, 2, 17, 17]
         std::cout << "A " << shape_str(maps.shape()) << "; row 8 (query = position 8):\n";
         for (int64_t h = 0; h < 2; ++h) {
@@ -225,13 +225,13 @@ int main(int argc, char** argv) {
         // [snippet:mask]
         const std::vector<bool> patch_mask{true, false, true, false};  // patches 1..4: tokens 2 and 4 hidden
         msa.record_attention(true);
-        Tensor y_masked = msa(x, patch_mask);
+        Tensor y_masked = msa.forward(x, patch_mask);
         Tensor A_masked = msa.attention();  // [B, heads, N, N]
         // [/snippet:mask]
         std::cout << "A, head 0, with tokens 2 and 4 hidden:\n";
         print_rows(A_masked, 0, N, N);
         Tensor x_kept = concat({slice(x, 1, 0, 2), slice(x, 1, 3, 4)}, 1);  // tokens 0, 1, 3
-        Tensor y_kept = msa(x_kept);
+        Tensor y_kept = msa.forward(x_kept);
         Tensor visible = concat({slice(y_masked, 1, 0, 2), slice(y_masked, 1, 3, 4)}, 1);
         std::cout << "visible tokens' outputs = outputs of the sequence without tokens 2 and 4: "
                   << (max_abs_difference(visible, y_kept) < 1e-12 ? "yes" : "NO") << "\n";

@@ -59,14 +59,26 @@ std::string first_features(const Tensor& x, int64_t t, int64_t n) {
     return s;
 }
 
+// A block of width D with `heads` heads, MLP ratio 4 and no dropout.
+BlockConfig block_config(int64_t D, int64_t heads) {
+    BlockConfig config;
+    config.dim = D;
+    config.heads = heads;
+    config.mlp_hidden_dim = mlp_hidden_dim(D, 0, 4);
+    return config;
+}
+
 // ---- 2. one block and its parameters -------------------------------------------------
 void parameters_of_a_block() {
     tutorial::heading("2. one ViTBlock: D = 8, 2 heads, MLP ratio 4");
     // [snippet:build-block]
     Rng rng(8);
-    const int64_t D = 8, heads = 2;
-    const int64_t hidden = mlp_hidden_dim(D, /*mlp_dim=*/0, /*mlp_ratio=*/4);  // 4 * 8 = 32
-    ViTBlock block(D, heads, hidden, rng, /*dropout_rng=*/nullptr);
+    const int64_t D = 8;
+    BlockConfig config;  // the other fields keep their defaults: qkv bias, no dropout, LN eps 1e-6
+    config.dim = D;
+    config.heads = 2;
+    config.mlp_hidden_dim = mlp_hidden_dim(D, /*mlp_dim=*/0, /*mlp_ratio=*/4);  // 4 * 8 = 32
+    ViTBlock block(config, rng, /*dropout_rng=*/nullptr);
     for (const auto& [name, p] : block.named_parameters())
         std::cout << name << " " << shape_str(p.shape()) << " " << p.numel() << "\n";
     std::cout << "total " << block.num_parameters() << " = 12 D^2 + 13 D = " << 12 * D * D + 13 * D << "\n";
@@ -78,7 +90,7 @@ void block_step_by_step() {
     tutorial::heading("3. the block step by step, B = 2 images, N + 1 = 5 tokens");
     Rng rng(8);
     const int64_t D = 8;
-    ViTBlock block(D, 2, mlp_hidden_dim(D, 0, 4), rng, nullptr);
+    ViTBlock block(block_config(D, 2), rng, nullptr);
     Tensor z = Tensor::uniform({2, 5, D}, -1, 1, rng);  // z_{l-1} [B, N+1, D]
     // [snippet:block-steps]
     Tensor ln1 = block.norm1->forward(z);        // LN(z)             [2, 5, 8]
@@ -112,7 +124,7 @@ void the_mlp() {
               << "   (mlp_dim given: used as is)\n";
     Rng rng(3);
     const int64_t D = 8;
-    ViTBlock block(D, 2, mlp_hidden_dim(D, 0, 4), rng, nullptr);
+    ViTBlock block(block_config(D, 2), rng, nullptr);
     scramble_parameters(block, rng);
     FeedForward& mlp = *block.mlp;
     Tensor x = Tensor::uniform({1, 5, D}, -1, 1, rng);
@@ -136,7 +148,7 @@ void the_mlp() {
         }
         return tokens;
     };
-    std::cout << "tokens changed by the MLP:      " << moved_tokens(mlp(x), mlp(changed)) << "\n";
+    std::cout << "tokens changed by the MLP:      " << moved_tokens(mlp.forward(x), mlp.forward(changed)) << "\n";
     std::cout << "tokens changed by the attention:"
               << moved_tokens(block.attn->forward(x), block.attn->forward(changed)) << "\n";
     // [/snippet:token-mixing]
@@ -153,8 +165,7 @@ GradientNorms gradient_through_depth(int64_t L) {
     const int64_t D = 16, heads = 4;
     Rng rng(4);
     std::vector<std::shared_ptr<ViTBlock>> blocks;
-    for (int64_t l = 0; l < L; ++l)
-        blocks.push_back(std::make_shared<ViTBlock>(D, heads, mlp_hidden_dim(D, 0, 4), rng, nullptr));
+    for (int64_t l = 0; l < L; ++l) blocks.push_back(std::make_shared<ViTBlock>(block_config(D, heads), rng, nullptr));
     const Tensor input = Tensor::uniform({2, 5, D}, -1, 1, rng);
     const Tensor r = Tensor::uniform({2, 5, D}, -1, 1, rng);
 
@@ -208,15 +219,18 @@ void dropout_and_drop_path() {
     Rng rng(5);
     auto dropout_rng = std::make_shared<Rng>(6);
     const int64_t D = 8;
-    // dropout 0.1 (attention projection and MLP), attention dropout 0.1, drop path 0.5
-    ViTBlock block(D, 2, mlp_hidden_dim(D, 0, 4), rng, dropout_rng, true, 0.1, 0.1, GeluApproximation::None, 1e-6, 0.5);
+    BlockConfig config = block_config(D, 2);
+    config.dropout = 0.1;  // attention projection and MLP
+    config.attn_dropout = 0.1;
+    config.drop_path = 0.5;
+    ViTBlock block(config, rng, dropout_rng);
     for (const auto& [name, m] : block.named_modules())
         if (m->type_name() == "Dropout" || m->type_name() == "DropPath")
             std::cout << name << " (" << m->type_name() << ")\n";
 
     DropPath drop(0.5, dropout_rng);
     Tensor ones = Tensor::ones({8, 2, 3});
-    Tensor dropped = drop(ones);
+    Tensor dropped = drop.forward(ones);
     std::cout << "DropPath(0.5) on ones [8, 2, 3], first value of each sample:";
     for (int64_t b = 0; b < 8; ++b) std::cout << " " << fixed(dropped.at({b, 0, 0}), 1);
     std::cout << "\n";
@@ -236,7 +250,7 @@ void scratch_block() {
     tutorial::heading("7. where the documents go wrong: ViT from scratch feeds LN(x) to the MLP");
     Rng rng(6);
     const int64_t D = 8;
-    ViTBlock block(D, 2, mlp_hidden_dim(D, 0, 4), rng, nullptr);
+    ViTBlock block(block_config(D, 2), rng, nullptr);
     scramble_parameters(block, rng);
     Tensor x = Tensor::uniform({1, 5, D}, -1, 1, rng);
     // [snippet:scratch-block]

@@ -81,7 +81,7 @@ void assemble() {
     Tensor patches = model.patch_embed->patcher->forward(images);  // x_p       [2, 16, 48]
     Tensor x = model.patch_embed->proj->forward(patches);          // x_p E     [2, 16, 16]
     x = concat({broadcast_to(model.cls_token, {B, 1, D}), x}, 1);  // x_class;  [2, 17, 16]
-    Tensor z0 = model.pos_encoding.forward(x);                     // + E_pos   [2, 17, 16]
+    Tensor z0 = model.pos_encoding->forward(x);                    // + E_pos   [2, 17, 16]
     Tensor zL = model.blocks->forward(z0);                         // L blocks  [2, 17, 16]
     Tensor y = model.norm->forward(select(zL, 1, 0));              // LN(z_L^0) [2, 16]
     Tensor logits = model.head->forward(y);                        // head      [2, 10]
@@ -98,7 +98,7 @@ void pooling() {
     tutorial::heading("5. pooling: the class token, or the mean of the tokens");
     ViTConfig c = small_config();
     VisionTransformer cls_model(c, 9);
-    c.pool = "mean";
+    c.pool = Pool::Mean;
     VisionTransformer mean_model(c, 9);  // the same seed: the same weights (pooling has none)
     Rng rng(10), rng2(10);
     scramble_parameters(cls_model, rng);
@@ -109,7 +109,7 @@ void pooling() {
                                     mean_model.parameter("blocks.1.mlp.fc2.weight"))
               << "\n";
 
-    Tensor z0 = cls_model.pos_encoding.forward(
+    Tensor z0 = cls_model.pos_encoding->forward(
         concat({broadcast_to(cls_model.cls_token, {2, 1, c.dim}), cls_model.patch_embed->forward(images)}, 1));
     Tensor zL = cls_model.blocks->forward(z0);  // [2, 17, 16]
     const int64_t T = zL.size(1);
@@ -133,7 +133,7 @@ void heads() {
     tutorial::heading("6. the head: one Linear (fine-tuning) or pre_logits + Linear (pre-training)");
     ViTConfig c = vit_config("vit-b16");
     const ModelSummary linear_head = summarize(c);
-    c.head = "mlp";
+    c.head = Head::Mlp;
     const ModelSummary mlp_head = summarize(c);
     std::cout << "ViT-B/16, head linear: " << with_thousands(linear_head.total_parameters()) << " parameters\n";
     std::cout << "ViT-B/16, head mlp:    " << with_thousands(mlp_head.total_parameters())
@@ -148,10 +148,10 @@ void heads() {
     Linear l1(8, 16, rng), l2(16, 16, rng), l3(16, 5, rng);
     for (Linear* l : {&l1, &l2, &l3}) scramble_parameters(*l, rng);
     // [snippet:collapse]
-    Tensor W = matmul(l3.weight, matmul(l2.weight, l1.weight));  // [5, 8]
-    Tensor b = reshape(l3(l2(reshape(l1.bias, {1, 16}))), {5});  // [5]
+    Tensor W = matmul(l3.weight, matmul(l2.weight, l1.weight));                  // [5, 8]
+    Tensor b = reshape(l3.forward(l2.forward(reshape(l1.bias, {1, 16}))), {5});  // [5]
     Tensor x = Tensor::uniform({4, 8}, -2, 2, rng);
-    const double gap = max_abs_difference(l3(l2(l1(x))), linear(x, W, b));
+    const double gap = max_abs_difference(l3.forward(l2.forward(l1.forward(x))), linear(x, W, b));
     std::cout << "ViT from scratch's head vs one Linear(W, b): max |difference| < 1e-12: "
               << (gap < 1e-12 ? "yes" : "no") << "\n";
     // [/snippet:collapse]
@@ -164,12 +164,12 @@ void heads() {
 int64_t vit_parameters(const ViTConfig& c) {
     const int64_t D = c.dim, F = c.mlp_hidden(), N = c.num_patches(), K = c.num_classes;
     const int64_t CPP = c.channels * c.patch_size * c.patch_size;
-    const int64_t embedding = CPP * D + D;                                       // E [D, C P P], bias [D]
-    const int64_t tokens = D + (c.learnable_pos_embed ? (N + 1) * D : 0);        // x_class, E_pos
-    const int64_t attention = 3 * D * D + (c.qkv_bias ? 3 * D : 0) + D * D + D;  // qkv, proj
-    const int64_t mlp = D * F + F + F * D + D;                                   // fc1, fc2
-    const int64_t block = 2 * D + attention + 2 * D + mlp;                       // norm1, norm2
-    const int64_t head = 2 * D + (c.head == "mlp" ? D * D + D : 0) + D * K + K;  // norm, pre_logits, head
+    const int64_t embedding = CPP * D + D;                                           // E [D, C P P], bias [D]
+    const int64_t tokens = D + (c.learnable_pos_embed ? (N + 1) * D : 0);            // x_class, E_pos
+    const int64_t attention = 3 * D * D + (c.qkv_bias ? 3 * D : 0) + D * D + D;      // qkv, proj
+    const int64_t mlp = D * F + F + F * D + D;                                       // fc1, fc2
+    const int64_t block = 2 * D + attention + 2 * D + mlp;                           // norm1, norm2
+    const int64_t head = 2 * D + (c.head == Head::Mlp ? D * D + D : 0) + D * K + K;  // norm, pre_logits, head
     return embedding + tokens + c.depth * block + head;
 }
 // [/snippet:parameter-formula]
@@ -191,8 +191,8 @@ void variants() {
     std::vector<ViTConfig> built{vit_config("cifar-tiny"), vit_config("cifar-small"), small_config()};
     ViTConfig other = small_config();
     other.name = "small-variant";
-    other.pool = "mean";
-    other.head = "mlp";
+    other.pool = Pool::Mean;
+    other.head = Head::Mlp;
     other.qkv_bias = false;
     other.learnable_pos_embed = false;
     other.mlp_dim = 0;

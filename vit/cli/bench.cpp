@@ -147,7 +147,7 @@ double forward_macs_per_image(const ViTConfig& c) {
     const double N = double(c.num_patches()), T = N + 1, D = double(c.dim), F = double(c.mlp_hidden());
     const double K = double(c.num_classes), patch_dim = double(c.channels * c.patch_size * c.patch_size);
     const double block = T * D * 3 * D + 2 * T * T * D + T * D * D + 2 * T * D * F;
-    const double head = D * K + (c.head == "mlp" ? D * D : 0);
+    const double head = D * K + (c.head == Head::Mlp ? D * D : 0);
     return N * patch_dim * D + double(c.depth) * block + head;
 }
 

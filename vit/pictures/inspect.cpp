@@ -246,7 +246,7 @@ Matrix cosine_similarity_matrix(const Matrix& vectors) {
 }
 
 Matrix patch_position_embeddings(const VisionTransformer& model) {
-    const Tensor& table = model.pos_encoding.table;  // [1, N+1, D]
+    const Tensor& table = model.pos_encoding->table;  // [1, N+1, D]
     const int64_t n = table.size(1) - 1, d = table.size(2);
     Matrix m(n, d);
     for (int64_t i = 0; i < n; ++i)

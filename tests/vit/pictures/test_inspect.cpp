@@ -104,8 +104,8 @@ TEST_CASE("inspect: cosine_similarity_matrix against hand values; symmetric with
     const Matrix pos = patch_position_embeddings(model);
     REQUIRE(pos.rows == small_config().num_patches());
     REQUIRE(pos.cols == small_config().dim);
-    CHECK(pos(0, 0) == double(model.pos_encoding.table.at({0, 1, 0})));
-    CHECK(pos(5, 7) == double(model.pos_encoding.table.at({0, 6, 7})));
+    CHECK(pos(0, 0) == double(model.pos_encoding->table.at({0, 1, 0})));
+    CHECK(pos(5, 7) == double(model.pos_encoding->table.at({0, 6, 7})));
     const Matrix sim = cosine_similarity_matrix(pos);
     for (int64_t i = 0; i < sim.rows; ++i) {
         CHECK(sim(i, i) == Approx(1).margin(1e-15));

@@ -24,8 +24,8 @@ ViTConfig unusual_config() {
     c.name = "unusual";
     c.mlp_dim = 0;
     c.mlp_ratio = 2.5f;
-    c.pool = "mean";
-    c.head = "mlp";
+    c.pool = Pool::Mean;
+    c.head = Head::Mlp;
     c.dropout = 0.125f;
     c.emb_dropout = 0.25f;
     c.attn_dropout = 0.0625f;
@@ -381,4 +381,21 @@ TEST_CASE("checkpoint: a failed save leaves no temporary or partial file", "[che
     require_error([&] { save_checkpoint(dir.file("taken/last.safetensors"), model, {}, {}, &optimizer); },
                   {"last.safetensors"});
     CHECK(files_ending_in(dir.file("taken"), ".tmp").empty());
+}
+
+TEST_CASE("checkpoint: pool and head are the metadata text cls/mean and linear/mlp; other text is refused",
+          "[checkpoint][errors]") {
+    ViTConfig c = tiny_vit_config();
+    c.pool = Pool::Mean;
+    c.head = Head::Mlp;
+    Metadata fields = config_to_metadata(c);
+    CHECK(fields.at("pool") == "mean");
+    CHECK(fields.at("head") == "mlp");
+    const ViTConfig back = config_from_metadata(fields, "ckpt");
+    CHECK(back.pool == Pool::Mean);
+    CHECK(back.head == Head::Mlp);
+    CHECK(config_to_metadata(tiny_vit_config()).at("pool") == "cls");
+    CHECK(config_to_metadata(tiny_vit_config()).at("head") == "linear");
+    fields["pool"] = "max";
+    require_error([&] { config_from_metadata(fields, "ckpt"); }, {"ckpt", "pool", "\"max\""});
 }

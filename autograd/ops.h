@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "enum_names.h"
 #include "rng.h"
 #include "tensor.h"
 
@@ -108,6 +109,11 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, rea
 
 // ---- GELU (gelu.cpp) -------------------------------------------------------------------
 enum class GeluApproximation { None, Tanh };
+template <>
+struct EnumNames<GeluApproximation> {  // as checkpoints spell it
+    static constexpr std::pair<GeluApproximation, const char*> table[] = {{GeluApproximation::None, "none"},
+                                                                          {GeluApproximation::Tanh, "tanh"}};
+};
 // None: x * Phi(x) with the exact erf; Tanh: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 Tensor gelu(const Tensor& x, GeluApproximation approximation = GeluApproximation::None);
 

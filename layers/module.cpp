@@ -84,7 +84,7 @@ void scramble_parameters(Module& module, Rng& rng) {
     for (auto& [name, p] : module.named_parameters()) {
         const bool ln_weight = name.find("norm") != std::string::npos && name.size() >= 6 &&
                                name.compare(name.size() - 6, 6, "weight") == 0;
-        real* v = p.data();
+        real* v = p.data_for_write();
         for (int64_t i = 0; i < p.numel(); ++i) v[i] = static_cast<real>(rng.uniform(-0.5, 0.5)) + (ln_weight ? 1 : 0);
     }
 }

@@ -53,7 +53,7 @@ void load_state_dict(Module& module, const NamedTensors& named, bool strict) {
                                         " in the file but " + shape_str(p.shape()) + " in the model");
         copies.emplace_back(p, value);
     }
-    for (auto& [p, value] : copies) std::copy(value.data(), value.data() + value.numel(), p.data());
+    for (auto& [p, value] : copies) std::copy(value.data(), value.data() + value.numel(), p.data_for_write());
 }
 
 void save_module(const std::string& path, const Module& module, const std::map<std::string, std::string>& metadata) {

@@ -171,22 +171,6 @@ void check_memory(const ViTConfig& config, int64_t copies) {
                                     format_bytes(double(machine)) + " of memory");
 }
 
-std::string pool_name(Pool pool) { return pool == Pool::Mean ? "mean" : "cls"; }
-
-std::string head_name(Head head) { return head == Head::Mlp ? "mlp" : "linear"; }
-
-Pool pool_from_name(const std::string& name) {
-    if (name == "cls") return Pool::Cls;
-    if (name == "mean") return Pool::Mean;
-    throw std::invalid_argument("ViTConfig: pool must be \"cls\" or \"mean\", got \"" + name + "\"");
-}
-
-Head head_from_name(const std::string& name) {
-    if (name == "linear") return Head::Linear;
-    if (name == "mlp") return Head::Mlp;
-    throw std::invalid_argument("ViTConfig: head must be \"linear\" or \"mlp\", got \"" + name + "\"");
-}
-
 BlockConfig ViTConfig::block(int64_t l) const {
     BlockConfig b;
     b.dim = dim;
@@ -210,8 +194,8 @@ std::string describe(const ViTConfig& c) {
     std::ostringstream os;
     os << c.name << ": " << c.image_height << "x" << c.image_width << " images, " << c.channels << " channels, patch "
        << c.patch_size << " (" << c.num_patches() << " patches), dim " << c.dim << ", depth " << c.depth << ", heads "
-       << c.heads << ", MLP " << c.mlp_hidden() << ", " << c.num_classes << " classes, pool " << pool_name(c.pool)
-       << ", head " << head_name(c.head);
+       << c.heads << ", MLP " << c.mlp_hidden() << ", " << c.num_classes << " classes, pool " << enum_name(c.pool)
+       << ", head " << enum_name(c.head);
     return os.str();
 }
 

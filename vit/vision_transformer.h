@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/enum_names.h"
 #include "autograd/ops.h"
 #include "autograd/rng.h"
 #include "layers/activation.h"
@@ -80,12 +81,15 @@ struct ViTConfig {
 };
 // [/snippet:vit-config]
 
-std::string pool_name(Pool pool);
-std::string head_name(Head head);
-// The enum spelled `name`; throws std::invalid_argument
-// `ViTConfig: pool must be "cls" or "mean", got "max"` (and the same for head) for any other.
-Pool pool_from_name(const std::string& name);
-Head head_from_name(const std::string& name);
+// Their names (autograd/enum_names.h: enum_name, parse_enum).
+template <>
+struct EnumNames<Pool> {
+    static constexpr std::pair<Pool, const char*> table[] = {{Pool::Cls, "cls"}, {Pool::Mean, "mean"}};
+};
+template <>
+struct EnumNames<Head> {
+    static constexpr std::pair<Head, const char*> table[] = {{Head::Linear, "linear"}, {Head::Mlp, "mlp"}};
+};
 
 // Throws std::invalid_argument ("ViTConfig '<name>': ...") naming the offending sizes if a
 // size is not positive, the image is not divisible into patches, dim is not divisible by

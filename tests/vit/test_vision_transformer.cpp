@@ -105,7 +105,7 @@ TEST_CASE("VisionTransformer: forward is eqs. (1)-(4) composed from the children
           "[vit][layer:VisionTransformer][forward][ex:vit-pooling]") {
     for (Pool pool : {Pool::Cls, Pool::Mean}) {
         for (Head head : {Head::Linear, Head::Mlp}) {
-            INFO("pool " << pool_name(pool) << ", head " << head_name(head));
+            INFO("pool " << enum_name(pool) << ", head " << enum_name(head));
             ViTConfig c = small_config();
             c.pool = pool;
             c.head = head;
@@ -349,8 +349,8 @@ TEST_CASE("VisionTransformer: configuration errors name the sizes", "[vit][layer
                   })),
                   {"ViTConfig", "mlp_ratio"});
     require_error(build(with([](ViTConfig& c) { c.dropout = 1; })), {"ViTConfig", "dropout", "[0, 1)"});
-    require_error([] { pool_from_name("max"); }, {"ViTConfig", "pool", "\"max\""});
-    require_error([] { head_from_name("conv"); }, {"ViTConfig", "head", "\"conv\""});
+    require_error([] { parse_enum<Pool>("max", "ViTConfig: pool"); }, {"ViTConfig: pool 'max' is not cls or mean"});
+    require_error([] { parse_enum<Head>("conv", "ViTConfig: head"); }, {"ViTConfig: head 'conv' is not linear or mlp"});
     ViTConfig ratio = with([](ViTConfig& c) {
         c.mlp_dim = 0;
         c.mlp_ratio = 3;
@@ -443,18 +443,18 @@ TEST_CASE("VisionTransformer: input errors name the sizes", "[vit][layer:VisionT
 
 TEST_CASE("Pool and Head: names round-trip, describe() uses them, other names are refused",
           "[vit][layer:VisionTransformer]") {
-    for (Pool pool : {Pool::Cls, Pool::Mean}) CHECK(pool_from_name(pool_name(pool)) == pool);
-    for (Head head : {Head::Linear, Head::Mlp}) CHECK(head_from_name(head_name(head)) == head);
-    CHECK(pool_name(Pool::Cls) == "cls");
-    CHECK(pool_name(Pool::Mean) == "mean");
-    CHECK(head_name(Head::Linear) == "linear");
-    CHECK(head_name(Head::Mlp) == "mlp");
+    for (Pool pool : {Pool::Cls, Pool::Mean}) CHECK(parse_enum<Pool>(enum_name(pool), "pool") == pool);
+    for (Head head : {Head::Linear, Head::Mlp}) CHECK(parse_enum<Head>(enum_name(head), "head") == head);
+    CHECK(enum_name(Pool::Cls) == "cls");
+    CHECK(enum_name(Pool::Mean) == "mean");
+    CHECK(enum_name(Head::Linear) == "linear");
+    CHECK(enum_name(Head::Mlp) == "mlp");
     ViTConfig c = small_config();
     c.pool = Pool::Mean;
     c.head = Head::Mlp;
     CHECK(describe(c).find("pool mean, head mlp") != std::string::npos);
-    require_error([] { pool_from_name("CLS"); }, {"ViTConfig", "pool must be \"cls\" or \"mean\"", "\"CLS\""});
-    require_error([] { head_from_name(""); }, {"ViTConfig", "head must be \"linear\" or \"mlp\"", "\"\""});
+    require_error([] { parse_enum<Pool>("CLS", "pool"); }, {"pool 'CLS' is not cls or mean"});
+    require_error([] { parse_enum<Head>("", "head"); }, {"head '' is not linear or mlp"});
 }
 
 TEST_CASE("ViTConfig::block: every block gets the config's sizes, drop path grows linearly from 0",

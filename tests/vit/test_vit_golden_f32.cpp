@@ -44,8 +44,8 @@ ViTConfig config_from_metadata(const NamedTensors& g) {
     c.heads = meta_int(g, "heads");
     c.mlp_dim = meta_int(g, "mlp_dim");
     c.num_classes = meta_int(g, "num_classes");
-    c.pool = pool_from_name(g.metadata.at("pool"));
-    c.head = head_from_name(g.metadata.at("head"));
+    c.pool = parse_enum<Pool>(g.metadata.at("pool"), "golden pool");
+    c.head = parse_enum<Head>(g.metadata.at("head"), "golden head");
     c.qkv_bias = meta_bool(g, "qkv_bias");
     c.learnable_pos_embed = meta_bool(g, "learnable_pos_embed");
     c.layer_norm_eps = static_cast<real>(std::stod(g.metadata.at("layer_norm_eps")));

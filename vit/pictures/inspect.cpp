@@ -641,11 +641,8 @@ void check_inspection(const ViTConfig& config, const ImageSet& set, const Inspec
                                     (set.size() == 0
                                          ? std::string("the set has no images")
                                          : "the set has " + str(set.size()) + " images, 0 to " + str(set.size() - 1)));
-    if (set.channels != config.channels || set.height != config.image_height || set.width != config.image_width)
-        throw std::invalid_argument("write_inspection: model " + config.name + " takes " + str(config.channels) + "x" +
-                                    str(config.image_height) + "x" + str(config.image_width) +
-                                    " images (CxHxW), the data's are " + str(set.channels) + "x" + str(set.height) +
-                                    "x" + str(set.width));
+    check_image_shape(set, {config.channels, config.image_height, config.image_width}, "write_inspection",
+                      "model " + config.name + " takes");
     if (options.distance_images < 1 || options.components < 1 || options.batch < 1)
         throw std::invalid_argument("write_inspection: distance_images " + str(options.distance_images) +
                                     ", components " + str(options.components) + " and batch " + str(options.batch) +

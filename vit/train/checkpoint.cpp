@@ -21,27 +21,6 @@ namespace {
 
 const char* const kPatchWeight = "patch_embed.proj.weight";
 
-// ViTConfig's pool and head as metadata text ("cls", "mean", "linear", "mlp", as they always
-// were). Overloads of checkpoint.h's templates, which the field lambdas below also see.
-using patchgrad::metadata_text;
-using patchgrad::read_metadata_text;
-std::string metadata_text(Pool pool) { return pool_name(pool); }
-std::string metadata_text(Head head) { return head_name(head); }
-template <class E>
-void read_enum_text(E (*from_name)(const std::string&), const std::string& text, const std::string& where, E& value) {
-    try {
-        value = from_name(text);
-    } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(where + ": " + e.what());
-    }
-}
-void read_metadata_text(const std::string& text, const std::string& where, const std::string&, Pool& value) {
-    read_enum_text(pool_from_name, text, where, value);
-}
-void read_metadata_text(const std::string& text, const std::string& where, const std::string&, Head& value) {
-    read_enum_text(head_from_name, text, where, value);
-}
-
 // The one list of ViTConfig fields: written, read and compared through it, so a field
 // cannot be saved but forgotten on load. `C` is ViTConfig or const ViTConfig.
 template <class C, class F>

@@ -40,6 +40,7 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/enum_names.h"
 #include "autograd/io/safetensors.h"
 #include "autograd/optim/optimizer.h"
 #include "vit/vision_transformer.h"
@@ -148,8 +149,8 @@ std::string metadata_text(const T& value) {
         return value;
     else if constexpr (std::is_same_v<T, bool>)
         return value ? "true" : "false";
-    else if constexpr (std::is_same_v<T, GeluApproximation>)
-        return value == GeluApproximation::Tanh ? "tanh" : "none";
+    else if constexpr (std::is_enum_v<T>)
+        return enum_name(value);  // its EnumNames table
     else if constexpr (std::is_floating_point_v<T>)
         return exact_text(value);
     else
@@ -162,10 +163,8 @@ void read_metadata_text(const std::string& text, const std::string& where, const
         value = text;
     } else if constexpr (std::is_same_v<T, bool>) {
         value = parse_bool(text, where, key);
-    } else if constexpr (std::is_same_v<T, GeluApproximation>) {
-        if (text != "none" && text != "tanh")
-            throw std::invalid_argument(where + ": " + key + " '" + text + "' is not 'none' or 'tanh'");
-        value = text == "tanh" ? GeluApproximation::Tanh : GeluApproximation::None;
+    } else if constexpr (std::is_enum_v<T>) {
+        value = parse_enum<T>(text, where + ": " + key);
     } else if constexpr (std::is_floating_point_v<T>) {
         value = static_cast<T>(parse_double(text, where, key));
     } else if constexpr (std::is_unsigned_v<T>) {

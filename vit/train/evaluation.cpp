@@ -15,21 +15,6 @@ namespace patchgrad {
 
 int64_t argmax(const real* row, int64_t n) { return std::max_element(row, row + n) - row; }
 
-namespace {
-
-void check_fits(const VisionTransformer& model, const ImageSet& set) {
-    const ViTConfig& c = model.config;
-    if (set.channels != c.channels || set.height != c.image_height || set.width != c.image_width ||
-        set.num_classes() != c.num_classes)
-        throw std::invalid_argument("evaluate: images " + std::to_string(set.channels) + "x" +
-                                    std::to_string(set.height) + "x" + std::to_string(set.width) + " in " +
-                                    std::to_string(set.num_classes()) + " classes, but the model takes " +
-                                    std::to_string(c.channels) + "x" + std::to_string(c.image_height) + "x" +
-                                    std::to_string(c.image_width) + " in " + std::to_string(c.num_classes));
-}
-
-}  // namespace
-
 std::vector<double> Evaluation::class_accuracy() const {
     const int64_t K = num_classes();
     std::vector<double> out(K);
@@ -42,7 +27,8 @@ std::vector<double> Evaluation::class_accuracy() const {
 }
 
 Evaluation evaluate(VisionTransformer& model, const ImageSet& set, const ChannelStats& stats, int64_t batch_size) {
-    check_fits(model, set);
+    const ViTConfig& c = model.config;
+    check_image_shape(set, {c.channels, c.image_height, c.image_width}, "evaluate", "the model takes", c.num_classes);
     EvalModeGuard eval_mode(model);
     NoGradGuard no_grad;
     Evaluation e;

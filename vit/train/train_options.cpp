@@ -193,26 +193,12 @@ const TrainOption* find_train_option(const std::string& flag) {
 }
 
 std::string option_text(const TrainOption& option, const TrainOptions& o) {
-    return visit_member(option, o, [](const auto* value) {
-        if constexpr (std::is_enum_v<std::remove_cv_t<std::remove_pointer_t<decltype(value)>>>)
-            return enum_name(*value);
-        else
-            return metadata_text(*value);
-    });
+    return visit_member(option, o, [](const auto* value) { return metadata_text(*value); });
 }
 
 void read_option_text(const TrainOption& option, TrainOptions& o, const std::string& text, const std::string& where,
                       const std::string& key) {
-    visit_member(option, o, [&](auto* value) {
-        using T = std::remove_pointer_t<decltype(value)>;
-        if constexpr (std::is_enum_v<T>) {
-            const std::optional<T> named = enum_from_name<T>(text);
-            if (!named) throw std::invalid_argument(where + ": " + key + " '" + text + "' is not " + enum_choices<T>());
-            *value = *named;
-        } else {
-            read_metadata_text(text, where, key, *value);
-        }
-    });
+    visit_member(option, o, [&](auto* value) { read_metadata_text(text, where, key, *value); });
 }
 
 // ---- presets -------------------------------------------------------------------------------

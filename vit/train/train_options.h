@@ -22,6 +22,7 @@
 #include <variant>
 #include <vector>
 
+#include "autograd/enum_names.h"
 #include "vit/train/checkpoint.h"
 #include "vit/vision_transformer.h"
 
@@ -32,8 +33,6 @@ enum class ScheduleKind { Constant, Cosine, Step };  // autograd/optim/lr_schedu
 enum class AugmentKind { CropFlip, None };
 
 // Each enum's names, as flags, checkpoints and --help spell them: one table per enum.
-template <class E>
-struct EnumNames;
 template <>
 struct EnumNames<OptimizerKind> {
     static constexpr std::pair<OptimizerKind, const char*> table[] = {
@@ -49,30 +48,6 @@ struct EnumNames<AugmentKind> {
     static constexpr std::pair<AugmentKind, const char*> table[] = {{AugmentKind::CropFlip, "crop-flip"},
                                                                     {AugmentKind::None, "none"}};
 };
-
-template <class E>
-std::string enum_name(E value) {
-    for (const auto& [v, name] : EnumNames<E>::table)
-        if (v == value) return name;
-    return "?";  // unreachable for a value of the enum
-}
-
-// "sgd, adam or adamw"
-template <class E>
-std::string enum_choices() {
-    std::string s;
-    const size_t n = std::size(EnumNames<E>::table);
-    for (size_t i = 0; i < n; ++i)
-        s += std::string(i == 0 ? "" : i + 1 == n ? " or " : ", ") + EnumNames<E>::table[i].second;
-    return s;
-}
-
-template <class E>
-std::optional<E> enum_from_name(const std::string& name) {
-    for (const auto& [v, n] : EnumNames<E>::table)
-        if (name == n) return v;
-    return std::nullopt;
-}
 
 // A training run's settings; the CLI flag of each is in the table (train_options()).
 // preset_options gives the named recipes; the defaults here are neutral, not a recipe.

@@ -537,7 +537,7 @@ TEST_CASE("inspect: bad input gives one clear line", "[vit][inspect][errors]") {
     options.image = 0;
     const ImageSet wrong_size = random_images(2, 3, 8, 12, 5, 4);
     one_line([&] { write_inspection(model, wrong_size, ChannelStats::cifar10(), dir.file("a"), options); },
-             {"inspect", "inspect-tiny", "3x32x32", "3x8x12"});
+             {"inspect", "inspect-tiny", "[3, 32, 32]", "[3, 8, 12]"});
     CHECK_FALSE(fs::exists(dir.file("a")));  // nothing is created for a bad request
 
     // --out not writable: a path below a regular file cannot be a directory (even for root).

@@ -7,14 +7,9 @@
 
 namespace patchgrad {
 
-std::vector<std::string> lr_schedule_kinds() { return {"constant", "cosine", "step"}; }
-
 void LRSchedule::validate() const {
     std::ostringstream problem;
-    const auto kinds = lr_schedule_kinds();
-    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end())
-        problem << "unknown kind '" << kind << "' (known: constant, cosine, step)";
-    else if (!(base_lr > 0) || !std::isfinite(base_lr))
+    if (!(base_lr > 0) || !std::isfinite(base_lr))
         problem << "base_lr must be positive, got " << base_lr;
     else if (total < 1)
         problem << "total must be at least 1 step, got " << total;
@@ -22,9 +17,9 @@ void LRSchedule::validate() const {
         problem << "warmup must be in [0, total = " << total << "] steps, got " << warmup;
     else if (!(min_lr >= 0) || min_lr > base_lr)
         problem << "min_lr must be in [0, base_lr = " << base_lr << "], got " << min_lr;
-    else if (kind == "step" && step_size < 1)
+    else if (kind == ScheduleKind::Step && step_size < 1)
         problem << "step_size must be at least 1 step, got " << step_size;
-    else if (kind == "step" && !(gamma > 0 && gamma <= 1))
+    else if (kind == ScheduleKind::Step && !(gamma > 0 && gamma <= 1))
         problem << "gamma must be in (0, 1], got " << gamma;
     if (!problem.str().empty()) throw std::invalid_argument("LRSchedule: " + problem.str());
 }
@@ -36,12 +31,12 @@ double LRSchedule::lr_at(int64_t step) const {
     // [exercise:cosine-schedule]
     if (step < warmup) return base_lr * double(step + 1) / double(warmup);
     const int64_t t = step - warmup;
-    if (kind == "cosine") {
+    if (kind == ScheduleKind::Cosine) {
         const int64_t T = std::max<int64_t>(total - warmup, 1);
         const double progress = std::min(double(t) / double(T), 1.0);
         return min_lr + (base_lr - min_lr) * 0.5 * (1 + std::cos(3.14159265358979323846 * progress));
     }
-    if (kind == "step") return base_lr * std::pow(gamma, double(t / step_size));  // integer t / step_size
+    if (kind == ScheduleKind::Step) return base_lr * std::pow(gamma, double(t / step_size));  // integer t / step_size
     return base_lr;
     // [/exercise:cosine-schedule]
 }

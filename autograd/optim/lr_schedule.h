@@ -14,13 +14,21 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
-#include <vector>
+#include <utility>
+
+#include "autograd/enum_names.h"
 
 namespace patchgrad {
 
+enum class ScheduleKind { Constant, Cosine, Step };
+template <>
+struct EnumNames<ScheduleKind> {  // as --schedule and checkpoints spell them
+    static constexpr std::pair<ScheduleKind, const char*> table[] = {
+        {ScheduleKind::Constant, "constant"}, {ScheduleKind::Cosine, "cosine"}, {ScheduleKind::Step, "step"}};
+};
+
 struct LRSchedule {
-    std::string kind = "cosine";  // "constant", "cosine" or "step"
+    ScheduleKind kind = ScheduleKind::Cosine;
     double base_lr = 1e-3;
     int64_t warmup = 0;     // steps
     int64_t total = 1;      // steps in the whole run (cosine reaches min_lr there)
@@ -29,11 +37,9 @@ struct LRSchedule {
     double gamma = 0.1;     // step: factor per decay
 
     // Throws std::invalid_argument naming the field for a non-positive lr or total, a
-    // negative warmup or min_lr, warmup > total, an unknown kind, ...
+    // negative warmup or min_lr, warmup > total, ...
     void validate() const;
     double lr_at(int64_t step) const;  // step 0 is the first optimizer step
 };
-
-std::vector<std::string> lr_schedule_kinds();
 
 }  // namespace patchgrad

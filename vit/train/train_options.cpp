@@ -214,34 +214,34 @@ struct Preset {
     void (*recipe)(TrainOptions& o);
 };
 
+// What both recipes share: AdamW with decoupled weight decay, a cosine schedule down to 1e-5
+// after a linear warmup, label smoothing, and 4-pixel padded crops with flips.
+void small_vit_recipe(TrainOptions& o) {
+    o.batch = 128;
+    o.optimizer = OptimizerKind::AdamW;
+    o.weight_decay = 0.05;
+    o.schedule = ScheduleKind::Cosine;
+    o.min_lr = 1e-5;
+    o.label_smoothing = 0.1;
+    o.augment = AugmentKind::CropFlip;
+}
+
 const Preset kPresets[] = {
     {"default", "cifar-tiny",
      [](TrainOptions& o) {
+         small_vit_recipe(o);
          o.epochs = 45;
-         o.batch = 128;
-         o.optimizer = OptimizerKind::AdamW;
          o.lr = 1e-3;
-         o.weight_decay = 0.05;
          o.warmup_epochs = 3;
-         o.schedule = ScheduleKind::Cosine;
-         o.min_lr = 1e-5;
-         o.label_smoothing = 0.1;
-         o.augment = AugmentKind::CropFlip;
          o.erasing = 0.25;
          o.config.drop_path = static_cast<real>(0.1);
      }},
     {"quick", "cifar-micro",
      [](TrainOptions& o) {
+         small_vit_recipe(o);
          o.epochs = 16;
-         o.batch = 128;
-         o.optimizer = OptimizerKind::AdamW;
          o.lr = 2e-3;
-         o.weight_decay = 0.05;
          o.warmup_epochs = 1;
-         o.schedule = ScheduleKind::Cosine;
-         o.min_lr = 1e-5;
-         o.label_smoothing = 0.1;
-         o.augment = AugmentKind::CropFlip;
      }},
 };
 // [/snippet:presets]

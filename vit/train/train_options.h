@@ -23,13 +23,13 @@
 #include <vector>
 
 #include "autograd/enum_names.h"
+#include "autograd/optim/lr_schedule.h"
 #include "vit/train/checkpoint.h"
 #include "vit/vision_transformer.h"
 
 namespace patchgrad {
 
 enum class OptimizerKind { Sgd, Adam, AdamW };
-enum class ScheduleKind { Constant, Cosine, Step };  // autograd/optim/lr_schedule.h's kinds
 enum class AugmentKind { CropFlip, None };
 
 // Each enum's names, as flags, checkpoints and --help spell them: one table per enum.
@@ -37,11 +37,6 @@ template <>
 struct EnumNames<OptimizerKind> {
     static constexpr std::pair<OptimizerKind, const char*> table[] = {
         {OptimizerKind::Sgd, "sgd"}, {OptimizerKind::Adam, "adam"}, {OptimizerKind::AdamW, "adamw"}};
-};
-template <>
-struct EnumNames<ScheduleKind> {
-    static constexpr std::pair<ScheduleKind, const char*> table[] = {
-        {ScheduleKind::Constant, "constant"}, {ScheduleKind::Cosine, "cosine"}, {ScheduleKind::Step, "step"}};
 };
 template <>
 struct EnumNames<AugmentKind> {

@@ -124,7 +124,7 @@ std::unique_ptr<Optimizer> make_optimizer(const TrainOptions& o, const VisionTra
 // [snippet:make-schedule]
 LRSchedule make_schedule(const TrainOptions& o, int64_t steps_per_epoch) {
     LRSchedule s;
-    s.kind = enum_name(o.schedule);
+    s.kind = o.schedule;
     s.base_lr = o.lr;
     s.total = checked_mul(o.epochs, steps_per_epoch, "train options: --epochs x steps per epoch");
     // Warmup beyond the run is capped at the run, in epochs first: 1e19 epochs of steps
@@ -178,12 +178,6 @@ MixedBatch unmixed(const Tensor& images, const std::vector<int64_t>& labels) {
     batch.labels_a = labels;
     batch.labels_b = labels;
     return batch;
-}
-
-std::string percent(double fraction) {
-    char text[16];
-    std::snprintf(text, sizeof text, "%.1f%%", 100 * fraction);
-    return text;
 }
 
 class Trainer {
@@ -412,10 +406,10 @@ void Trainer::end_epoch() {
 
     char line[256];
     std::snprintf(line, sizeof line,
-                  "epoch %lld/%lld: train loss %.4f acc %s | %s loss %.4f acc %s%s | lr %.3g | %s (%.0f img/s), "
+                  "epoch %lld/%lld: train loss %.4f acc %.1f%% | %s loss %.4f acc %.1f%%%s | lr %.3g | %s (%.0f img/s), "
                   "elapsed %s\n",
                   static_cast<long long>(r.epoch), static_cast<long long>(options_.epochs), r.train_loss,
-                  percent(r.train_acc).c_str(), r.eval_set.c_str(), r.eval_loss, percent(r.eval_acc).c_str(),
+                  100 * r.train_acc, r.eval_set.c_str(), r.eval_loss, 100 * r.eval_acc,
                   improved ? " (best)" : "", r.lr, format_duration(r.epoch_seconds).c_str(), r.img_per_s,
                   format_duration(r.elapsed_seconds).c_str());
     *output_.out << line << std::flush;

@@ -12,12 +12,9 @@ namespace patchgrad {
 MultiHeadSelfAttention::MultiHeadSelfAttention(int64_t dim, int64_t heads, Rng& init, std::shared_ptr<Rng> dropout_rng,
                                                bool qkv_bias, real attn_dropout, real proj_dropout)
     : dim(dim), heads(heads), head_dim(heads > 0 ? dim / heads : 0) {
-    if (dim <= 0 || heads <= 0)
-        throw std::invalid_argument("MultiHeadSelfAttention: dim and heads must be positive, got dim " +
-                                    std::to_string(dim) + " and heads " + std::to_string(heads));
-    if (dim % heads != 0)
-        throw std::invalid_argument("MultiHeadSelfAttention: dim " + std::to_string(dim) +
-                                    " is not divisible by heads " + std::to_string(heads));
+    check(dim > 0 && heads > 0, "MultiHeadSelfAttention: dim and heads must be positive, got dim ", dim, " and heads ",
+          heads);
+    check(dim % heads == 0, "MultiHeadSelfAttention: dim ", dim, " is not divisible by heads ", heads);
     qkv = register_module("qkv", std::make_shared<Linear>(dim, 3 * dim, init, qkv_bias));
     attn_drop = register_module("attn_drop", std::make_shared<Dropout>(attn_dropout, dropout_rng));
     proj = register_module("proj", std::make_shared<Linear>(dim, dim, init));
@@ -53,14 +50,12 @@ Tensor key_mask_bias(const std::vector<bool>& patch_mask, int64_t N) {
 // Transformer in CV scales after the softmax, by sqrt(D): chapter 7 says why that is wrong,
 // and tests/layers/test_attention.cpp, "[documents]", shows it numerically.)
 Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<bool>& patch_mask) {
-    if (x.dim() != 3 || x.size(2) != dim)
-        throw std::invalid_argument("MultiHeadSelfAttention: expected x of shape [B, N, " + std::to_string(dim) +
-                                    "], got " + shape_str(x.shape()));
+    check(x.dim() == 3 && x.size(2) == dim, "MultiHeadSelfAttention: expected x of shape [B, N, ", dim, "], got ",
+          x.shape());
     const int64_t B = x.size(0), N = x.size(1);
-    if (!patch_mask.empty() && static_cast<int64_t>(patch_mask.size()) != N - 1)
-        throw std::invalid_argument("MultiHeadSelfAttention: patch_mask has " + std::to_string(patch_mask.size()) +
-                                    " entries but x " + shape_str(x.shape()) + " has " + std::to_string(N - 1) +
-                                    " patches (N = " + std::to_string(N) + " tokens, the first is the class token)");
+    check(patch_mask.empty() || static_cast<int64_t>(patch_mask.size()) == N - 1,
+          "MultiHeadSelfAttention: patch_mask has ", patch_mask.size(), " entries but x ", x.shape(), " has ", N - 1,
+          " patches (N = ", N, " tokens, the first is the class token)");
 
     // [exercise:attention-forward]
     // [B, N, 3D] -> [B, N, 3, heads, head_dim] -> [3, B, heads, N, head_dim], as in timm
@@ -86,12 +81,9 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<bool>&
 //   dS = A * (dA - rowsum(dA * A))       (softmax's vector-Jacobian product, per row)
 //   dq = dS k / sqrt(d),  dk = dS^T q / sqrt(d)
 AttentionGradients attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& d_out) {
-    if (q.dim() < 2 || k.dim() != q.dim() || v.dim() != q.dim() || d_out.dim() != q.dim())
-        throw std::invalid_argument(
-            "attention_backward: expected q [..., N, d], k [..., M, d], v [..., M, e] and "
-            "dO [..., N, e], got " +
-            shape_str(q.shape()) + ", " + shape_str(k.shape()) + ", " + shape_str(v.shape()) + ", " +
-            shape_str(d_out.shape()));
+    check(q.dim() >= 2 && k.dim() == q.dim() && v.dim() == q.dim() && d_out.dim() == q.dim(),
+          "attention_backward: expected q [..., N, d], k [..., M, d], v [..., M, e] and dO [..., N, e], got ",
+          q.shape(), ", ", k.shape(), ", ", v.shape(), ", ", d_out.shape());
     NoGradGuard no_grad;  // plain arithmetic on values: the gradients are written by hand
     AttentionGradients g;
     // [exercise:attention-backward]

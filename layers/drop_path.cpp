@@ -8,9 +8,8 @@
 namespace patchgrad {
 
 DropPath::DropPath(real p, std::shared_ptr<Rng> rng) : p(p), rng(std::move(rng)) {
-    if (!(p >= 0 && p < 1)) throw std::invalid_argument("DropPath: p must be in [0, 1), got " + std::to_string(p));
-    if (p > 0 && !this->rng)
-        throw std::invalid_argument("DropPath: p = " + std::to_string(p) + " needs an Rng, got none");
+    check(p >= 0 && p < 1, "DropPath: p must be in [0, 1), got ", p);
+    check(p == 0 || this->rng, "DropPath: p = ", p, " needs an Rng, got none");
 }
 
 // [snippet:drop-path-forward]

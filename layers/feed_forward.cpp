@@ -11,10 +11,8 @@ namespace patchgrad {
 int64_t mlp_hidden_dim(int64_t dim, int64_t mlp_dim, real mlp_ratio) {
     if (mlp_dim > 0) return mlp_dim;
     const int64_t hidden = static_cast<int64_t>(double(dim) * double(mlp_ratio));
-    if (hidden <= 0)
-        throw std::invalid_argument("mlp_hidden_dim: give mlp_dim > 0 or mlp_ratio > 0 (got dim " +
-                                    std::to_string(dim) + ", mlp_dim " + std::to_string(mlp_dim) + ", mlp_ratio " +
-                                    std::to_string(mlp_ratio) + ")");
+    check(hidden > 0, "mlp_hidden_dim: give mlp_dim > 0 or mlp_ratio > 0 (got dim ", dim, ", mlp_dim ", mlp_dim,
+          ", mlp_ratio ", mlp_ratio, ")");
     return hidden;
 }
 // [/snippet:mlp-hidden-dim]

@@ -8,7 +8,7 @@
 namespace patchgrad {
 
 LayerNorm::LayerNorm(int64_t dim, real eps) : dim(dim), eps(eps) {
-    if (dim <= 0) throw std::invalid_argument("LayerNorm: dim must be positive, got " + std::to_string(dim));
+    check(dim > 0, "LayerNorm: dim must be positive, got ", dim);
     weight = register_parameter("weight", Tensor::ones({dim}));
     bias = register_parameter("bias", Tensor::zeros({dim}));
 }

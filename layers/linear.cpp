@@ -9,9 +9,8 @@ namespace patchgrad {
 
 Linear::Linear(int64_t in_features, int64_t out_features, Rng& init, bool bias)
     : in_features(in_features), out_features(out_features) {
-    if (in_features <= 0 || out_features <= 0)
-        throw std::invalid_argument("Linear: in_features and out_features must be positive, got " +
-                                    std::to_string(in_features) + " and " + std::to_string(out_features));
+    check(in_features > 0 && out_features > 0, "Linear: in_features and out_features must be positive, got ",
+          in_features, " and ", out_features);
     weight = register_parameter("weight", Tensor::trunc_normal({out_features, in_features}, 0, 0.02, -2, 2, init));
     if (bias) this->bias = register_parameter("bias", Tensor::zeros({out_features}));
 }

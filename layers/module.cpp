@@ -8,15 +8,15 @@ namespace patchgrad {
 
 namespace {
 void check_name(const std::string& name, const std::string& owner) {
-    if (name.empty() || name.find('.') != std::string::npos)
-        throw std::invalid_argument(owner + ": '" + name + "' is not a valid name (non-empty, no dots)");
+    check(!name.empty() && name.find('.') == std::string::npos, owner, ": '", name,
+          "' is not a valid name (non-empty, no dots)");
 }
 }  // namespace
 
 Tensor Module::register_parameter(const std::string& name, Tensor value) {
     check_name(name, type_name());
     for (const auto& [n, p] : params_)
-        if (n == name) throw std::invalid_argument(type_name() + ": parameter '" + name + "' registered twice");
+        if (n == name) fail(type_name(), ": parameter '", name, "' registered twice");
     value.requires_grad_(true);
     params_.emplace_back(name, value);
     return value;
@@ -24,9 +24,9 @@ Tensor Module::register_parameter(const std::string& name, Tensor value) {
 
 void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
     check_name(name, type_name());
-    if (!module) throw std::invalid_argument(type_name() + ": submodule '" + name + "' is null");
+    if (!module) fail(type_name(), ": submodule '", name, "' is null");
     for (const auto& [n, m] : children_)
-        if (n == name) throw std::invalid_argument(type_name() + ": submodule '" + name + "' registered twice");
+        if (n == name) fail(type_name(), ": submodule '", name, "' registered twice");
     module->train(training_);
     children_.emplace_back(name, std::move(module));
 }
@@ -59,7 +59,7 @@ int64_t Module::num_parameters() const {
 Tensor Module::parameter(const std::string& dotted_name) const {
     for (const auto& [name, p] : named_parameters())
         if (name == dotted_name) return p;
-    throw std::invalid_argument(type_name() + ": no parameter named '" + dotted_name + "'");
+    fail(type_name(), ": no parameter named '", dotted_name, "'");
 }
 
 std::vector<std::pair<std::string, const Module*>> Module::named_modules() const {

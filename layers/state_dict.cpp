@@ -30,7 +30,7 @@ void load_state_dict(Module& module, const NamedTensors& named, bool strict) {
     std::set<std::string> seen;
     std::vector<std::string> unexpected;
     for (const auto& [name, t] : named.tensors) {
-        if (!seen.insert(name).second) throw std::invalid_argument("load_state_dict: " + name + " appears twice");
+        check(seen.insert(name).second, "load_state_dict: ", name, " appears twice");
         if (!model_names.count(name)) unexpected.push_back(name);
     }
     std::vector<std::string> missing;
@@ -38,19 +38,18 @@ void load_state_dict(Module& module, const NamedTensors& named, bool strict) {
         if (!seen.count(name)) missing.push_back(name);
 
     if (strict && !missing.empty())
-        throw std::invalid_argument("load_state_dict: " + module.type_name() + " parameter" +
-                                    (missing.size() > 1 ? "s " : " ") + name_list(missing) + " missing from the file");
+        fail("load_state_dict: ", module.type_name(), " parameter", missing.size() > 1 ? "s " : " ", name_list(missing),
+             " missing from the file");
     if (strict && !unexpected.empty())
-        throw std::invalid_argument("load_state_dict: unexpected " + name_list(unexpected) +
-                                    " in the file: " + module.type_name() + " has no such parameter");
+        fail("load_state_dict: unexpected ", name_list(unexpected), " in the file: ", module.type_name(),
+             " has no such parameter");
 
     std::vector<std::pair<Tensor, Tensor>> copies;  // (model parameter, value)
     for (const auto& [name, p] : params) {
         if (!seen.count(name)) continue;
         const Tensor value = named.get(name);
-        if (value.shape() != p.shape())
-            throw std::invalid_argument("load_state_dict: " + name + " has shape " + shape_str(value.shape()) +
-                                        " in the file but " + shape_str(p.shape()) + " in the model");
+        check(value.shape() == p.shape(), "load_state_dict: ", name, " has shape ", value.shape(), " in the file but ",
+              p.shape(), " in the model");
         copies.emplace_back(p, value);
     }
     for (auto& [p, value] : copies) std::copy(value.data(), value.data() + value.numel(), p.data_for_write());

@@ -8,9 +8,8 @@
 namespace patchgrad {
 
 Tensor sinusoidal_positional_encoding(int64_t num_positions, int64_t dim) {
-    if (num_positions <= 0 || dim <= 0)
-        throw std::invalid_argument("sinusoidal_positional_encoding: num_positions (" + std::to_string(num_positions) +
-                                    ") and dim (" + std::to_string(dim) + ") must be positive");
+    check(num_positions > 0 && dim > 0, "sinusoidal_positional_encoding: num_positions (", num_positions, ") and dim (",
+          dim, ") must be positive");
     Tensor table = Tensor::zeros({1, num_positions, dim});
     // [exercise:sinusoidal-encoding]
     real* pe = table.data();
@@ -29,9 +28,8 @@ Tensor sinusoidal_positional_encoding(int64_t num_positions, int64_t dim) {
 // [snippet:pos-table]
 PositionalEncoding::PositionalEncoding(int64_t num_positions, int64_t dim, bool learnable, Rng& init)
     : learnable(learnable) {
-    if (num_positions <= 0 || dim <= 0)
-        throw std::invalid_argument("PositionalEncoding: num_positions (" + std::to_string(num_positions) +
-                                    ") and dim (" + std::to_string(dim) + ") must be positive");
+    check(num_positions > 0 && dim > 0, "PositionalEncoding: num_positions (", num_positions, ") and dim (", dim,
+          ") must be positive");
     table = learnable ? Tensor::trunc_normal({1, num_positions, dim}, 0, 0.02, -2, 2, init)
                       : sinusoidal_positional_encoding(num_positions, dim);
     if (learnable) register_parameter("pos_embed", table);
@@ -40,9 +38,8 @@ PositionalEncoding::PositionalEncoding(int64_t num_positions, int64_t dim, bool 
 
 Tensor PositionalEncoding::forward(const Tensor& x) {
     const Shape& t = table.shape();
-    if (x.dim() != 3 || x.size(1) != t[1] || x.size(2) != t[2])
-        throw std::invalid_argument("PositionalEncoding: expected x [B, " + std::to_string(t[1]) + ", " +
-                                    std::to_string(t[2]) + "], got shape " + shape_str(x.shape()));
+    check(x.dim() == 3 && x.size(1) == t[1] && x.size(2) == t[2], "PositionalEncoding: expected x [B, ", t[1], ", ",
+          t[2], "], got shape ", x.shape());
     return x + table;
 }
 

@@ -8,8 +8,6 @@ namespace patchgrad {
 
 namespace {
 
-std::string size_str(int64_t h, int64_t w) { return std::to_string(h) + "x" + std::to_string(w); }
-
 // The paper's Table 1 at the resolution and label count of ImageNet fine-tuning.
 ViTConfig paper_config(const std::string& name, int64_t patch_size, int64_t dim, int64_t depth, int64_t heads,
                        int64_t mlp_dim) {
@@ -101,7 +99,7 @@ void check_sizes(const ViTConfig& c) {
 void validate(const ViTConfig& c) {
     const std::string who = "ViTConfig '" + c.name + "': ";
     auto positive = [&](int64_t value, const char* what) {
-        if (value <= 0) throw std::invalid_argument(who + what + " must be positive, got " + std::to_string(value));
+        check(value > 0, who, what, " must be positive, got ", value);
     };
     positive(c.image_height, "image height");
     positive(c.image_width, "image width");
@@ -111,35 +109,26 @@ void validate(const ViTConfig& c) {
     positive(c.depth, "depth");
     positive(c.heads, "heads");
     positive(c.num_classes, "num_classes");
-    if (c.mlp_dim < 0)
-        throw std::invalid_argument(who + "mlp_dim must be positive (or 0 to use mlp_ratio), got " +
-                                    std::to_string(c.mlp_dim));
-    if (c.mlp_dim == 0 && !(c.mlp_ratio > 0))
-        throw std::invalid_argument(who + "mlp_ratio must be positive when mlp_dim is 0, got " +
-                                    std::to_string(c.mlp_ratio));
-    if (c.image_height % c.patch_size != 0 || c.image_width % c.patch_size != 0)
-        throw std::invalid_argument(who + "image size " + size_str(c.image_height, c.image_width) +
-                                    " is not divisible by the patch size " + std::to_string(c.patch_size));
-    if (c.dim % c.heads != 0)
-        throw std::invalid_argument(who + "dim " + std::to_string(c.dim) + " is not divisible by heads " +
-                                    std::to_string(c.heads));
+    check(c.mlp_dim >= 0, who, "mlp_dim must be positive (or 0 to use mlp_ratio), got ", c.mlp_dim);
+    check(c.mlp_dim != 0 || c.mlp_ratio > 0, who, "mlp_ratio must be positive when mlp_dim is 0, got ", c.mlp_ratio);
+    check(c.image_height % c.patch_size == 0 && c.image_width % c.patch_size == 0, who, "image size ", c.image_height,
+          "x", c.image_width, " is not divisible by the patch size ", c.patch_size);
+    check(c.dim % c.heads == 0, who, "dim ", c.dim, " is not divisible by heads ", c.heads);
     for (auto [p, what] : {std::pair<real, const char*>{c.dropout, "dropout"},
                            {c.emb_dropout, "emb_dropout"},
                            {c.attn_dropout, "attn_dropout"},
                            {c.drop_path, "drop_path"}})
-        if (!(p >= 0 && p < 1))
-            throw std::invalid_argument(who + what + " must be in [0, 1), got " + std::to_string(p));
+        check(p >= 0 && p < 1, who, what, " must be in [0, 1), got ", p);
     // mlp_hidden() converts dim * mlp_ratio to an integer, which must not overflow.
-    if (c.mlp_dim == 0 && !(double(c.dim) * double(c.mlp_ratio) < 0x1p62))
-        throw std::invalid_argument(who + "the MLP size dim " + std::to_string(c.dim) + " x mlp_ratio " +
-                                    std::to_string(c.mlp_ratio) + " is more than a 64-bit integer holds");
+    check(c.mlp_dim != 0 || double(c.dim) * double(c.mlp_ratio) < 0x1p62, who, "the MLP size dim ", c.dim,
+          " x mlp_ratio ", c.mlp_ratio, " is more than a 64-bit integer holds");
     // Every count the model multiplies out must fit int64_t: wrapped around, a size of 2^64
     // patches reads as 0 and the model as tiny (ViT from scratch's sizes never get near this,
     // but a flag or a checkpoint's metadata can ask for anything).
     try {
         check_sizes(c);
     } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(who + e.what());
+        fail(who, e.what());
     }
 }
 
@@ -163,12 +152,9 @@ void check_memory(const ViTConfig& config, int64_t copies) {
     if (machine == 0) return;  // the system does not say: nothing to compare with
     const double needed = double(parameters) * double(copies) * sizeof(real);
     if (needed > double(machine))
-        throw std::invalid_argument("ViTConfig '" + config.name + "' (dim " + std::to_string(config.dim) + ", depth " +
-                                    std::to_string(config.depth) + ", MLP " + std::to_string(config.mlp_hidden()) +
-                                    "): " + std::to_string(parameters) + " parameters" +
-                                    (copies > 1 ? " x " + std::to_string(copies) + " copies" : "") + " need " +
-                                    format_bytes(needed) + ", more than this machine's " +
-                                    format_bytes(double(machine)) + " of memory");
+        fail("ViTConfig '", config.name, "' (dim ", config.dim, ", depth ", config.depth, ", MLP ", config.mlp_hidden(),
+             "): ", parameters, " parameters", copies > 1 ? " x " + std::to_string(copies) + " copies" : "", " need ",
+             format_bytes(needed), ", more than this machine's ", format_bytes(double(machine)), " of memory");
 }
 
 BlockConfig ViTConfig::block(int64_t l) const {
@@ -210,7 +196,7 @@ ViTConfig vit_config(const std::string& name) {
     if (name == "cifar-small") return cifar_config(name, 192, 6, 3, 384);
     std::string known;
     for (const std::string& n : vit_config_names()) known += (known.empty() ? "" : ", ") + n;
-    throw std::invalid_argument("vit_config: unknown configuration '" + name + "' (known: " + known + ")");
+    fail("vit_config: unknown configuration '", name, "' (known: ", known, ")");
 }
 // [/snippet:named-configs]
 
@@ -264,21 +250,15 @@ void VisionTransformer::check_input(const Tensor& images, const std::vector<bool
     const std::string want = "[B, " + std::to_string(config.channels) + ", " + std::to_string(config.image_height) +
                              ", " + std::to_string(config.image_width) + "]";
     const Shape& s = images.shape();
-    if (s.size() != 4 || s[0] <= 0)
-        throw std::invalid_argument("VisionTransformer: expected images " + want + ", got shape " + shape_str(s));
-    if (s[1] != config.channels)
-        throw std::invalid_argument("VisionTransformer: expected " + std::to_string(config.channels) +
-                                    " channels (images " + want + "), got shape " + shape_str(s));
-    if (s[2] != config.image_height || s[3] != config.image_width)
-        throw std::invalid_argument("VisionTransformer: expected image size " +
-                                    size_str(config.image_height, config.image_width) + " (images " + want +
-                                    "), got shape " + shape_str(s));
+    check(s.size() == 4 && s[0] > 0, "VisionTransformer: expected images ", want, ", got shape ", s);
+    check(s[1] == config.channels, "VisionTransformer: expected ", config.channels, " channels (images ", want,
+          "), got shape ", s);
+    check(s[2] == config.image_height && s[3] == config.image_width, "VisionTransformer: expected image size ",
+          config.image_height, "x", config.image_width, " (images ", want, "), got shape ", s);
     const int64_t N = config.num_patches();
-    if (!patch_mask.empty() && static_cast<int64_t>(patch_mask.size()) != N)
-        throw std::invalid_argument("VisionTransformer: patch mask has " + std::to_string(patch_mask.size()) +
-                                    " entries, expected one per patch: " + std::to_string(N) + " (" +
-                                    size_str(config.patches_high(), config.patches_wide()) + " patches of " +
-                                    size_str(config.patch_size, config.patch_size) + ")");
+    check(patch_mask.empty() || static_cast<int64_t>(patch_mask.size()) == N, "VisionTransformer: patch mask has ",
+          patch_mask.size(), " entries, expected one per patch: ", N, " (", config.patches_high(), "x",
+          config.patches_wide(), " patches of ", config.patch_size, "x", config.patch_size, ")");
 }
 
 // [snippet:vit-forward]

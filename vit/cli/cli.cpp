@@ -23,19 +23,19 @@ Flags parse_flags(const std::vector<std::string>& args, const std::vector<std::s
         }
         const size_t eq = arg.find('=');
         const std::string name = arg.substr(0, eq);
-        if (name.rfind("--", 0) != 0) throw UsageError("unexpected argument '" + arg + "'");
-        if (std::find(value_flags.begin(), value_flags.end(), name) == value_flags.end())
-            throw UsageError("unknown option '" + name + "'");
+        check<UsageError>(name.rfind("--", 0) == 0, "unexpected argument '", arg, "'");
+        check<UsageError>(std::find(value_flags.begin(), value_flags.end(), name) != value_flags.end(),
+                          "unknown option '", name, "'");
         std::string value;
         if (eq != std::string::npos) {
             value = arg.substr(eq + 1);
         } else {
-            if (i + 1 >= args.size()) throw UsageError(name + " needs a value");
+            check<UsageError>(i + 1 < args.size(), name, " needs a value");
             value = args[++i];
         }
         // Silently keeping the last of two values would hide a typo or a pasted command line.
         const auto [it, inserted] = flags.values.emplace(name, value);
-        if (!inserted) throw UsageError(name + " is given twice ('" + it->second + "' and '" + value + "')");
+        check<UsageError>(inserted, name, " is given twice ('", it->second, "' and '", value, "')");
     }
     return flags;
 }
@@ -44,8 +44,8 @@ int64_t parse_positive_int(const std::string& flag, const std::string& text, int
     const bool digits = !text.empty() && text.size() <= 12 &&
                         std::all_of(text.begin(), text.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
     const int64_t value = digits ? std::stoll(text) : 0;
-    if (value <= 0) throw UsageError(flag + " needs a positive integer, got '" + text + "'");
-    if (value > max) throw UsageError(flag + " must be at most " + std::to_string(max) + ", got '" + text + "'");
+    check<UsageError>(value > 0, flag, " needs a positive integer, got '", text, "'");
+    check<UsageError>(value <= max, flag, " must be at most ", max, ", got '", text, "'");
     return value;
 }
 
@@ -62,7 +62,7 @@ ViTConfig config_from_flag(const std::string& name) {
     } catch (const std::invalid_argument&) {
         std::string known;
         for (const std::string& n : vit_config_names()) known += (known.empty() ? "" : ", ") + n;
-        throw UsageError("unknown config '" + name + "' (known: " + known + ")");
+        fail<UsageError>("unknown config '", name, "' (known: ", known, ")");
     }
 }
 
@@ -71,15 +71,15 @@ int64_t parse_count(const std::string& flag, const std::string& text) {
     try {
         return parse_positive_int(flag, text);
     } catch (const UsageError&) {
-        throw UsageError(flag + " needs 0 or a positive integer, got '" + text + "'");
+        fail<UsageError>(flag, " needs 0 or a positive integer, got '", text, "'");
     }
 }
 
 double parse_number(const std::string& flag, const std::string& text) {
     char* end = nullptr;
     const double value = std::strtod(text.c_str(), &end);
-    if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value))
-        throw UsageError(flag + " needs a number, got '" + text + "'");
+    check<UsageError>(!text.empty() && end == text.c_str() + text.size() && std::isfinite(value), flag,
+                      " needs a number, got '", text, "'");
     return value;
 }
 
@@ -124,12 +124,12 @@ void set_train_option(TrainOptions& o, const TrainOption& option, const std::str
                 try {
                     *field = parse_uint64(text, flag, "the value");
                 } catch (const std::invalid_argument&) {
-                    throw UsageError(flag + " needs a non-negative integer, got '" + text + "'");
+                    fail<UsageError>(flag, " needs a non-negative integer, got '", text, "'");
                 }
             } else if constexpr (std::is_same_v<F, double*> || std::is_same_v<F, float*>) {
                 *field = static_cast<std::remove_pointer_t<F>>(parse_number(flag, text));
             } else if constexpr (std::is_same_v<F, bool*>) {
-                if (text != "true") throw UsageError(flag + " is a switch: it takes no value, got '" + text + "'");
+                check<UsageError>(text == "true", flag, " is a switch: it takes no value, got '", text, "'");
                 *field = true;
             } else if constexpr (std::is_same_v<F, std::string*>) {
                 *field = text;
@@ -137,8 +137,7 @@ void set_train_option(TrainOptions& o, const TrainOption& option, const std::str
                 using E = std::remove_pointer_t<F>;
                 const std::optional<E> value = enum_from_name<E>(text);
                 if (!value)
-                    throw UsageError("train options: " + flag + " must be " + enum_choices<E>() + ", got '" + text +
-                                     "'");
+                    fail<UsageError>("train options: ", flag, " must be ", enum_choices<E>(), ", got '", text, "'");
                 *field = *value;
             }
         },

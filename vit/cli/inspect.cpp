@@ -57,7 +57,7 @@ uint64_t parse_index(const std::string& flag, const std::string& text) {
     try {
         return parse_uint64(text, flag, "the value");
     } catch (const std::invalid_argument&) {
-        throw UsageError(flag + " needs a non-negative integer, got '" + text + "'");
+        fail<UsageError>(flag, " needs a non-negative integer, got '", text, "'");
     }
 }
 

@@ -38,7 +38,7 @@ std::pair<int64_t, int64_t> parse_image_size(const std::string& text) {
         return {parse_positive_int("--image-size", text.substr(0, x)),
                 parse_positive_int("--image-size", text.substr(x + 1))};
     } catch (const UsageError&) {
-        throw UsageError("--image-size needs H or HxW with positive integers, got '" + text + "'");
+        fail<UsageError>("--image-size needs H or HxW with positive integers, got '", text, "'");
     }
 }
 

@@ -9,6 +9,7 @@
 #include <iterator>
 #include <stdexcept>
 
+#include "autograd/check.h"
 #include "vit/pictures/png.h"
 
 namespace patchgrad {
@@ -138,18 +139,15 @@ constexpr Rgb kDiverging[] = {
 // Drawing calls accept any image whose buffer matches its size (an empty 0 x 0 one too), so a
 // hand-built Image with a wrong buffer is an error here rather than an out-of-bounds write.
 void check_image(const Image& image, const char* where) {
-    if (image.width < 0 || image.height < 0 ||
-        image.rgb.size() != static_cast<size_t>(image.width) * static_cast<size_t>(image.height) * 3)
-        throw std::invalid_argument(
-            std::string(where) + ": image " + std::to_string(image.width) + "x" + std::to_string(image.height) +
-            " needs " + std::to_string(std::max<int64_t>(0, image.width) * std::max<int64_t>(0, image.height) * 3) +
-            " RGB bytes, has " + std::to_string(image.rgb.size()));
+    check(image.width >= 0 && image.height >= 0 &&
+              image.rgb.size() == static_cast<size_t>(image.width) * static_cast<size_t>(image.height) * 3,
+          where, ": image ", image.width, "x", image.height, " needs ",
+          std::max<int64_t>(0, image.width) * std::max<int64_t>(0, image.height) * 3, " RGB bytes, has ",
+          image.rgb.size());
 }
 
 void check_positive(int value, const char* where, const char* what) {
-    if (value <= 0)
-        throw std::invalid_argument(std::string(where) + ": " + what + " must be positive, got " +
-                                    std::to_string(value));
+    check(value > 0, where, ": ", what, " must be positive, got ", value);
 }
 
 // set_pixel without the image check: the inner loop of every drawing call.
@@ -212,9 +210,7 @@ std::string format_label(double v) {
 }  // namespace
 
 Image make_image(int width, int height, Rgb fill_colour) {
-    if (width <= 0 || height <= 0)
-        throw std::invalid_argument("make_image: width and height must be positive, got " + std::to_string(width) +
-                                    "x" + std::to_string(height));
+    check(width > 0 && height > 0, "make_image: width and height must be positive, got ", width, "x", height);
     Image image{width, height, {}};
     image.rgb.resize(static_cast<size_t>(width) * static_cast<size_t>(height) * 3);
     for (size_t i = 0; i < image.rgb.size(); i += 3) {
@@ -232,10 +228,8 @@ void set_pixel(Image& image, int x, int y, Rgb colour) {
 
 Rgb get_pixel(const Image& image, int x, int y) {
     check_image(image, "get_pixel");
-    if (x < 0 || y < 0 || x >= image.width || y >= image.height)
-        throw std::invalid_argument("get_pixel: (" + std::to_string(x) + ", " + std::to_string(y) +
-                                    ") is outside the " + std::to_string(image.width) + "x" +
-                                    std::to_string(image.height) + " image");
+    check(x >= 0 && y >= 0 && x < image.width && y < image.height, "get_pixel: (", x, ", ", y, ") is outside the ",
+          image.width, "x", image.height, " image");
     const uint8_t* p =
         &image.rgb[(static_cast<size_t>(y) * static_cast<size_t>(image.width) + static_cast<size_t>(x)) * 3];
     return {p[0], p[1], p[2]};
@@ -286,7 +280,7 @@ void draw_line(Image& image, int x0, int y0, int x1, int y1, Rgb colour, int thi
 
 void fill_circle(Image& image, int cx, int cy, int radius, Rgb colour) {
     check_image(image, "fill_circle");
-    if (radius < 0) throw std::invalid_argument("fill_circle: radius must be >= 0, got " + std::to_string(radius));
+    check(radius >= 0, "fill_circle: radius must be >= 0, got ", radius);
     // d^2 <= r^2 + r, about (r + 1/2)^2: a round disc without single-pixel bumps at its four ends.
     const int64_t limit = int64_t(radius) * radius + radius;
     for (int dy = -radius; dy <= radius; ++dy)
@@ -309,7 +303,7 @@ void blit(Image& target, const Image& source, int x, int y, int scale) {
 
 Image pad(const Image& image, int margin, Rgb fill) {
     check_image(image, "pad");
-    if (margin < 0) throw std::invalid_argument("pad: margin must be >= 0, got " + std::to_string(margin));
+    check(margin >= 0, "pad: margin must be >= 0, got ", margin);
     Image out = make_image(image.width + 2 * margin, image.height + 2 * margin, fill);
     blit(out, image, margin, margin);
     return out;
@@ -348,8 +342,7 @@ Image text_image(const std::string& text, Rgb colour, int scale, Rgb background)
 }
 
 Rgb colormap(Colormap map, double t) {
-    if (map != Colormap::Viridis && map != Colormap::Diverging)
-        throw std::invalid_argument("colormap: unknown map " + std::to_string(static_cast<int>(map)));
+    check(map == Colormap::Viridis || map == Colormap::Diverging, "colormap: unknown map ", static_cast<int>(map));
     const Rgb* table = map == Colormap::Viridis ? kViridis : kDiverging;
     const int n = static_cast<int>(map == Colormap::Viridis ? std::size(kViridis) : std::size(kDiverging));
     if (std::isnan(t)) return kNanColour;
@@ -364,13 +357,11 @@ Image heatmap(const std::vector<double>& values, int rows, int cols, int cell, d
     check_positive(rows, "heatmap", "rows");
     check_positive(cols, "heatmap", "cols");
     check_positive(cell, "heatmap", "cell size");
-    if (values.size() != static_cast<size_t>(rows) * static_cast<size_t>(cols))
-        throw std::invalid_argument("heatmap: a " + std::to_string(rows) + "x" + std::to_string(cols) + " grid needs " +
-                                    std::to_string(int64_t(rows) * cols) + " values, got " +
-                                    std::to_string(values.size()));
+    check(values.size() == static_cast<size_t>(rows) * static_cast<size_t>(cols), "heatmap: a ", rows, "x", cols,
+          " grid needs ", int64_t(rows) * cols, " values, got ", values.size());
     if (!std::isfinite(low) || !std::isfinite(high) || low > high)
-        throw std::invalid_argument("heatmap: value range [" + format_label(low) + ", " + format_label(high) +
-                                    "] must be finite with low <= high");
+        fail("heatmap: value range [", format_label(low), ", ", format_label(high),
+             "] must be finite with low <= high");
     Image image = make_image(cols * cell, rows * cell);
     for (int r = 0; r < rows; ++r)
         for (int c = 0; c < cols; ++c) {
@@ -385,8 +376,8 @@ Image colorbar(Colormap map, double low, double high, int bar_height, int bar_wi
     check_positive(bar_height, "colorbar", "bar height");
     check_positive(bar_width, "colorbar", "bar width");
     if (!std::isfinite(low) || !std::isfinite(high) || low > high)
-        throw std::invalid_argument("colorbar: value range [" + format_label(low) + ", " + format_label(high) +
-                                    "] must be finite with low <= high");
+        fail("colorbar: value range [", format_label(low), ", ", format_label(high),
+             "] must be finite with low <= high");
     const std::string labels[3] = {format_label(high), format_label(0.5 * (low + high)), format_label(low)};
     const int tick = 3 * scale, label_gap = 2 * scale, text_h = text_height(scale);
     int label_w = 0;
@@ -409,7 +400,7 @@ Image colorbar(Colormap map, double low, double high, int bar_height, int bar_wi
 
 Image hconcat(const std::vector<Image>& images, int gap, Rgb background) {
     if (images.empty()) throw std::invalid_argument("hconcat: no images");
-    if (gap < 0) throw std::invalid_argument("hconcat: gap must be >= 0, got " + std::to_string(gap));
+    check(gap >= 0, "hconcat: gap must be >= 0, got ", gap);
     int width = gap * (static_cast<int>(images.size()) - 1), height = 0;
     for (const Image& im : images) {
         check_image(im, "hconcat");
@@ -427,7 +418,7 @@ Image hconcat(const std::vector<Image>& images, int gap, Rgb background) {
 
 Image vconcat(const std::vector<Image>& images, int gap, Rgb background) {
     if (images.empty()) throw std::invalid_argument("vconcat: no images");
-    if (gap < 0) throw std::invalid_argument("vconcat: gap must be >= 0, got " + std::to_string(gap));
+    check(gap >= 0, "vconcat: gap must be >= 0, got ", gap);
     int width = 0, height = gap * (static_cast<int>(images.size()) - 1);
     for (const Image& im : images) {
         check_image(im, "vconcat");
@@ -446,7 +437,7 @@ Image vconcat(const std::vector<Image>& images, int gap, Rgb background) {
 Image grid(const std::vector<Image>& images, int columns, int gap, Rgb background) {
     if (images.empty()) throw std::invalid_argument("grid: no images");
     check_positive(columns, "grid", "columns");
-    if (gap < 0) throw std::invalid_argument("grid: gap must be >= 0, got " + std::to_string(gap));
+    check(gap >= 0, "grid: gap must be >= 0, got ", gap);
     int cell_w = 0, cell_h = 0;
     for (const Image& im : images) {
         check_image(im, "grid");

@@ -8,6 +8,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "autograd/check.h"
+
 namespace patchgrad {
 
 namespace {
@@ -59,11 +61,9 @@ int ink_under(const Image& image, int x, int y, int w, int h) {
 
 Ticks nice_ticks(double low, double high, int max_ticks) {
     if (!std::isfinite(low) || !std::isfinite(high) || low > high)
-        throw std::invalid_argument("nice_ticks: range [" + format_g(low) + ", " + format_g(high) +
-                                    "] must be finite with low <= high");
+        fail("nice_ticks: range [", format_g(low), ", ", format_g(high), "] must be finite with low <= high");
     // Two ticks cannot cover a range around 0 (that takes -step, 0, step); three always can.
-    if (max_ticks < 3 || max_ticks > 1000)
-        throw std::invalid_argument("nice_ticks: max_ticks must be in [3, 1000], got " + std::to_string(max_ticks));
+    check(max_ticks >= 3 && max_ticks <= 1000, "nice_ticks: max_ticks must be in [3, 1000], got ", max_ticks);
     // A range this narrow is a constant plus rounding noise. Widening it also keeps the
     // multipliers k below ~1e13, where doubles still count every integer.
     if (high - low <= 1e-9 * std::max(std::abs(low), std::abs(high))) {
@@ -74,8 +74,8 @@ Ticks nice_ticks(double low, double high, int max_ticks) {
     const double span = high - low;
     // Beyond these the powers of ten below overflow or underflow.
     if (!(span >= 1e-200 && span <= 1e200))
-        throw std::invalid_argument("nice_ticks: range [" + format_g(low) + ", " + format_g(high) +
-                                    "] is too narrow or too wide to label (span outside [1e-200, 1e200])");
+        fail("nice_ticks: range [", format_g(low), ", ", format_g(high),
+             "] is too narrow or too wide to label (span outside [1e-200, 1e200])");
     // Start one decade below the step that would give max_ticks intervals and walk up
     // 1, 2, 5, 10, 20, ...: the first step that fits is the smallest.
     int e = static_cast<int>(std::floor(std::log10(span / max_ticks))) - 1;
@@ -102,8 +102,7 @@ Ticks nice_ticks(double low, double high, int max_ticks) {
 
 std::string tick_label(double value, double step) {
     if (!std::isfinite(value) || !std::isfinite(step) || step <= 0)
-        throw std::invalid_argument("tick_label: value " + format_g(value) + " and step " + format_g(step) +
-                                    " must be finite with step > 0");
+        fail("tick_label: value ", format_g(value), " and step ", format_g(step), " must be finite with step > 0");
     if (std::abs(value) < 1e-9 * step) value = 0;
     // The fewest decimals that write the step exactly: 0.2 -> 1, 0.25 -> 2, 10 -> 0.
     int decimals = 0;
@@ -142,16 +141,12 @@ Rgb series_colour(size_t index) {
 
 Image line_chart(const std::string& title, const std::string& x_label, const std::string& y_label,
                  const std::vector<Series>& series, int width, int height) {
-    if (width < kMinWidth || height < kMinHeight)
-        throw std::invalid_argument("line_chart: '" + title + "': size " + std::to_string(width) + "x" +
-                                    std::to_string(height) + " is too small, need at least " +
-                                    std::to_string(kMinWidth) + "x" + std::to_string(kMinHeight));
+    check(width >= kMinWidth && height >= kMinHeight, "line_chart: '", title, "': size ", width, "x", height,
+          " is too small, need at least ", kMinWidth, "x", kMinHeight);
     double x_low = std::numeric_limits<double>::infinity(), x_high = -x_low, y_low = x_low, y_high = -x_low;
     for (const Series& s : series) {
-        if (s.x.size() != s.y.size())
-            throw std::invalid_argument("line_chart: '" + title + "': series '" + s.name + "' has " +
-                                        std::to_string(s.x.size()) + " x values and " + std::to_string(s.y.size()) +
-                                        " y values");
+        check(s.x.size() == s.y.size(), "line_chart: '", title, "': series '", s.name, "' has ", s.x.size(),
+              " x values and ", s.y.size(), " y values");
         for (size_t i = 0; i < s.x.size(); ++i)
             if (std::isfinite(s.x[i]) && std::isfinite(s.y[i])) {
                 x_low = std::min(x_low, s.x[i]);
@@ -181,9 +176,8 @@ Image line_chart(const std::string& title, const std::string& x_label, const std
     const int bottom = kTickLength + 3 + text_h + (x_label.empty() ? 0 : 6 + text_h) + 8;
     const int right = std::max(12, text_width(x_text.back()) / 2 + 6);
     const int plot_x0 = left, plot_y0 = top, plot_x1 = width - right - 1, plot_y1 = height - bottom - 1;
-    if (plot_x1 - plot_x0 < 4 * kInset || plot_y1 - plot_y0 < 4 * kInset)
-        throw std::invalid_argument("line_chart: '" + title + "': size " + std::to_string(width) + "x" +
-                                    std::to_string(height) + " leaves no room for the plot next to its labels");
+    check(plot_x1 - plot_x0 >= 4 * kInset && plot_y1 - plot_y0 >= 4 * kInset, "line_chart: '", title, "': size ", width,
+          "x", height, " leaves no room for the plot next to its labels");
     const Scale to_x{xs.values.front(), xs.values.back(), plot_x0 + kInset, plot_x1 - kInset};
     const Scale to_y{ys.values.front(), ys.values.back(), plot_y1 - kInset, plot_y0 + kInset};
 

@@ -39,21 +39,17 @@ struct AttentionShape {
 };
 
 AttentionShape check_attention(const std::vector<Tensor>& attention, const char* where) {
-    if (attention.empty()) throw std::invalid_argument(std::string(where) + ": no attention maps (0 layers)");
+    check(!attention.empty(), where, ": no attention maps (0 layers)");
     AttentionShape s;
     for (size_t l = 0; l < attention.size(); ++l) {
         const Tensor& a = attention[l];
-        if (!a.defined())
-            throw std::invalid_argument(std::string(where) + ": layer " + std::to_string(l) +
-                                        " has no attention map (was the model run with record_attention on?)");
+        check(a.defined(), where, ": layer ", l, " has no attention map (was the model run with record_attention on?)");
         const Shape& shape = a.shape();
-        if (shape.size() != 4 || shape[2] != shape[3] || shape[2] < 1)
-            throw std::invalid_argument(std::string(where) + ": layer " + std::to_string(l) + " has shape " +
-                                        shape_str(shape) + ", expected [B, heads, T, T]");
+        check(shape.size() == 4 && shape[2] == shape[3] && shape[2] >= 1, where, ": layer ", l, " has shape ", shape,
+              ", expected [B, heads, T, T]");
         if (l == 0) s = {shape[0], shape[1], shape[2]};
-        if (shape[0] != s.batch || shape[1] != s.heads || shape[2] != s.tokens)
-            throw std::invalid_argument(std::string(where) + ": layer " + std::to_string(l) + " has shape " +
-                                        shape_str(shape) + " but layer 0 has " + shape_str(attention[0].shape()));
+        check(shape[0] == s.batch && shape[1] == s.heads && shape[2] == s.tokens, where, ": layer ", l, " has shape ",
+              shape, " but layer 0 has ", attention[0].shape());
     }
     return s;
 }
@@ -192,9 +188,8 @@ Image overlay(const Image& enlarged, const std::vector<double>& map, const Patch
 }
 
 void check_grid(const PatchGrid& grid, const char* where) {
-    if (grid.rows < 1 || grid.cols < 1 || grid.patch < 1)
-        throw std::invalid_argument(std::string(where) + ": patch grid " + str(grid.rows) + "x" + str(grid.cols) +
-                                    " of patch " + str(grid.patch) + " must have positive sizes");
+    check(grid.rows >= 1 && grid.cols >= 1 && grid.patch >= 1, where, ": patch grid ", grid.rows, "x", grid.cols,
+          " of patch ", grid.patch, " must have positive sizes");
 }
 
 // Eval mode and attention recording for one forward pass: both undone however it ends.
@@ -210,8 +205,7 @@ struct AttentionRecording {
 }  // namespace
 
 Matrix::Matrix(int64_t rows_, int64_t cols_, double fill) : rows(rows_), cols(cols_) {
-    if (rows_ < 0 || cols_ < 0)
-        throw std::invalid_argument("Matrix: sizes " + str(rows_) + "x" + str(cols_) + " must not be negative");
+    check(rows_ >= 0 && cols_ >= 0, "Matrix: sizes ", rows_, "x", cols_, " must not be negative");
     values.assign(static_cast<size_t>(rows_ * cols_), fill);
 }
 
@@ -225,9 +219,8 @@ Matrix cosine_similarity_matrix(const Matrix& vectors) {
         for (int64_t k = 0; k < d; ++k) s += vectors(i, k) * vectors(i, k);
         norm[static_cast<size_t>(i)] = std::sqrt(s);
         if (!(norm[static_cast<size_t>(i)] > 0) || !std::isfinite(s))
-            throw std::invalid_argument("cosine_similarity_matrix: row " + str(i) + " of the [" + str(n) + ", " +
-                                        str(d) + "] vectors has norm " + short_number(norm[static_cast<size_t>(i)]) +
-                                        "; its cosine similarity is undefined");
+            fail("cosine_similarity_matrix: row ", i, " of the [", n, ", ", d, "] vectors has norm ",
+                 short_number(norm[static_cast<size_t>(i)]), "; its cosine similarity is undefined");
     }
     // [snippet:cosine-similarity]
     Matrix s(n, n);
@@ -256,9 +249,7 @@ Matrix patch_position_embeddings(const VisionTransformer& model) {
 
 Matrix attention_rollout(const std::vector<Tensor>& attention, int64_t image) {
     const AttentionShape s = check_attention(attention, "attention_rollout");
-    if (image < 0 || image >= s.batch)
-        throw std::invalid_argument("attention_rollout: image " + str(image) + " is outside the batch of " +
-                                    str(s.batch));
+    check(image >= 0 && image < s.batch, "attention_rollout: image ", image, " is outside the batch of ", s.batch);
     const int64_t t = s.tokens;
     Matrix rollout(t, t);
     for (int64_t i = 0; i < t; ++i) rollout(i, i) = 1;
@@ -283,9 +274,8 @@ Matrix attention_rollout(const std::vector<Tensor>& attention, int64_t image) {
 
 std::vector<double> class_token_attention(const Tensor& attention, int64_t image, int64_t head) {
     const AttentionShape s = check_attention({attention}, "class_token_attention");
-    if (image < 0 || image >= s.batch || head < 0 || head >= s.heads)
-        throw std::invalid_argument("class_token_attention: image " + str(image) + ", head " + str(head) +
-                                    " is outside the map " + shape_str(attention.shape()));
+    check(image >= 0 && image < s.batch && head >= 0 && head < s.heads, "class_token_attention: image ", image,
+          ", head ", head, " is outside the map ", attention.shape());
     std::vector<double> row;
     for (int64_t j = 1; j < s.tokens; ++j) row.push_back(at(attention, s, image, head, 0, j));
     return row;
@@ -317,10 +307,8 @@ Matrix mean_attention_distance(const std::vector<Tensor>& attention, const Patch
     check_grid(grid, "mean_attention_distance");
     const AttentionShape s = check_attention(attention, "mean_attention_distance");
     const int64_t n = grid.size();
-    if (s.tokens != n + 1)
-        throw std::invalid_argument("mean_attention_distance: attention maps " + shape_str(attention[0].shape()) +
-                                    " have " + str(s.tokens) + " tokens, the " + str(grid.rows) + "x" + str(grid.cols) +
-                                    " patch grid needs " + str(n + 1) + " (class token + patches)");
+    check(s.tokens == n + 1, "mean_attention_distance: attention maps ", attention[0].shape(), " have ", s.tokens,
+          " tokens, the ", grid.rows, "x", grid.cols, " patch grid needs ", n + 1, " (class token + patches)");
     const Matrix distance = patch_distances(grid);
     Matrix result(static_cast<int64_t>(attention.size()), s.heads);
     for (size_t l = 0; l < attention.size(); ++l)
@@ -362,16 +350,13 @@ double mean_patch_distance(const PatchGrid& grid) {
 
 PrincipalComponents principal_components(const Matrix& samples, int64_t count) {
     const int64_t n = samples.rows, f = samples.cols;
-    if (n < 1 || f < 1)
-        throw std::invalid_argument("principal_components: samples [" + str(n) + ", " + str(f) +
-                                    "] need at least one row and one column");
-    if (count < 1 || count > f)
-        throw std::invalid_argument("principal_components: " + str(count) + " components of " + str(f) +
-                                    " features requested, expected 1 to " + str(f));
+    check(n >= 1 && f >= 1, "principal_components: samples [", n, ", ", f, "] need at least one row and one column");
+    check(count >= 1 && count <= f, "principal_components: ", count, " components of ", f,
+          " features requested, expected 1 to ", f);
     for (size_t i = 0; i < samples.values.size(); ++i)
         if (!std::isfinite(samples.values[i]))
-            throw std::invalid_argument("principal_components: sample " + str(int64_t(i) / f) + ", feature " +
-                                        str(int64_t(i) % f) + " is " + short_number(samples.values[i]));
+            fail("principal_components: sample ", int64_t(i) / f, ", feature ", int64_t(i) % f, " is ",
+                 short_number(samples.values[i]));
     PrincipalComponents pc;
     pc.mean.assign(static_cast<size_t>(f), 0);
     for (int64_t i = 0; i < n; ++i)
@@ -432,12 +417,10 @@ std::vector<Tensor> record_attention_maps(VisionTransformer& model, const Tensor
 // ---- the pictures --------------------------------------------------------------------
 
 Image to_image(const ImageSet& set, int64_t index) {
-    if (index < 0 || index >= set.size())
-        throw std::invalid_argument("to_image: image " + str(index) + " is out of range: the set has " +
-                                    str(set.size()) + " images");
-    if (set.channels != 1 && set.channels != 3)
-        throw std::invalid_argument("to_image: images with " + str(set.channels) +
-                                    " channels cannot be drawn, only 1 (grey) or 3 (RGB)");
+    check(index >= 0 && index < set.size(), "to_image: image ", index, " is out of range: the set has ", set.size(),
+          " images");
+    check(set.channels == 1 || set.channels == 3, "to_image: images with ", set.channels,
+          " channels cannot be drawn, only 1 (grey) or 3 (RGB)");
     Image image = make_image(static_cast<int>(set.width), static_cast<int>(set.height));
     const uint8_t* p = set.image(index);
     const int64_t plane = set.height * set.width;
@@ -453,10 +436,8 @@ Image to_image(const ImageSet& set, int64_t index) {
 
 Image patches_picture(const Image& image, const PatchGrid& grid, const std::string& caption) {
     check_grid(grid, "patches_picture");
-    if (image.width != grid.cols * grid.patch || image.height != grid.rows * grid.patch)
-        throw std::invalid_argument("patches_picture: image " + str(image.width) + "x" + str(image.height) +
-                                    " is not the " + str(grid.rows) + "x" + str(grid.cols) + " grid of patch " +
-                                    str(grid.patch));
+    check(image.width == grid.cols * grid.patch && image.height == grid.rows * grid.patch, "patches_picture: image ",
+          image.width, "x", image.height, " is not the ", grid.rows, "x", grid.cols, " grid of patch ", grid.patch);
     // Left: the image enlarged (every patch at least 24 pixels, room for its number), the
     // grid drawn between the patches, each numbered in its top-left corner.
     const int scale = display_scale(grid, 256, 24), cell = static_cast<int>(grid.patch) * scale;
@@ -492,10 +473,8 @@ Image patches_picture(const Image& image, const PatchGrid& grid, const std::stri
 Image position_similarity_picture(const Matrix& similarity, const PatchGrid& grid, const std::string& caption) {
     check_grid(grid, "position_similarity_picture");
     const int64_t n = grid.size();
-    if (similarity.rows != n || similarity.cols != n)
-        throw std::invalid_argument("position_similarity_picture: similarity is [" + str(similarity.rows) + ", " +
-                                    str(similarity.cols) + "], the " + str(grid.rows) + "x" + str(grid.cols) +
-                                    " patch grid needs [" + str(n) + ", " + str(n) + "]");
+    check(similarity.rows == n && similarity.cols == n, "position_similarity_picture: similarity is [", similarity.rows,
+          ", ", similarity.cols, "], the ", grid.rows, "x", grid.cols, " patch grid needs [", n, ", ", n, "]");
     // Cells of 2 to 16 pixels, so that the whole grid of grids is about 320 pixels across.
     const int64_t side = std::max(grid.rows, grid.cols);
     const int cell = static_cast<int>(std::clamp<int64_t>(320 / (side * side), 2, 16)), gap = 4;
@@ -542,10 +521,10 @@ Image attention_picture(const Image& image, const std::vector<Tensor>& attention
                         const std::string& caption) {
     check_grid(grid, "attention_picture");
     const AttentionShape s = check_attention(attention, "attention_picture");
-    if (s.tokens != grid.size() + 1 || image.width != grid.cols * grid.patch || image.height != grid.rows * grid.patch)
-        throw std::invalid_argument("attention_picture: attention maps " + shape_str(attention[0].shape()) +
-                                    " and image " + str(image.width) + "x" + str(image.height) + " do not fit the " +
-                                    str(grid.rows) + "x" + str(grid.cols) + " grid of patch " + str(grid.patch));
+    check(
+        s.tokens == grid.size() + 1 && image.width == grid.cols * grid.patch && image.height == grid.rows * grid.patch,
+        "attention_picture: attention maps ", attention[0].shape(), " and image ", image.width, "x", image.height,
+        " do not fit the ", grid.rows, "x", grid.cols, " grid of patch ", grid.patch);
     const Matrix rollout = attention_rollout(attention, index);  // checks the index
     const int scale = display_scale(grid);
     const Image big = enlarge(image, scale);
@@ -602,9 +581,8 @@ Image embedding_filters_picture(const PrincipalComponents& pcs, int64_t channels
     const int64_t plane = patch_size * patch_size, f = channels * plane;
     if ((channels != 1 && channels != 3) || patch_size < 1 || pcs.components.cols != f || pcs.components.rows < 1 ||
         static_cast<int64_t>(pcs.explained.size()) != pcs.components.rows)
-        throw std::invalid_argument("embedding_filters_picture: " + str(pcs.components.rows) + " components of " +
-                                    str(pcs.components.cols) + " values cannot be drawn as " + str(channels) +
-                                    "-channel (1 or 3) " + str(patch_size) + "x" + str(patch_size) + " patches");
+        fail("embedding_filters_picture: ", pcs.components.rows, " components of ", pcs.components.cols,
+             " values cannot be drawn as ", channels, "-channel (1 or 3) ", patch_size, "x", patch_size, " patches");
     const int p = static_cast<int>(patch_size), scale = std::max(1, (48 + p - 1) / p);
     std::vector<Image> tiles;
     for (int64_t c = 0; c < pcs.components.rows; ++c) {
@@ -643,10 +621,9 @@ void check_inspection(const ViTConfig& config, const ImageSet& set, const Inspec
                                          : "the set has " + str(set.size()) + " images, 0 to " + str(set.size() - 1)));
     check_image_shape(set, {config.channels, config.image_height, config.image_width}, "write_inspection",
                       "model " + config.name + " takes");
-    if (options.distance_images < 1 || options.components < 1 || options.batch < 1)
-        throw std::invalid_argument("write_inspection: distance_images " + str(options.distance_images) +
-                                    ", components " + str(options.components) + " and batch " + str(options.batch) +
-                                    " must all be positive");
+    check(options.distance_images >= 1 && options.components >= 1 && options.batch >= 1,
+          "write_inspection: distance_images ", options.distance_images, ", components ", options.components,
+          " and batch ", options.batch, " must all be positive");
 }
 
 Inspection write_inspection(VisionTransformer& model, const ImageSet& set, const ChannelStats& stats,
@@ -657,8 +634,8 @@ Inspection write_inspection(VisionTransformer& model, const ImageSet& set, const
     std::error_code ec;
     fs::create_directories(out_dir, ec);
     if (ec || !fs::is_directory(out_dir))
-        throw std::runtime_error("write_inspection: cannot create the output directory '" + out_dir +
-                                 "': " + (ec ? ec.message() : "a file of that name exists"));
+        fail<std::runtime_error>("write_inspection: cannot create the output directory '", out_dir,
+                                 "': ", ec ? ec.message() : "a file of that name exists");
 
     const PatchGrid grid = PatchGrid::of(config);
     const std::string model_name = options.model_name.empty() ? config.name : options.model_name;

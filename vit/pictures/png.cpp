@@ -25,6 +25,7 @@
 #include <system_error>
 #include <utility>
 
+#include "autograd/check.h"
 #include "autograd/io/atomic_file.h"
 
 namespace patchgrad {
@@ -581,22 +582,19 @@ void put_chunk(std::vector<uint8_t>& png, const char (&type)[5], const std::vect
 
 std::vector<uint8_t> encode_png(int width, int height, int channels, const std::vector<uint8_t>& pixels) {
     const std::string image = std::to_string(width) + "x" + std::to_string(height) + "x" + std::to_string(channels);
-    if (width <= 0 || height <= 0)
-        throw std::invalid_argument("encode_png: width and height must be positive, got " + image);
-    if (channels != 1 && channels != 3 && channels != 4)
-        throw std::invalid_argument("encode_png: channels must be 1 (gray), 3 (RGB) or 4 (RGBA), got " + image);
+    check(width > 0 && height > 0, "encode_png: width and height must be positive, got ", image);
+    check(channels == 1 || channels == 3 || channels == 4,
+          "encode_png: channels must be 1 (gray), 3 (RGB) or 4 (RGBA), got ", image);
     const size_t row = static_cast<size_t>(width) * static_cast<size_t>(channels);
     const size_t expected = row * static_cast<size_t>(height);
-    if (pixels.size() != expected)
-        throw std::invalid_argument("encode_png: a " + image + " image needs " + std::to_string(expected) +
-                                    " pixel bytes, got " + std::to_string(pixels.size()));
+    check(pixels.size() == expected, "encode_png: a ", image, " image needs ", expected, " pixel bytes, got ",
+          pixels.size());
 
     const std::vector<uint8_t> raw =
         filter_rows(pixels, row, static_cast<size_t>(height), static_cast<size_t>(channels));
     const std::vector<uint8_t> idat = zlib_compress(raw.data(), raw.size());
-    if (idat.size() > kMaxChunk)
-        throw std::invalid_argument("encode_png: a " + image + " image is too large for one IDAT chunk (" +
-                                    std::to_string(idat.size()) + " bytes, at most 2^31 - 1)");
+    check(idat.size() <= kMaxChunk, "encode_png: a ", image, " image is too large for one IDAT chunk (", idat.size(),
+          " bytes, at most 2^31 - 1)");
 
     std::vector<uint8_t> ihdr;
     put_u32(ihdr, static_cast<uint32_t>(width));

@@ -74,7 +74,7 @@ Metadata with_prefix_removed(const Metadata& metadata, const std::string& prefix
 const std::string& required(const Metadata& fields, const std::string& key, const std::string& where,
                             const std::string& prefix) {
     const auto it = fields.find(key);
-    if (it == fields.end()) throw std::invalid_argument(where + ": metadata entry " + prefix + key + " is missing");
+    check(it != fields.end(), where, ": metadata entry ", prefix, key, " is missing");
     return it->second;
 }
 
@@ -119,16 +119,11 @@ public:
     const Tensor& expect(const std::string& name, const Shape& model_shape) {
         const Shape expected = file_shape(name, model_shape, config_);
         const auto it = index_.find(name);
-        if (it == index_.end())
-            throw std::invalid_argument(where_ + ": " + name + " is missing (the model expects shape " +
-                                        shape_str(expected) + ")");
+        check(it != index_.end(), where_, ": ", name, " is missing (the model expects shape ", expected, ")");
         const Tensor& t = weights_.tensors[it->second].second;
-        if (t.shape() != expected)
-            throw std::invalid_argument(where_ + ": " + name + " has shape " + shape_str(t.shape()) +
-                                        " but the model expects " + shape_str(expected));
+        check(t.shape() == expected, where_, ": ", name, " has shape ", t.shape(), " but the model expects ", expected);
         const std::string non_finite = non_finite_element(name, t);
-        if (!non_finite.empty())
-            throw std::invalid_argument(where_ + ": " + non_finite + ": the weights are not finite");
+        check(non_finite.empty(), where_, ": ", non_finite, ": the weights are not finite");
         seen_.insert(name);
         return t;
     }
@@ -136,9 +131,7 @@ public:
     // Throws naming the first tensor of the file that no expect() asked for.
     void finish() const {
         for (const auto& [name, t] : weights_.tensors)
-            if (!seen_.count(name))
-                throw std::invalid_argument(where_ + ": unexpected tensor " + name +
-                                            ": the model has no such parameter");
+            check(seen_.count(name) > 0, where_, ": unexpected tensor ", name, ": the model has no such parameter");
     }
 
 private:
@@ -151,11 +144,9 @@ private:
 
 void check_format(const Metadata& metadata, const std::string& where) {
     const auto format = metadata.find("format");
-    if (format == metadata.end())
-        throw std::invalid_argument(where + ": not a patchgrad checkpoint (no 'format' in its metadata; expected " +
-                                    kCheckpointFormat + ")");
-    if (format->second != kCheckpointFormat)
-        throw std::invalid_argument(where + ": format '" + format->second + "', expected " + kCheckpointFormat);
+    check(format != metadata.end(), where, ": not a patchgrad checkpoint (no 'format' in its metadata; expected ",
+          kCheckpointFormat, ")");
+    check(format->second == kCheckpointFormat, where, ": format '", format->second, "', expected ", kCheckpointFormat);
 }
 
 }  // namespace
@@ -188,8 +179,7 @@ std::string exact_text(float value) {
 double parse_double(const std::string& text, const std::string& where, const std::string& key) {
     char* end = nullptr;
     const double value = std::strtod(text.c_str(), &end);
-    if (text.empty() || end != text.c_str() + text.size())
-        throw std::invalid_argument(where + ": " + key + " '" + text + "' is not a number");
+    check(!text.empty() && end == text.c_str() + text.size(), where, ": ", key, " '", text, "' is not a number");
     return value;
 }
 
@@ -197,8 +187,8 @@ int64_t parse_int64(const std::string& text, const std::string& where, const std
     char* end = nullptr;
     errno = 0;
     const long long value = std::strtoll(text.c_str(), &end, 10);
-    if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE)
-        throw std::invalid_argument(where + ": " + key + " '" + text + "' is not an integer");
+    check(!text.empty() && end == text.c_str() + text.size() && errno != ERANGE, where, ": ", key, " '", text,
+          "' is not an integer");
     return value;
 }
 
@@ -206,14 +196,13 @@ uint64_t parse_uint64(const std::string& text, const std::string& where, const s
     char* end = nullptr;
     errno = 0;
     const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-    if (text.empty() || text[0] == '-' || end != text.c_str() + text.size() || errno == ERANGE)
-        throw std::invalid_argument(where + ": " + key + " '" + text + "' is not an unsigned integer");
+    check(!text.empty() && text[0] != '-' && end == text.c_str() + text.size() && errno != ERANGE, where, ": ", key,
+          " '", text, "' is not an unsigned integer");
     return value;
 }
 
 bool parse_bool(const std::string& text, const std::string& where, const std::string& key) {
-    if (text != "true" && text != "false")
-        throw std::invalid_argument(where + ": " + key + " '" + text + "' is not 'true' or 'false'");
+    check(text == "true" || text == "false", where, ": ", key, " '", text, "' is not 'true' or 'false'");
     return text == "true";
 }
 
@@ -237,9 +226,8 @@ void check_config(const Checkpoint& checkpoint, const ViTConfig& requested) {
     const Metadata saved = config_to_metadata(checkpoint.config);
     for_each_config_field(requested, [&](const std::string& key, const auto& value) {
         const std::string wanted = metadata_text(value);
-        if (saved.at(key) != wanted)
-            throw std::invalid_argument("checkpoint " + checkpoint.path + ": config " + key + " " + saved.at(key) +
-                                        " in the checkpoint, " + wanted + " requested");
+        check(saved.at(key) == wanted, "checkpoint ", checkpoint.path, ": config ", key, " ", saved.at(key),
+              " in the checkpoint, ", wanted, " requested");
     });
 }
 
@@ -284,7 +272,7 @@ Checkpoint checkpoint_from(NamedTensors file, const std::string& path) {
     try {
         validate(checkpoint.config);
     } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(where + ": " + e.what());
+        fail(where, ": ", e.what());
     }
     // A resume file's optimizer state travels beside the weights.
     auto optimizer_begin = std::stable_partition(file.tensors.begin(), file.tensors.end(), [](const auto& named) {
@@ -330,25 +318,22 @@ namespace {
 std::vector<std::pair<std::string, Tensor>> read_optimizer_state(const std::string& weights_path, int64_t global_step) {
     const std::string path = optimizer_state_path(weights_path);
     std::error_code ec;
-    if (!std::filesystem::exists(path, ec))
-        throw std::invalid_argument("checkpoint " + weights_path + ": its optimizer state " + path +
-                                    " is missing (both files are needed to continue the run exactly)");
+    check(std::filesystem::exists(path, ec), "checkpoint ", weights_path, ": its optimizer state ", path,
+          " is missing (both files are needed to continue the run exactly)");
     const NamedTensors file = load_safetensors(path);
     const std::string where = "optimizer state " + path;
     check_format(file.metadata, where);
     const int64_t step =
         parse_int64(required(file.metadata, "state.global_step", where, ""), where, "state.global_step");
-    if (step != global_step)
-        throw std::invalid_argument(where + ": global step " + std::to_string(step) + " but " + weights_path +
-                                    " is at step " + std::to_string(global_step) +
-                                    ": the two files are from different saves");
+    check(step == global_step, where, ": global step ", step, " but ", weights_path, " is at step ", global_step,
+          ": the two files are from different saves");
     const bool resume_file = file.metadata.count("config.dim") > 0;
     std::vector<std::pair<std::string, Tensor>> tensors;
     for (const auto& [name, t] : file.tensors) {
         if (name.compare(0, 10, "optimizer.") == 0)
             tensors.emplace_back(name.substr(10), t);
         else if (!resume_file)
-            throw std::invalid_argument(where + ": unexpected tensor " + name + " (expected optimizer.state.*)");
+            fail(where, ": unexpected tensor ", name, " (expected optimizer.state.*)");
     }
     return tensors;
 }
@@ -370,8 +355,8 @@ Checkpoint load_resume_point(const std::string& weights_path) {
         NamedTensors file = load_safetensors(resume_path);
         if (file.metadata.count("config.dim")) {  // a resume file holds the weights; an older one only the step
             Checkpoint checkpoint = checkpoint_from(std::move(file), resume_path);
-            if (checkpoint.optimizer.empty())
-                throw std::invalid_argument("checkpoint " + resume_path + ": holds no optimizer state (optimizer.*)");
+            check(!checkpoint.optimizer.empty(), "checkpoint ", resume_path,
+                  ": holds no optimizer state (optimizer.*)");
             return checkpoint;
         }
     }

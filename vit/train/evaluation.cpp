@@ -57,9 +57,9 @@ Evaluation evaluate(VisionTransformer& model, const ImageSet& set, const Channel
         for (const auto& [name, p] : model.named_parameters()) {
             const std::string non_finite = non_finite_element(name, p);
             if (!non_finite.empty())
-                throw std::runtime_error("evaluate: the mean loss is " + exact_text(e.loss) + ": " + non_finite);
+                fail<std::runtime_error>("evaluate: the mean loss is ", exact_text(e.loss), ": ", non_finite);
         }
-        throw std::runtime_error("evaluate: the mean loss is " + exact_text(e.loss) +
+        fail<std::runtime_error>("evaluate: the mean loss is ", exact_text(e.loss),
                                  " though every parameter is finite: the logits overflow");
     }
     return e;

@@ -30,9 +30,7 @@ EpochRecord parse_csv_row(const std::string& line, const std::string& where) {
     std::vector<std::string> f;
     std::stringstream ss(line);
     for (std::string field; std::getline(ss, field, ',');) f.push_back(field);
-    if (f.size() != 11)
-        throw std::invalid_argument(where + ": " + std::to_string(f.size()) + " fields, expected 11 (" +
-                                    kMetricsHeader + ")");
+    check(f.size() == 11, where, ": ", f.size(), " fields, expected 11 (", kMetricsHeader, ")");
     EpochRecord r;
     r.epoch = parse_int64(f[0], where, "epoch");
     r.step = parse_int64(f[1], where, "step");
@@ -56,17 +54,16 @@ void write_metrics_csv(const std::string& path, const std::vector<EpochRecord>& 
     try {
         write_text_atomically(path, text);
     } catch (const std::runtime_error& e) {
-        throw std::runtime_error("write_metrics_csv: " + std::string(e.what()));
+        fail<std::runtime_error>("write_metrics_csv: ", e.what());
     }
 }
 
 std::vector<EpochRecord> read_metrics_csv(const std::string& path) {
     std::ifstream in(path);
-    if (!in) throw std::invalid_argument("read_metrics_csv: cannot open " + path);
+    check(!in.fail(), "read_metrics_csv: cannot open ", path);
     std::string line;
-    if (!std::getline(in, line) || line != kMetricsHeader)
-        throw std::invalid_argument("read_metrics_csv: " + path + ": the first line is not the header " +
-                                    kMetricsHeader);
+    check(std::getline(in, line) && line == kMetricsHeader, "read_metrics_csv: ", path,
+          ": the first line is not the header ", kMetricsHeader);
     std::vector<EpochRecord> history;
     for (int64_t n = 2; std::getline(in, line); ++n)
         if (!line.empty())

@@ -7,6 +7,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "autograd/check.h"
+
 namespace patchgrad {
 
 std::string format_duration(double seconds) {
@@ -22,9 +24,7 @@ std::string format_duration(double seconds) {
 }
 
 std::string progress_bar(int64_t done, int64_t total, int width) {
-    if (total < 1 || width < 1)
-        throw std::invalid_argument("progress_bar: total " + std::to_string(total) + " and width " +
-                                    std::to_string(width) + " must be at least 1");
+    check(total >= 1 && width >= 1, "progress_bar: total ", total, " and width ", width, " must be at least 1");
     const int64_t clamped = std::clamp<int64_t>(done, 0, total);
     const auto filled = static_cast<size_t>(std::llround(double(width) * double(clamped) / double(total)));
     return "[" + std::string(filled, '#') + std::string(static_cast<size_t>(width) - filled, '.') + "]";

@@ -258,8 +258,7 @@ TrainOptions preset_options(const std::string& preset, const std::string& config
     const auto p =
         std::find_if(std::begin(kPresets), std::end(kPresets), [&](const Preset& row) { return row.name == preset; });
     if (p == std::end(kPresets))
-        throw std::invalid_argument("train options: unknown preset '" + preset + "' (known: " + joined(preset_names()) +
-                                    ")");
+        fail("train options: unknown preset '", preset, "' (known: ", joined(preset_names()), ")");
     TrainOptions o;
     o.preset = p->name;
     o.config = vit_config(config_name.empty() ? p->config : config_name);
@@ -275,17 +274,15 @@ TrainOptions preset_options(const std::string& preset, const std::string& config
 namespace {
 
 void validate_model(const ViTConfig& c) {
-    if (!(c.image_height == 32 && c.image_width == 32 && c.channels == 3 && c.num_classes == 10))
-        throw std::invalid_argument("train options: the model takes " + std::to_string(c.channels) + "x" +
-                                    std::to_string(c.image_height) + "x" + std::to_string(c.image_width) +
-                                    " images in " + std::to_string(c.num_classes) +
-                                    " classes; CIFAR-10 has 3x32x32 in 10 (use a cifar-* --config)");
+    check(c.image_height == 32 && c.image_width == 32 && c.channels == 3 && c.num_classes == 10,
+          "train options: the model takes ", c.channels, "x", c.image_height, "x", c.image_width, " images in ",
+          c.num_classes, " classes; CIFAR-10 has 3x32x32 in 10 (use a cifar-* --config)");
     try {
         // Validates the config, then: the weights, their gradients and the optimizer's two
         // moments (AdamW and Adam; SGD keeps fewer) must fit in memory, before any is allocated.
         check_memory(c, 4);
     } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(std::string("train options: ") + e.what());
+        fail("train options: ", e.what());
     }
 }
 
@@ -295,8 +292,7 @@ void validate(const TrainOptions& o) {
     validate_model(o.config);
     for (const TrainOption& option : kOptions) {
         const std::string problem = option.check ? option.check(o) : "";
-        if (!problem.empty())
-            throw std::invalid_argument("train options: --" + std::string(option.flag) + " " + problem);
+        check(problem.empty(), "train options: --", option.flag, " ", problem);
     }
 }
 
@@ -306,8 +302,8 @@ namespace {
 
 const std::string& recipe_entry(const Checkpoint& checkpoint, const std::string& key) {
     const auto it = checkpoint.options.find(key);
-    if (it == checkpoint.options.end())
-        throw std::invalid_argument("checkpoint " + checkpoint.path + ": metadata entry train." + key + " is missing");
+    check(it != checkpoint.options.end(), "checkpoint ", checkpoint.path, ": metadata entry train.", key,
+          " is missing");
     return it->second;
 }
 
@@ -347,10 +343,8 @@ void check_recipe(const Checkpoint& checkpoint, const TrainOptions& options) {
         if (option.kind != OptionKind::Recipe) continue;
         const std::string& saved = recipe_entry(checkpoint, option.flag);
         const std::string wanted = option_text(option, options);
-        if (saved != wanted)
-            throw std::invalid_argument("checkpoint " + checkpoint.path + ": --" + option.flag + " " + saved +
-                                        " in the checkpoint, " + wanted +
-                                        " requested (a resumed run keeps the recipe it started with)");
+        check(saved == wanted, "checkpoint ", checkpoint.path, ": --", option.flag, " ", saved, " in the checkpoint, ",
+              wanted, " requested (a resumed run keeps the recipe it started with)");
     }
 }
 

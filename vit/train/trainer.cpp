@@ -62,13 +62,12 @@ void claim_out_dir(const TrainOptions& o) {
     if (!o.overwrite) {
         std::string list;
         for (const std::string& name : found) list += (list.empty() ? "" : ", ") + name;
-        throw std::invalid_argument("--out " + o.out_dir + " holds a run (" + list +
-                                    "): continue it with --resume, choose another --out, or replace it with "
-                                    "--overwrite");
+        fail("--out ", o.out_dir, " holds a run (", list,
+             "): continue it with --resume, choose another --out, or replace it with --overwrite");
     }
     for (const std::string& name : found)
         if (!fs::remove(fs::path(o.out_dir) / name, ec) && ec)
-            throw std::runtime_error("--overwrite: cannot delete " + (fs::path(o.out_dir) / name).string() + ": " +
+            fail<std::runtime_error>("--overwrite: cannot delete ", (fs::path(o.out_dir) / name).string(), ": ",
                                      ec.message());
 }
 
@@ -78,12 +77,12 @@ void prepare_out_dir(const std::string& dir) {
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec || !fs::is_directory(dir))
-        throw std::runtime_error("cannot create the output directory " + dir +
-                                 (ec ? ": " + ec.message() : ": a file of that name exists"));
+        fail<std::runtime_error>("cannot create the output directory ", dir, ": ",
+                                 ec ? ec.message() : "a file of that name exists");
     const std::string probe = (fs::path(dir) / ".patchgrad-write-test.tmp").string();
     const bool writable = static_cast<bool>(std::ofstream(probe));
     fs::remove(probe, ec);
-    if (!writable) throw std::runtime_error("the output directory " + dir + " is not writable");
+    check<std::runtime_error>(writable, "the output directory ", dir, " is not writable");
 }
 
 // The training set split for validation, and the test set.
@@ -101,7 +100,7 @@ Data load_data(const TrainOptions& o, std::ostream& log) {
         data.validation = std::move(split.validation);
         data.test = load_cifar10_test(o.data_dir, &log);
     } catch (const std::exception& e) {
-        throw std::runtime_error("CIFAR-10 from " + o.data_dir + " (" + o.data_source + "): " + e.what());
+        fail<std::runtime_error>("CIFAR-10 from ", o.data_dir, " (", o.data_source, "): ", e.what());
     }
     return data;
 }
@@ -330,8 +329,7 @@ void Trainer::train_step(const std::vector<int64_t>& order) {
     Tensor loss = mixed_cross_entropy(logits, mixed, static_cast<real>(options_.label_smoothing));
     const double loss_value = double(loss.item());
     if (!std::isfinite(loss_value))
-        throw std::runtime_error("the loss is " + exact_text(loss_value) + " at epoch " + std::to_string(epoch + 1) +
-                                 ", step " + std::to_string(step + 1) +
+        fail<std::runtime_error>("the loss is ", exact_text(loss_value), " at epoch ", epoch + 1, ", step ", step + 1,
                                  ": training diverged; try a smaller --lr or --clip-grad 1");
     loss.backward();
     if (options_.clip_grad > 0) clip_grad_norm(params_, options_.clip_grad);
@@ -405,13 +403,13 @@ void Trainer::end_epoch() {
     save("last.safetensors", true);
 
     char line[256];
-    std::snprintf(line, sizeof line,
-                  "epoch %lld/%lld: train loss %.4f acc %.1f%% | %s loss %.4f acc %.1f%%%s | lr %.3g | %s (%.0f img/s), "
-                  "elapsed %s\n",
-                  static_cast<long long>(r.epoch), static_cast<long long>(options_.epochs), r.train_loss,
-                  100 * r.train_acc, r.eval_set.c_str(), r.eval_loss, 100 * r.eval_acc,
-                  improved ? " (best)" : "", r.lr, format_duration(r.epoch_seconds).c_str(), r.img_per_s,
-                  format_duration(r.elapsed_seconds).c_str());
+    std::snprintf(
+        line, sizeof line,
+        "epoch %lld/%lld: train loss %.4f acc %.1f%% | %s loss %.4f acc %.1f%%%s | lr %.3g | %s (%.0f img/s), "
+        "elapsed %s\n",
+        static_cast<long long>(r.epoch), static_cast<long long>(options_.epochs), r.train_loss, 100 * r.train_acc,
+        r.eval_set.c_str(), r.eval_loss, 100 * r.eval_acc, improved ? " (best)" : "", r.lr,
+        format_duration(r.epoch_seconds).c_str(), r.img_per_s, format_duration(r.elapsed_seconds).c_str());
     *output_.out << line << std::flush;
 }
 
@@ -456,9 +454,8 @@ TrainResult Trainer::finish() {
 TrainResult train(const TrainOptions& options, const TrainOutput& output) {
     validate(options);
     const std::string last = (fs::path(options.out_dir) / "last.safetensors").string();
-    if (options.resume && !has_resume_point(last))
-        throw std::invalid_argument("--resume: no checkpoint " + last +
-                                    " to continue from (leave out --resume to start a new run)");
+    check(!options.resume || has_resume_point(last), "--resume: no checkpoint ", last,
+          " to continue from (leave out --resume to start a new run)");
     // Missing data and an unusable --out both fail here, in seconds, before any training;
     // the data first, so that a bad data directory leaves no empty run directory behind.
     Data data = load_data(options, *output.log);

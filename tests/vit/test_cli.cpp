@@ -44,6 +44,9 @@ TEST_CASE("cli: counts are checked against their range when parsed, naming the f
     require_error([] { parse_threads("-1"); }, {"--threads", "'-1'"});
     CHECK(parse_count("--warmup", "0") == 0);
     CHECK(parse_threads("auto") == 0);
+    CHECK(parse_unsigned("--seed", "18446744073709551615") == 18446744073709551615ull);
+    require_error([] { parse_unsigned("--image", "-1"); }, {"--image needs a non-negative integer, got '-1'"});
+    require_error([] { parse_unsigned("--seed", "18446744073709551616"); }, {"--seed", "'18446744073709551616'"});
 }
 
 // SIGHUP (a closed terminal) ended a training run without saving.

@@ -75,6 +75,14 @@ int64_t parse_count(const std::string& flag, const std::string& text) {
     }
 }
 
+uint64_t parse_unsigned(const std::string& flag, const std::string& text) {
+    try {
+        return parse_uint64(text, flag, "the value");
+    } catch (const std::invalid_argument&) {
+        fail<UsageError>(flag, " needs a non-negative integer, got '", text, "'");
+    }
+}
+
 double parse_number(const std::string& flag, const std::string& text) {
     char* end = nullptr;
     const double value = std::strtod(text.c_str(), &end);
@@ -121,11 +129,7 @@ void set_train_option(TrainOptions& o, const TrainOption& option, const std::str
             } else if constexpr (std::is_same_v<F, ThreadCount>) {
                 *field.value = parse_threads(text);
             } else if constexpr (std::is_same_v<F, uint64_t*>) {
-                try {
-                    *field = parse_uint64(text, flag, "the value");
-                } catch (const std::invalid_argument&) {
-                    fail<UsageError>(flag, " needs a non-negative integer, got '", text, "'");
-                }
+                *field = parse_unsigned(flag, text);
             } else if constexpr (std::is_same_v<F, double*> || std::is_same_v<F, float*>) {
                 *field = static_cast<std::remove_pointer_t<F>>(parse_number(flag, text));
             } else if constexpr (std::is_same_v<F, bool*>) {

@@ -44,6 +44,8 @@ int parse_threads(const std::string& text);
 void use_threads(int threads);
 // The same with 0 allowed ("--warmup 0").
 int64_t parse_count(const std::string& flag, const std::string& text);
+// "7" -> 7 for a seed or an index: any integer from 0 to 2^64 - 1, else a UsageError naming `flag`.
+uint64_t parse_unsigned(const std::string& flag, const std::string& text);
 // "0.5" -> 0.5; anything but a finite number is a UsageError naming `flag`.
 double parse_number(const std::string& flag, const std::string& text);
 

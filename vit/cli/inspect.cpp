@@ -52,15 +52,6 @@ void print_help() {
                  "  -h, --help            show this help\n";
 }
 
-// "7" -> 7; anything but a non-negative decimal integer is a UsageError naming `flag`.
-uint64_t parse_index(const std::string& flag, const std::string& text) {
-    try {
-        return parse_uint64(text, flag, "the value");
-    } catch (const std::invalid_argument&) {
-        fail<UsageError>(flag, " needs a non-negative integer, got '", text, "'");
-    }
-}
-
 }  // namespace
 
 int inspect_command(const std::vector<std::string>& args) {
@@ -78,7 +69,7 @@ int inspect_command(const std::vector<std::string>& args) {
     if (given("--data") && given("--file")) throw UsageError("give --data DIR or --file FILE.bin, not both");
     if (!given("--out")) throw UsageError("--out DIR is required");
     InspectOptions options;
-    if (given("--image")) options.image = static_cast<int64_t>(parse_index("--image", value("--image")));
+    if (given("--image")) options.image = static_cast<int64_t>(parse_unsigned("--image", value("--image")));
     if (given("--distance-images"))
         options.distance_images = parse_positive_int("--distance-images", value("--distance-images"));
     use_threads(given("--threads") ? parse_threads(value("--threads")) : 1);
@@ -96,7 +87,7 @@ int inspect_command(const std::vector<std::string>& args) {
                              (state.step_in_epoch > 0 ? " and " + std::to_string(state.step_in_epoch) + " steps" : "") +
                              " (" + std::filesystem::path(checkpoint->path).filename().string() + ")";
     } else {
-        seed = given("--seed") ? parse_index("--seed", value("--seed")) : 0;
+        seed = given("--seed") ? parse_unsigned("--seed", value("--seed")) : 0;
         config = config_from_flag(value("--config"));
         options.model_name = config.name + ", untrained (seed " + std::to_string(seed) + ")";
     }

@@ -65,7 +65,7 @@ TEST_CASE("storage: fill, clone and move", "[storage]") {
     REQUIRE(none.empty());
 }
 
-TEST_CASE("storage: reshape and select of the first axis share memory; permute copies; gradients stay separate",
+TEST_CASE("storage: reshape and select of the first axis share memory, permute copies, gradients stay separate",
           "[storage][op:reshape][op:select]") {
     Rng rng(1);
     Tensor x = rand_tensor({3, 4, 5}, rng);

@@ -37,7 +37,7 @@ TEST_CASE("Sequential: children are named 0, 1, 2 like torch.nn.Sequential", "[l
     CHECK(head.num_parameters() == 4 * 6 + 6 + 6 * 3 + 3);
 }
 
-TEST_CASE("Sequential: forward applies the layers in order; empty is the identity", "[layer:Sequential][forward]") {
+TEST_CASE("Sequential: forward applies the layers in order, empty is the identity", "[layer:Sequential][forward]") {
     Rng rng(31);
     auto fc1 = std::make_shared<Linear>(4, 6, rng);
     auto fc2 = std::make_shared<Linear>(6, 3, rng);

@@ -47,7 +47,7 @@ TEST_CASE("Patcher: errors name the sizes", "[vit][layer:Patcher][errors]") {
     require_error([&] { Patcher(3, 0); }, {"Patcher", "patch size (0)"});
 }
 
-TEST_CASE("Patcher: ViTs Explained's transpose(1,0) swaps batch and features; transpose(2,1) is the patcher",
+TEST_CASE("Patcher: ViTs Explained's transpose(1,0) swaps batch and features, transpose(2,1) is the patcher",
           "[vit][layer:Patcher][documents]") {
     Rng rng(5);
     Tensor x = rand_tensor({2, 3, 8, 12}, rng, -1, 1, false);

@@ -111,7 +111,7 @@ TEST_CASE("PositionalEncoding: a Layer whose only parameter is the learned table
     require_close(layer.forward(Tensor::zeros({2, 5, 4})), broadcast_to(fixed.table, {2, 5, 4}), 0);
 }
 
-TEST_CASE("PositionalEncoding: forward adds E_pos to every image; gradcheck w.r.t. x and the table",
+TEST_CASE("PositionalEncoding: forward adds E_pos to every image, gradcheck w.r.t. x and the table",
           "[vit][layer:PositionalEncoding][forward][gradcheck]") {
     Rng rng(22);
     PositionalEncoding pe(7, 8, true, rng);

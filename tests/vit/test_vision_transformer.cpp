@@ -146,7 +146,7 @@ TEST_CASE("VisionTransformer: images in a batch do not interact",
         require_close(model.forward(slice(images, 0, b, b + 1), kMask), slice(batched, 0, b, b + 1), 1e-12);
 }
 
-TEST_CASE("VisionTransformer: a hidden patch does not change the logits; a visible one does",
+TEST_CASE("VisionTransformer: a hidden patch does not change the logits, a visible one does",
           "[vit][layer:VisionTransformer][forward]") {
     VisionTransformer model(small_config(), 10);
     Rng rng(11);
@@ -246,7 +246,7 @@ TEST_CASE("VisionTransformer: dropout is active in training and off in eval", "[
 }
 
 TEST_CASE(
-    "PreLogits: ViT from scratch's pre-training head of three Linear layers collapses to one affine map; "
+    "PreLogits: ViT from scratch's pre-training head of three Linear layers collapses to one affine map, "
     "ours does not",
     "[vit][layer:VisionTransformer][documents]") {
     Rng rng(50);
@@ -314,7 +314,7 @@ TEST_CASE("vit_config: the paper's Table 1 and the CIFAR configurations", "[vit]
     for (const std::string& name : vit_config_names()) CHECK_NOTHROW(validate(vit_config(name)));
 }
 
-TEST_CASE("vit_config: ViT-Huge has MLP 5120 (Table 1); ViT from scratch's 4096 gives 548M parameters, not 632M",
+TEST_CASE("vit_config: ViT-Huge has MLP 5120 (Table 1), ViT from scratch's 4096 gives 548M parameters, not 632M",
           "[vit][layer:VisionTransformer][documents][ex:summary-block-rows]") {
     ViTConfig huge = vit_config("vit-h14");
     CHECK(huge.mlp_hidden() == 5120);
@@ -489,7 +489,7 @@ TEST_CASE("ViTConfig::block: every block gets the config's sizes, drop path grow
     CHECK(c.block(0).drop_path == c.drop_path);
 }
 
-TEST_CASE("VisionTransformer: the position encoding is a member, not a child; its table is pos_embed",
+TEST_CASE("VisionTransformer: the position encoding is a member, not a child, its table is pos_embed",
           "[vit][layer:VisionTransformer][layer:PositionalEncoding]") {
     VisionTransformer model(small_config(), 1);
     for (const auto& [name, m] : model.named_modules()) CHECK(m != model.pos_encoding.get());

@@ -34,7 +34,7 @@ TEST_CASE("parallel: parallel_for covers every index exactly once, in chunks of 
     }
 }
 
-TEST_CASE("parallel: a nested parallel_for runs inside its chunk; exceptions reach the caller",
+TEST_CASE("parallel: a nested parallel_for runs inside its chunk, exceptions reach the caller",
           "[parallel][errors][ex:parallel-chunks]") {
     ThreadCount guard(2);
     std::vector<std::atomic<int>> hits(400);

@@ -203,7 +203,7 @@ TEST_CASE("canvas: text draws only inside its text_width x text_height box", "[v
     CHECK(ink(descender).count({1, 7}) == 1);  // the tail of the g is in row 7
 }
 
-TEST_CASE("canvas: every printable glyph has ink and differs from the others; unknown bytes are a box",
+TEST_CASE("canvas: every printable glyph has ink and differs from the others, unknown bytes are a box",
           "[vit][canvas]") {
     std::set<std::vector<uint8_t>> seen;
     for (int c = 33; c < 127; ++c) {

@@ -88,7 +88,7 @@ ViTConfig tiny_config() {
     return c;
 }
 
-TEST_CASE("inspect: cosine_similarity_matrix against hand values; symmetric with 1 on the diagonal", "[vit][inspect]") {
+TEST_CASE("inspect: cosine_similarity_matrix against hand values, symmetric with 1 on the diagonal", "[vit][inspect]") {
     Matrix v(3, 2);
     v.values = {1, 0, 2, 2, -3, 0};
     const Matrix s = cosine_similarity_matrix(v);
@@ -419,7 +419,7 @@ TEST_CASE("inspect: principal_components of random data: orthonormal eigenvector
     require_error([&] { principal_components(bad, 2); }, {"principal_components", "sample 3, feature 4", "nan"});
 }
 
-TEST_CASE("inspect: embedding_filters are E's rows; to_image draws the planes", "[vit][inspect]") {
+TEST_CASE("inspect: embedding_filters are E's rows, to_image draws the planes", "[vit][inspect]") {
     VisionTransformer model(tiny_config(), 4);
     const Matrix e = embedding_filters(model);
     REQUIRE(e.rows == 16);

@@ -253,7 +253,7 @@ TEST_CASE("checkpoint: broken, foreign and mismatched files are reported naming 
     require_error([&] { load_optimizer_state(optimizer, path, 5); }, {optimizer_state_path(path), "missing"});
 }
 
-TEST_CASE("checkpoint: the resume file is a complete save; an older run's state file still resumes",
+TEST_CASE("checkpoint: the resume file is a complete save, an older run's state file still resumes",
           "[checkpoint][resume]") {
     TempDir dir;
     const std::string path = dir.file("last.safetensors");
@@ -383,7 +383,7 @@ TEST_CASE("checkpoint: a failed save leaves no temporary or partial file", "[che
     CHECK(files_ending_in(dir.file("taken"), ".tmp").empty());
 }
 
-TEST_CASE("checkpoint: pool and head are the metadata text cls/mean and linear/mlp; other text is refused",
+TEST_CASE("checkpoint: pool and head are the metadata text cls/mean and linear/mlp, other text is refused",
           "[checkpoint][errors]") {
     ViTConfig c = tiny_vit_config();
     c.pool = Pool::Mean;
@@ -397,5 +397,5 @@ TEST_CASE("checkpoint: pool and head are the metadata text cls/mean and linear/m
     CHECK(config_to_metadata(tiny_vit_config()).at("pool") == "cls");
     CHECK(config_to_metadata(tiny_vit_config()).at("head") == "linear");
     fields["pool"] = "max";
-    require_error([&] { config_from_metadata(fields, "ckpt"); }, {"ckpt: pool 'max' is not cls or mean"});
+    require_error([&] { config_from_metadata(fields, "ckpt"); }, {"ckpt: config.pool 'max' is not cls or mean"});
 }

@@ -273,7 +273,7 @@ TEST_CASE("train: --resume refuses a checkpoint of another model or recipe, or w
 
 // A second run into the same --out replaced best, last and metrics.csv silently and left the
 // first run's results.json beside the new checkpoints.
-TEST_CASE("train: a new run into a folder holding one is refused; --overwrite replaces it whole", "[trainer][errors]") {
+TEST_CASE("train: a new run into a folder holding one is refused, --overwrite replaces it whole", "[trainer][errors]") {
     TinyRun run;
     QuietTrain quiet;
     TrainOptions o = run.options;
@@ -334,7 +334,7 @@ TEST_CASE("train: a crash between the two files of a save resumes from the newer
 }
 
 // A single malformed line in metrics.csv made --resume refuse the run.
-TEST_CASE("train: a damaged metrics.csv does not stop --resume; it is kept aside and named",
+TEST_CASE("train: a damaged metrics.csv does not stop --resume, it is kept aside and named",
           "[trainer][resume][errors]") {
     TinyRun run;
     QuietTrain quiet;

@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "gemm_bf16.h"
 #include "gemm_kernels.h"
 #include "parallel.h"
 
@@ -193,6 +194,10 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
 
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
           const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias) {
+#ifndef PATCHGRAD_DOUBLE
+    if (matmul_precision() == MatmulPrecision::bf16)
+        return gemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
+#endif
 #ifdef PATCHGRAD_USE_OPENBLAS
     if (M <= 0 || N <= 0) return;
     // BLAS rejects a leading dimension of 0, which an empty K would give.

@@ -35,8 +35,8 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
 // The gemm kernel in use (cpu_isa.h's active level) and its tile, e.g. "avx512, tile 12 x 32".
 std::string gemm_kernel_description();
 
-// What the ops call: cblas_sgemm / cblas_dgemm when built with PATCHGRAD_USE_OPENBLAS,
-// gemm_blocked otherwise.
+// What the ops call: gemm_bf16 while the matmul precision is bf16 (gemm_bf16.h); otherwise
+// cblas_sgemm / cblas_dgemm when built with PATCHGRAD_USE_OPENBLAS, gemm_blocked if not.
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
           const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias = nullptr);
 

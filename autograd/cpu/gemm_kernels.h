@@ -51,6 +51,28 @@ struct GemmKernels {
     MicroKernel strided[3];
 };
 
+// The bf16 kernels (gemm_bf16.h), for the same driver shape with bf16 pairs instead of
+// floats: element k = 2q and k = 2q + 1 of a row or column share one 32-bit word (bf16_pair in
+// bf16.h), `pairs` = ceil(kc / 2) words per K block, an odd kc padded with a zero.
+//   Ap[s][q][i] = pair of op(A)[r0 + s*MR + i, k0 + 2q .. 2q+1], zero-padded to whole MR slivers
+//   Bp[s][q][j] = pair of op(B)[k0 + 2q .. 2q+1, c0 + s*NR + j], zero-padded to whole NR slivers
+// C[mr, nr] = alpha * (A sliver @ B sliver) + beta * C + bias as for MicroKernel, all in float32.
+using Bf16MicroKernel = void (*)(int64_t pairs, const uint32_t* a, const uint32_t* b, float alpha, float beta,
+                                 const float* bias, float* c, int64_t ldc, int64_t mr, int64_t nr);
+
+struct Bf16Kernels {
+    const char* name;  // the instruction that multiplies
+    int64_t mr, nr, vector;
+    void (*pack_a)(bool trans_a, const float* A, int64_t lda, int64_t r0, int64_t k0, int64_t rows, int64_t kc,
+                   uint32_t* Ap);
+    void (*pack_b)(bool trans_b, const float* B, int64_t ldb, int64_t k0, int64_t c0, int64_t kc, int64_t cols,
+                   uint32_t* Bp);
+    Bf16MicroKernel micro[2];  // by vectors of the B sliver used, as GemmKernels::packed
+};
+
+// Defined in gemm_bf16_avx512.cpp (x86-64 only); use only where the CPU has AVX512_BF16.
+extern const Bf16Kernels gemm_bf16_kernels_avx512;
+
 // The table for `isa` (which the CPU must support: see active_isa()).
 const GemmKernels& gemm_kernels(Isa isa);
 

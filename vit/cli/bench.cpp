@@ -24,6 +24,7 @@
 
 #include "autograd/cpu/cpu_isa.h"
 #include "autograd/cpu/gemm.h"
+#include "autograd/cpu/gemm_bf16.h"
 #include "autograd/cpu/parallel.h"
 #include "autograd/cpu/thread_choice.h"
 #include "autograd/ops.h"
@@ -45,7 +46,7 @@ using Clock = std::chrono::steady_clock;
 
 void print_help() {
     std::cout << "usage: patchgrad bench [--config NAME] [--dim D] [--depth L] [--heads H] [--mlp M] [--patch P]\n"
-                 "                       [--batch B] [--steps S] [--warmup W] [--threads T]\n"
+                 "                       [--batch B] [--steps S] [--warmup W] [--threads T] [--precision P]\n"
                  "       patchgrad bench matmul [M N K] [--repeats R]\n"
                  "\n"
                  "Times full training steps of a Vision Transformer on one random batch (forward,\n"
@@ -65,13 +66,16 @@ void print_help() {
                  "                  identical for any T\n"
                  "                  (a build with OpenBLAS also runs OpenBLAS's own threads, set by the\n"
                  "                  environment variable OPENBLAS_NUM_THREADS)\n"
+                 "  --precision P   fp32 (the default) or bf16: matrix products with bf16 inputs and float32\n"
+                 "                  sums, everything else in float32 (autograd/cpu/gemm_bf16.h)\n"
                  "  -h, --help      show this help\n"
                  "\n"
                  "'matmul M N K' times C[M, N] = A[M, K] @ B[K, N], and the transposed forms linear uses,\n"
                  "(without sizes: 1024^3 and cifar-tiny's linear layers at batch 128, 8320 x {384, 128, 256} x\n"
                  "{128, 256}),\n"
-                 "with patchgrad's gemm_blocked, gemm_reference (when M*N*K <= 2^26) and cblas_sgemm (when\n"
-                 "built with PATCHGRAD_USE_OPENBLAS); best of R runs after one warm-up (default R: 5).\n";
+                 "with patchgrad's gemm_blocked, gemm_reference (when M*N*K <= 2^26), cblas_sgemm (when\n"
+                 "built with PATCHGRAD_USE_OPENBLAS) and gemm_bf16 (bf16 inputs, float32 sums); best of R\n"
+                 "runs after one warm-up (default R: 5).\n";
 }
 
 // ---- what the machine and the build are ----------------------------------------------------
@@ -200,6 +204,12 @@ int run_training(const Flags& flags) {
     const int64_t steps = parse_positive_int("--steps", value("--steps", "10"));
     const int64_t warmup = parse_count("--warmup", value("--warmup", "2"));
     const int threads = parse_threads(value("--threads", "auto"));
+    MatmulPrecision precision;
+    try {
+        precision = parse_enum<MatmulPrecision>(value("--precision", "fp32"), "--precision");
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
+    }
 
     VisionTransformer model(config, 0);
     AdamW optimizer(split_weight_decay(model.named_parameters()), 1e-3, {0.9, 0.999}, 1e-8, 0.05);
@@ -228,6 +238,11 @@ int run_training(const Flags& flags) {
         set_num_threads(threads);
         std::printf("threads: %d\n", num_threads());
     }
+    set_matmul_precision(precision);
+    std::printf("precision: %s\n",
+                precision == MatmulPrecision::fp32
+                    ? "fp32"
+                    : ("bf16 matrix products, float32 elsewhere; " + gemm_bf16_description()).c_str());
 #ifdef PATCHGRAD_USE_OPENBLAS
     const char* blas_threads = std::getenv("OPENBLAS_NUM_THREADS");
     std::printf("         (OpenBLAS runs its own threads: OPENBLAS_NUM_THREADS=%s)\n",
@@ -284,11 +299,13 @@ int run_training(const Flags& flags) {
                     rss.front(), rss.back(), rss.back() - rss.front());
     // The yardstick for the step: how fast this machine multiplies big matrices, with the same
     // kernel and threads (measured last, so its buffers are not in the memory figures).
+    // (In bf16 the yardstick is the bf16 product: gemm follows the precision.)
     const double sgemm = sgemm_rate();
     std::printf(
-        "sgemm rate       %.1f GFLOP/s (gemm, 1024 x 1024 x 1024, same threads): the mean step runs at "
+        "%-16s %.1f GFLOP/s (gemm, 1024 x 1024 x 1024, same threads): the mean step runs at "
         "%.0f%% of it\n",
-        sgemm, 100 * train_gflop_per_image * double(batch) / (mean_ms * 1e-3) / sgemm);
+        precision == MatmulPrecision::fp32 ? "sgemm rate" : "bf16 gemm rate", sgemm,
+        100 * train_gflop_per_image * double(batch) / (mean_ms * 1e-3) / sgemm);
     return 0;
 }
 
@@ -311,6 +328,7 @@ int run_matmul(const std::vector<std::string>& args) {
         flags.values.count("--repeats") ? parse_positive_int("--repeats", flags.values.at("--repeats")) : 5;
     std::printf("cpu: %s; gemm kernels %s; float%d; best of %lld runs, GFLOP/s\n", cpu_model().c_str(),
                 gemm_kernel_description().c_str(), int(8 * sizeof(real)), static_cast<long long>(repeats));
+    std::printf("gemm_bf16: %s\n", gemm_bf16_description().c_str());
     if (!sizes.empty())
         return run_one_matmul(parse_positive_int("M", sizes[0]), parse_positive_int("N", sizes[1]),
                               parse_positive_int("K", sizes[2]), repeats);
@@ -351,6 +369,7 @@ int run_one_matmul(int64_t M, int64_t N, int64_t K, int64_t repeats) {
 #ifdef PATCHGRAD_USE_OPENBLAS
     std::printf(" %12s", "cblas_sgemm");
 #endif
+    std::printf(" %12s", "gemm_bf16");
     std::printf("\n");
     struct Form {
         const char* name;
@@ -380,6 +399,10 @@ int run_one_matmul(int64_t M, int64_t N, int64_t K, int64_t repeats) {
         });
         std::printf(" %12.1f", gflop / blas);
 #endif
+        const double bf16 = best_seconds(repeats, [&] {
+            gemm_bf16(f.trans_a, f.trans_b, M, N, K, 1, A.data(), lda, B.data(), ldb, 0, C.data(), N);
+        });
+        std::printf(" %12.1f", gflop / bf16);
         std::printf("\n");
     }
     return 0;
@@ -390,7 +413,7 @@ int run_one_matmul(int64_t M, int64_t N, int64_t K, int64_t repeats) {
 int bench_command(const std::vector<std::string>& args) {
     if (!args.empty() && args[0] == "matmul") return run_matmul(std::vector<std::string>(args.begin() + 1, args.end()));
     const Flags flags = parse_flags(args, {"--config", "--dim", "--depth", "--heads", "--mlp", "--patch", "--batch",
-                                           "--steps", "--warmup", "--threads"});
+                                           "--steps", "--warmup", "--threads", "--precision"});
     if (flags.help) {
         print_help();
         return 0;

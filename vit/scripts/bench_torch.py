@@ -6,6 +6,7 @@ blas_library), after building patchgrad:
 
     /usr/bin/python3 vit/scripts/bench_torch.py [--config cifar-tiny] [--batch 128] [--steps 10]
         [--warmup 2] [--rounds 2] [--patchgrad build/patchgrad] [--dim D --depth L --heads H --mlp M --patch P]
+        [--precision fp32|bf16]
 
 Both sides time the same training step on one random batch: forward, mean cross-entropy,
 backward, AdamW (lr 1e-3, weight decay 0.05 on the matrices only, split like timm), and
@@ -18,6 +19,13 @@ with OpenBLAS gets OPENBLAS_NUM_THREADS=1 unless the environment sets it). Every
 its own process, so each peak RSS is that run's alone, and the four alternate, round after
 round, so a slow spell of the machine hits them alike. The summary takes each contender's best
 round and compares the better patchgrad with the better PyTorch.
+
+With --precision bf16, PyTorch runs its step under torch.autocast("cpu", dtype=torch.bfloat16)
+and patchgrad under `--precision bf16` (bf16 inputs to every matrix product, float32 sums).
+The summary names the kernel set OpenBLAS chose for this CPU (openblas_get_corename): an
+OpenBLAS older than the CPU falls back to old, slow kernels (0.3.21 runs "Prescott", SSE3, on
+an Intel Xeon of CPU family 6 model 207), and OPENBLAS_CORETYPE=SkylakeX (or Haswell) chooses
+for it.
 """
 
 import argparse
@@ -82,6 +90,17 @@ def blas_library():
     return (blas or sorted(paths) or ["unknown"])[0]
 
 
+def blas_core(blas):
+    """The kernel set OpenBLAS runs on this CPU ("SkylakeX", "Haswell", "Prescott", ...), or "unknown"."""
+    try:
+        import ctypes
+        lib = ctypes.CDLL(blas)
+        lib.openblas_get_corename.restype = ctypes.c_char_p
+        return lib.openblas_get_corename().decode()
+    except (OSError, AttributeError):
+        return "unknown"
+
+
 def blas_warning(blas):
     """The warning for a BLAS named by blas_library() that is not OpenBLAS, or None."""
     if "openblas" in blas or blas == "unknown":
@@ -126,9 +145,11 @@ def torch_worker(args):
 
     before_mib = rss_mib()
     ms = []
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16")
     for step in range(args.warmup + args.steps):
         t0 = time.perf_counter()
-        loss = F.cross_entropy(model(images), labels)
+        with autocast:
+            loss = F.cross_entropy(model(images), labels)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
@@ -138,7 +159,7 @@ def torch_worker(args):
     print(json.dumps(dict(img_s=args.batch / (mean_ms * 1e-3), mean_ms=mean_ms, min_ms=min(ms),
                           peak_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, before_mib=before_mib,
                           params=sum(p.numel() for p in model.parameters()), loss=loss.item(),
-                          torch=torch.__version__, blas=blas_library())))
+                          torch=torch.__version__, blas=blas_library(), blas_core=blas_core(blas_library()))))
 
 
 def run_torch(args, threads):
@@ -149,7 +170,7 @@ def run_torch(args, threads):
 
 def common_flags(args):
     flags = ["--config", args.config, "--batch", str(args.batch), "--steps", str(args.steps),
-             "--warmup", str(args.warmup)]
+             "--warmup", str(args.warmup), "--precision", args.precision]
     for flag, _ in OVERRIDES:
         value = getattr(args, flag[2:])
         if value is not None:
@@ -196,6 +217,8 @@ def main():
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
+                        help="bf16: PyTorch under bf16 autocast, patchgrad with --precision bf16")
     parser.add_argument("--patchgrad", default=os.path.join(ROOT, "build", "patchgrad"),
                         help="the patchgrad binary (default: build/patchgrad in the repository)")
     for flag, _ in OVERRIDES:
@@ -216,8 +239,8 @@ def main():
 
     c = model_config(args)
     print("config %s: patch %d, dim %d, depth %d, heads %d, MLP %d; batch %d, %d warm-up + %d measured steps, "
-          "%d rounds" % (args.config, c["patch_size"], c["dim"], c["depth"], c["heads"], c["mlp_dim"], args.batch,
-                         args.warmup, args.steps, args.rounds))
+          "%d rounds, precision %s" % (args.config, c["patch_size"], c["dim"], c["depth"], c["heads"], c["mlp_dim"],
+                                       args.batch, args.warmup, args.steps, args.rounds, args.precision))
     print("load average before: %.2f %.2f %.2f" % os.getloadavg())
     names = ["PyTorch 1 thread", "PyTorch 2 threads", "patchgrad 1 thread", "patchgrad 2 threads"]
     results = {name: [] for name in names}
@@ -235,9 +258,9 @@ def main():
     torch_best = max(names[:2], key=lambda name: best[name]["img_s"])
     ours_best = max(names[2:], key=lambda name: best[name]["img_s"])
     print()
-    print("PyTorch %s (BLAS %s), %d parameters; patchgrad %s, %d parameters" % (
-        best[names[0]]["torch"], best[names[0]]["blas"], best[names[0]]["params"], best[ours_best]["build"],
-        best[ours_best]["params"]))
+    print("PyTorch %s (BLAS %s, kernels %s), %d parameters; patchgrad %s, %d parameters" % (
+        best[names[0]]["torch"], best[names[0]]["blas"], best[names[0]]["blas_core"], best[names[0]]["params"],
+        best[ours_best]["build"], best[ours_best]["params"]))
     warning = blas_warning(best[names[0]]["blas"])
     if warning:
         print("WARNING: " + warning)

@@ -1,0 +1,150 @@
+// gemm_bf16.cpp — the matmul precision setting, and the driver of the bf16 kernels.
+#include "gemm_bf16.h"
+
+#include <algorithm>
+#include <atomic>
+#include <stdexcept>
+#include <vector>
+
+#include "bf16.h"
+#include "cpu_isa.h"
+#include "gemm.h"
+#include "gemm_kernels.h"
+#include "parallel.h"
+
+namespace patchgrad {
+
+namespace {
+
+std::atomic<int>& precision_setting() {
+    static std::atomic<int> precision{static_cast<int>(MatmulPrecision::fp32)};
+    return precision;
+}
+
+// The CPU's bf16 dot product, checked like the levels in cpu_isa.cpp (the OS must save the
+// AVX-512 registers too, which active_isa() == avx512 already says).
+bool cpu_has_avx512_bf16() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    return __builtin_cpu_supports("avx512bf16");
+#else
+    return false;
+#endif
+}
+
+}  // namespace
+
+MatmulPrecision matmul_precision() { return static_cast<MatmulPrecision>(precision_setting().load()); }
+
+void set_matmul_precision(MatmulPrecision precision) {
+#ifdef PATCHGRAD_DOUBLE
+    if (precision != MatmulPrecision::fp32)
+        throw std::invalid_argument(
+            "set_matmul_precision: bf16 products exist in the float32 build only (this is the float64 build)");
+#endif
+    precision_setting().store(static_cast<int>(precision));
+}
+
+bool bf16_native() {
+#if defined(__x86_64__) && !defined(PATCHGRAD_DOUBLE)
+    static const bool has = cpu_has_avx512_bf16();
+    return has && active_isa() == Isa::avx512;
+#else
+    return false;
+#endif
+}
+
+std::string gemm_bf16_description() {
+#if defined(__x86_64__) && !defined(PATCHGRAD_DOUBLE)
+    if (bf16_native()) {
+        const Bf16Kernels& k = gemm_bf16_kernels_avx512;
+        return std::string("bf16 ") + k.name + ", tile " + std::to_string(k.mr) + " x " + std::to_string(k.nr);
+    }
+#endif
+    return std::string("bf16 emulated in float32 (") +
+           (cpu_has_avx512_bf16() ? "PATCHGRAD_ISA is below avx512" : "this CPU has no bf16 instructions") +
+           ": not faster than fp32)";
+}
+
+#ifndef PATCHGRAD_DOUBLE
+
+void gemm_bf16_emulated(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                        int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
+                        const float* bias) {
+    if (M <= 0 || N <= 0) return;
+    // Dense rounded copies of op(A) [M, K] and op(B) [K, N]; a bf16 value is a float whose low
+    // 16 bits are zero, so the float32 kernel multiplies exactly the bf16 inputs.
+    std::vector<float> a(static_cast<size_t>(M * K)), b(static_cast<size_t>(K * N));
+    for (int64_t i = 0; i < M; ++i)
+        for (int64_t k = 0; k < K; ++k)
+            a[i * K + k] = bf16_to_float(round_to_bf16(trans_a ? A[k * lda + i] : A[i * lda + k]));
+    for (int64_t k = 0; k < K; ++k)
+        for (int64_t j = 0; j < N; ++j)
+            b[k * N + j] = bf16_to_float(round_to_bf16(trans_b ? B[j * ldb + k] : B[k * ldb + j]));
+    gemm_blocked(false, false, M, N, K, alpha, a.data(), K, b.data(), N, beta, C, ldc, bias);
+}
+
+#if defined(__x86_64__)
+namespace {
+
+// gemm_blocked's loops (gemm.cpp explains the blocking) with every block packed as bf16 pairs:
+// A always packed (the float32 driver's in-place reading of A has nothing to read, since A must be
+// rounded anyway). Threads split the rows of C, so the result does not depend on them.
+void gemm_bf16_native(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                      float alpha, const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+                      int64_t ldc, const float* bias) {
+    constexpr int64_t KC = kGemmKC, MC = 144, NC = 1536;
+    const int64_t MR = kernels.mr, NR = kernels.nr, V = kernels.vector;
+    const int64_t max_pairs = (std::min(KC, K) + 1) / 2;
+    thread_local std::vector<uint32_t> b_pack;
+    b_pack.resize(static_cast<size_t>(max_pairs * std::min(NC, (N + NR - 1) / NR * NR)));
+    uint32_t* Bp = b_pack.data();
+    const int64_t slivers = (M + MR - 1) / MR;
+
+    for (int64_t jc = 0; jc < N; jc += NC) {
+        const int64_t nc = std::min(NC, N - jc);
+        for (int64_t pc = 0; pc < K; pc += KC) {
+            const int64_t kc = std::min(KC, K - pc), pairs = (kc + 1) / 2;
+            const float beta_block = pc == 0 ? beta : 1.0f;
+            const float* bias_block = pc == 0 && bias ? bias + jc : nullptr;
+            parallel_for((nc + NR - 1) / NR, (int64_t(1) << 13) / (kc * NR) + 1, [&](int64_t s0, int64_t s1) {
+                const int64_t c0 = s0 * NR, cols = std::min(nc, s1 * NR) - c0;
+                kernels.pack_b(trans_b, B, ldb, pc, jc + c0, kc, cols, Bp + c0 * pairs);
+            });
+            parallel_for(slivers, (int64_t(1) << 19) / (MR * nc * kc) + 1, [&](int64_t s0, int64_t s1) {
+                thread_local std::vector<uint32_t> a_pack;
+                a_pack.resize(static_cast<size_t>((KC + 1) / 2 * MC));
+                uint32_t* Ap = a_pack.data();
+                const int64_t row_end = std::min(M, s1 * MR);
+                for (int64_t ic = s0 * MR; ic < row_end; ic += MC) {
+                    const int64_t mc = std::min(MC, row_end - ic);
+                    kernels.pack_a(trans_a, A, lda, ic, pc, mc, kc, Ap);
+                    for (int64_t jr = 0; jr < nc; jr += NR) {
+                        const int64_t nr = std::min(NR, nc - jr);
+                        const float* bias_tile = bias_block ? bias_block + jr : nullptr;
+                        for (int64_t ir = 0; ir < mc; ir += MR)
+                            kernels.micro[(nr + V - 1) / V - 1](pairs, Ap + ir * pairs, Bp + jr * pairs, alpha,
+                                                                beta_block, bias_tile, C + (ic + ir) * ldc + jc + jr,
+                                                                ldc, std::min(MR, mc - ir), nr);
+                    }
+                }
+            });
+        }
+    }
+}
+
+}  // namespace
+#endif
+
+void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+               const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const float* bias) {
+#if defined(__x86_64__)
+    if (bf16_native() && M > 0 && N > 0 && K > 0)
+        return gemm_bf16_native(gemm_bf16_kernels_avx512, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C,
+                                ldc, bias);
+#endif
+    gemm_bf16_emulated(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
+}
+
+#endif  // PATCHGRAD_DOUBLE
+
+}  // namespace patchgrad

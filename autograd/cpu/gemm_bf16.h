@@ -1,0 +1,78 @@
+// gemm_bf16.h — matrix products with bf16 inputs and float32 accumulation (mixed precision).
+//
+//     C[M, N] = alpha * bf16(op(A)) @ bf16(op(B)) + beta * C (+ bias),  every sum in float32
+//
+// What `--precision bf16` changes, and only this: each input of a matrix product is rounded
+// to bfloat16 (bf16.h) before it is multiplied; the products (exact in float32) and their
+// sums, C, the bias, and everything outside matrix products stay float32. It is PyTorch's
+// `torch.autocast("cpu", dtype=torch.bfloat16)` for a model whose only low-precision ops are
+// matmul and linear. Why the rest stays float32 is in chapter 12: sums of thousands of terms
+// lose everything below 2^-8 of their size in bf16, and so would weights receiving updates
+// a thousand times smaller than themselves.
+//
+// Where the CPU has a bf16 dot-product instruction (x86-64 AVX512_BF16: vdpbf16ps, two
+// multiply-adds per float32 lane per instruction, twice float32's rate; Intel Xeon since Cooper
+// Lake, AMD Zen 4 and later), the native kernel runs (gemm_bf16_avx512.cpp). Elsewhere, and
+// when PATCHGRAD_ISA asks for less than avx512, the product is *emulated*: the inputs are
+// rounded to bf16 and multiplied by the float32 gemm. The emulation gives the same numbers
+// within float32 rounding of the sums but is no faster than float32 (a little slower: it copies
+// both inputs), so it exists for testing and for checking accuracy, and says so in its name.
+//
+// Like float32 gemm, the result depends on M, N, K, the transposes and the kernel, never on
+// the thread count.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "autograd/enum_names.h"
+
+namespace patchgrad {
+
+// What the matrix products compute in: float32 (the default) or bf16 inputs with float32
+// accumulation. A library setting like the thread count (set_num_threads) and the instruction
+// set (set_isa), read by gemm() at every call.
+enum class MatmulPrecision { fp32 = 0, bf16 = 1 };
+template <>
+struct EnumNames<MatmulPrecision> {  // as --precision spells them
+    static constexpr std::pair<MatmulPrecision, const char*> table[] = {{MatmulPrecision::fp32, "fp32"},
+                                                                        {MatmulPrecision::bf16, "bf16"}};
+};
+
+MatmulPrecision matmul_precision();
+// Throws std::invalid_argument for bf16 in the float64 build, which exists for gradient
+// checks and computes everything in float64.
+void set_matmul_precision(MatmulPrecision precision);
+
+// While it lives, matrix products compute in `precision`; the one before comes back after.
+class MatmulPrecisionGuard {
+public:
+    explicit MatmulPrecisionGuard(MatmulPrecision precision) : before_(matmul_precision()) {
+        set_matmul_precision(precision);
+    }
+    ~MatmulPrecisionGuard() { set_matmul_precision(before_); }
+    MatmulPrecisionGuard(const MatmulPrecisionGuard&) = delete;
+    MatmulPrecisionGuard& operator=(const MatmulPrecisionGuard&) = delete;
+
+private:
+    MatmulPrecision before_;
+};
+
+// Whether this CPU, at the active instruction-set level (cpu_isa.h), has a native bf16 kernel.
+bool bf16_native();
+
+// The kernel a bf16 product uses now, e.g. "bf16 avx512_bf16 (vdpbf16ps), tile 12 x 32" or
+// "bf16 emulated in float32 (this CPU has no bf16 instructions: not faster than fp32)".
+std::string gemm_bf16_description();
+
+// The bf16 product by the native kernel where bf16_native(), by the emulation otherwise.
+// Arguments as in gemm() (gemm.h).
+void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+               const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const float* bias = nullptr);
+
+// Always the emulation: inputs rounded to bf16, multiplied by the float32 gemm_blocked.
+void gemm_bf16_emulated(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                        int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
+                        const float* bias = nullptr);
+
+}  // namespace patchgrad

@@ -1,0 +1,101 @@
+// gemm_bf16_avx512.cpp — the bf16 kernels for AVX512_BF16 (gemm_bf16.h, gemm_kernels.h).
+// Compiled with -march=x86-64-v4 -mavx512bf16 (CMakeLists.txt) and used only on CPUs that have
+// both (gemm_bf16.cpp). Everything is in an anonymous namespace and calls no standard-library
+// template, for the reason gemm_tile.h gives.
+//
+// The instruction: vdpbf16ps acc, a, b (_mm512_dpbf16_ps) treats each 32-bit lane of a and b
+// as a pair of bf16 values and does, per lane j,
+//     acc[j] += a.hi[j] * b.hi[j] + a.lo[j] * b.lo[j]        (two multiply-adds, in float32)
+// So one instruction is 32 multiply-adds where float32's vfmadd231ps is 16. The tile is the
+// float32 one (12 x 32, 24 accumulators + 2 B + 1 A of the 32 registers); what changes is
+// that each step of the loop consumes two values of k, packed as pairs: A's pair for row i is
+// broadcast to every lane, B's pairs for 16 columns are one register.
+#include <immintrin.h>
+
+#include "bf16.h"
+#include "gemm_kernels.h"
+
+#if defined(__x86_64__) && !defined(PATCHGRAD_DOUBLE)
+namespace patchgrad {
+namespace {
+
+constexpr int64_t MR = 12, NV = 2, L = 16, NR = NV * L;
+
+inline int64_t smaller(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// op(X)[r, k] of a matrix stored row-major with leading dimension ld (transposed: stored [K, R]).
+inline float element(bool trans, const float* X, int64_t ld, int64_t r, int64_t k) {
+    return trans ? X[k * ld + r] : X[r * ld + k];
+}
+
+// P[s][q][i] = the pair op(X)[r0 + s*W + i, k0 + 2q .. 2q+1], for slivers of W rows, zero-padded
+// to whole slivers (and the second value of the last pair of an odd kc). Packing A is this with
+// W = MR; packing B is this for op(B)^T (whose rows are op(B)'s columns) with W = NR.
+template <int64_t W>
+void pack_pairs(bool trans, const float* X, int64_t ld, int64_t r0, int64_t k0, int64_t rows, int64_t kc, uint32_t* P) {
+    const int64_t pairs = (kc + 1) / 2;
+    for (int64_t s = 0; s < rows; s += W) {
+        const int64_t n = smaller(W, rows - s);
+        uint32_t* dst = P + s * pairs;
+        for (int64_t q = 0; q < pairs; ++q) {
+            const int64_t k = k0 + 2 * q;
+            const bool odd_end = 2 * q + 1 == kc;
+            for (int64_t i = 0; i < n; ++i) {
+                const int64_t r = r0 + s + i;
+                dst[q * W + i] =
+                    bf16_pair(element(trans, X, ld, r, k), odd_end ? 0.0f : element(trans, X, ld, r, k + 1));
+            }
+            for (int64_t i = n; i < W; ++i) dst[q * W + i] = 0;
+        }
+    }
+}
+
+void pack_a(bool trans_a, const float* A, int64_t lda, int64_t r0, int64_t k0, int64_t rows, int64_t kc, uint32_t* Ap) {
+    pack_pairs<MR>(trans_a, A, lda, r0, k0, rows, kc, Ap);
+}
+
+void pack_b(bool trans_b, const float* B, int64_t ldb, int64_t k0, int64_t c0, int64_t kc, int64_t cols, uint32_t* Bp) {
+    pack_pairs<NR>(!trans_b, B, ldb, c0, k0, cols, kc, Bp);  // op(B)^T is stored transposed unless B is
+}
+
+template <int64_t NB>
+void micro_kernel(int64_t pairs, const uint32_t* a, const uint32_t* b, float alpha, float beta, const float* bias,
+                  float* c, int64_t ldc, int64_t mr, int64_t nr) {
+    __m512 acc[MR][NB];
+#pragma GCC unroll 16
+    for (int64_t i = 0; i < MR; ++i)
+#pragma GCC unroll 2
+        for (int64_t v = 0; v < NB; ++v) acc[i][v] = _mm512_setzero_ps();
+    for (int64_t q = 0; q < pairs; ++q) {
+        __m512bh bv[NB];  // pair q of 16 columns per register
+#pragma GCC unroll 2
+        for (int64_t v = 0; v < NB; ++v) bv[v] = (__m512bh)_mm512_loadu_si512(b + q * NR + v * L);
+#pragma GCC unroll 16
+        for (int64_t i = 0; i < MR; ++i) {
+            const __m512bh ai = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[q * MR + i]));  // row i's pair
+#pragma GCC unroll 2
+            for (int64_t v = 0; v < NB; ++v) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], ai, bv[v]);
+        }
+    }
+    const __m512 alpha_v = _mm512_set1_ps(alpha), beta_v = _mm512_set1_ps(beta);
+    for (int64_t i = 0; i < mr; ++i)
+        for (int64_t v = 0; v < NB; ++v) {
+            // Lanes past nr are neither read nor written: C may end there.
+            const int64_t lanes = smaller(L, nr - v * L);
+            if (lanes <= 0) break;
+            const __mmask16 mask = static_cast<__mmask16>((1u << lanes) - 1);
+            float* cv = c + i * ldc + v * L;
+            __m512 out = _mm512_mul_ps(acc[i][v], alpha_v);
+            if (beta != 0) out = _mm512_add_ps(out, _mm512_mul_ps(beta_v, _mm512_maskz_loadu_ps(mask, cv)));
+            if (bias) out = _mm512_add_ps(out, _mm512_maskz_loadu_ps(mask, bias + v * L));
+            _mm512_mask_storeu_ps(cv, mask, out);
+        }
+}
+
+}  // namespace
+
+const Bf16Kernels gemm_bf16_kernels_avx512 = {"avx512_bf16 (vdpbf16ps)",           MR, NR, L, &pack_a, &pack_b,
+                                              {&micro_kernel<1>, &micro_kernel<2>}};
+
+}  // namespace patchgrad
+#endif

@@ -1,0 +1,223 @@
+// Mixed precision (autograd/cpu/gemm_bf16.h): rounding to bf16, the bf16 products at every
+// instruction-set level against float64, their determinism, and one ViT training step in bf16
+// against float32.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "autograd/cpu/bf16.h"
+#include "autograd/cpu/gemm.h"
+#include "autograd/cpu/gemm_bf16.h"
+#include "autograd/determinism_util.h"
+#include "catch.h"
+#include "test_util.h"
+#include "vit/vit_test_util.h"
+
+namespace patchgrad {
+using namespace patchgrad::test;
+
+namespace {
+
+float from_bits(uint32_t bits) {
+    float x;
+    std::memcpy(&x, &bits, sizeof x);
+    return x;
+}
+
+constexpr double kBf16Unit = 1.0 / 256;  // u = 2^-8: bf16 keeps 8 significant bits
+
+// gemm_bf16 (or gemm under the bf16 precision) on random op(A) [M, K], op(B) [K, N], checked
+// element by element against float64 twice:
+//  - against the exact product of the bf16-rounded inputs: only float32 summation error is
+//    allowed, |error| <= gamma_K * sum_k |a'_k b'_k|, gamma_K = K u32 / (1 - K u32) (Higham's
+//    bound for any summation order; the products of bf16 values are exact in float32). This
+//    is the check that notices a kernel that rounds differently (truncating, say): that moves
+//    the result by ~2^-8, far beyond gamma_K.
+//  - against the exact product of the float32 inputs: the error bound of bf16 inputs,
+//    |error| <= ((2u + u^2) + gamma_K (1 + u)^2) * sum_k |a_k b_k|, u = 2^-8.
+using Bf16Fn = void (*)(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t,
+                        float, float*, int64_t, const float*);
+
+void check_bf16(Bf16Fn kernel, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, uint64_t seed) {
+    INFO("trans_a " << trans_a << " trans_b " << trans_b << " M " << M << " N " << N << " K " << K);
+    Rng rng(seed);
+    std::vector<float> A(M * K), B(K * N), C(M * N, std::numeric_limits<float>::quiet_NaN());
+    for (auto& v : A) v = static_cast<float>(rng.uniform(-1, 1));
+    for (auto& v : B) v = static_cast<float>(rng.uniform(-1, 1));
+    const int64_t lda = trans_a ? M : K, ldb = trans_b ? K : N;
+    kernel(trans_a, trans_b, M, N, K, 1, A.data(), lda, B.data(), ldb, 0, C.data(), N, nullptr);  // beta 0: C unread
+
+    const double u32 = std::ldexp(1.0, -24), gamma = K * u32 / (1 - K * u32), u = kBf16Unit;
+    double worst_rounded = 0, worst_exact = 0, largest_error = 0;
+    for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+            double exact = 0, abs_exact = 0, rounded = 0, abs_rounded = 0;
+            for (int64_t k = 0; k < K; ++k) {
+                const float a = trans_a ? A[k * lda + i] : A[i * lda + k];
+                const float b = trans_b ? B[j * ldb + k] : B[k * ldb + j];
+                const double ar = bf16_to_float(round_to_bf16(a)), br = bf16_to_float(round_to_bf16(b));
+                exact += double(a) * b;
+                abs_exact += std::abs(double(a) * b);
+                rounded += ar * br;
+                abs_rounded += std::abs(ar * br);
+            }
+            const double c = C[i * N + j];
+            worst_rounded = std::max(worst_rounded, std::abs(c - rounded) / (gamma * abs_rounded));
+            worst_exact =
+                std::max(worst_exact, std::abs(c - exact) / ((2 * u + u * u + gamma * (1 + u) * (1 + u)) * abs_exact));
+            largest_error = std::max(largest_error, std::abs(c - exact) / abs_exact);
+        }
+    INFO("worst error / bound: " << worst_rounded << " (rounded inputs), " << worst_exact << " (float32 inputs)");
+    CHECK(worst_rounded <= 1);
+    CHECK(worst_exact <= 1);
+    // And the inputs were really rounded: float32 inputs would be exact to ~1e-7 here.
+    CHECK(largest_error > 1e-4);
+}
+
+struct Sizes {
+    int64_t M, N, K;
+};
+// Whole tiles, edge tiles (M, N not multiples of 12 and 32), an odd K (the pair padded with
+// zero), a K longer than one K block (odd again: 257 = 256 + 1), and the ViT's attention
+// products (65 tokens, head 32).
+const Sizes kSizes[] = {{24, 64, 16}, {13, 33, 7},  {1, 1, 1},      {30, 70, 257},
+                        {65, 65, 32}, {65, 32, 65}, {130, 384, 128}};
+
+}  // namespace
+
+TEST_CASE("bf16: round_to_bf16 rounds to nearest, ties to even, and keeps NaN, infinity and signed zero",
+          "[op:gemm][bf16]") {
+    CHECK(round_to_bf16(1.0f) == 0x3f80);
+    CHECK(round_to_bf16(-2.0f) == 0xc000);
+    CHECK(round_to_bf16(-0.0f) == 0x8000);
+    // 1 + 2^-8 is half-way between 1 (0x3f80, even) and 1 + 2^-7 (0x3f81): to even, down.
+    CHECK(round_to_bf16(1.0f + std::ldexp(1.0f, -8)) == 0x3f80);
+    // 1 + 3 * 2^-8 is half-way between 0x3f81 (odd) and 0x3f82: to even, up.
+    CHECK(round_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)) == 0x3f82);
+    // Just above half-way rounds up, just below down.
+    CHECK(round_to_bf16(from_bits(0x3f808001)) == 0x3f81);
+    CHECK(round_to_bf16(from_bits(0x3f807fff)) == 0x3f80);
+    // A carry out of the fraction moves to the next binade: 1.99999 -> 2.
+    CHECK(round_to_bf16(from_bits(0x3fffffff)) == 0x4000);
+    CHECK(round_to_bf16(std::numeric_limits<float>::max()) == 0x7f80);  // beyond the largest bf16: infinity
+    CHECK(round_to_bf16(std::numeric_limits<float>::infinity()) == 0x7f80);
+    CHECK(std::isnan(bf16_to_float(round_to_bf16(std::numeric_limits<float>::quiet_NaN()))));
+    CHECK(std::isnan(bf16_to_float(round_to_bf16(from_bits(0x7f800001)))));  // a NaN with only a low bit set
+    CHECK(bf16_pair(1.0f, -2.0f) == 0xc0003f80u);
+
+    // The relative error of any normal float is at most u = 2^-8.
+    Rng rng(3);
+    double worst = 0;
+    for (int n = 0; n < 100000; ++n) {
+        const float x = static_cast<float>(rng.uniform(-1, 1) * std::exp(rng.uniform(-40, 40)));
+        worst = std::max(worst, std::abs(double(bf16_to_float(round_to_bf16(x))) - x) / std::abs(double(x)));
+    }
+    CHECK(worst <= kBf16Unit);
+    CHECK(worst > kBf16Unit * 0.99);  // and it is reached: the bound is tight
+}
+
+TEST_CASE("bf16: gemm_bf16 is within the bf16 error bound of float64, at every instruction-set level",
+          "[op:gemm][bf16]") {
+    for_each_isa([&](Isa) {
+        INFO(gemm_bf16_description());
+        uint64_t seed = 0;
+        for (Bf16Fn kernel : {&gemm_bf16, &gemm_bf16_emulated})
+            for (const Sizes& s : kSizes)
+                for (bool trans_a : {false, true})
+                    for (bool trans_b : {false, true}) check_bf16(kernel, trans_a, trans_b, s.M, s.N, s.K, ++seed);
+    });
+}
+
+TEST_CASE("bf16: gemm follows the matmul precision, and the guard restores it", "[op:gemm][bf16]") {
+    REQUIRE(matmul_precision() == MatmulPrecision::fp32);
+    const int64_t M = 13, N = 40, K = 21;
+    Rng rng(5);
+    std::vector<float> A(M * K), B(K * N), bias(N), via_gemm(M * N, 1), direct(M * N, 1), fp32(M * N, 1);
+    for (auto* v : {&A, &B, &bias})
+        for (float& x : *v) x = static_cast<float>(rng.uniform(-1, 1));
+    for_each_isa([&](Isa) {
+        {
+            MatmulPrecisionGuard bf16(MatmulPrecision::bf16);
+            REQUIRE(matmul_precision() == MatmulPrecision::bf16);
+            // alpha, beta and the bias too: C = 0.5 * A @ B + 2 * C + bias
+            gemm(false, false, M, N, K, 0.5f, A.data(), K, B.data(), N, 2, via_gemm.data(), N, bias.data());
+        }
+        REQUIRE(matmul_precision() == MatmulPrecision::fp32);
+        gemm_bf16(false, false, M, N, K, 0.5f, A.data(), K, B.data(), N, 2, direct.data(), N, bias.data());
+        CHECK(via_gemm == direct);
+        gemm(false, false, M, N, K, 0.5f, A.data(), K, B.data(), N, 2, fp32.data(), N, bias.data());
+        CHECK(fp32 != direct);  // fp32 again: not rounded
+        // Each was applied to its own C, which started at 1 and then held the last level's result.
+        std::fill(via_gemm.begin(), via_gemm.end(), 1.0f);
+        std::fill(direct.begin(), direct.end(), 1.0f);
+        std::fill(fp32.begin(), fp32.end(), 1.0f);
+    });
+    MatmulPrecisionGuard bf16(MatmulPrecision::bf16);
+    REQUIRE_THROWS_WITH(parse_enum<MatmulPrecision>("fp16", "--precision"), "--precision 'fp16' is not fp32 or bf16");
+}
+
+TEST_CASE("bf16: gemm_bf16 gives the same bits for any thread count, at every instruction-set level",
+          "[op:gemm][bf16][parallel]") {
+    for_each_isa([&](Isa) {
+        for (bool trans_a : {false, true}) {
+            const int64_t M = 300, N = 200, K = 300;  // several row slivers per thread, two K blocks
+            Rng rng(11);
+            std::vector<float> A(M * K), B(K * N);
+            for (auto& v : A) v = static_cast<float>(rng.uniform(-1, 1));
+            for (auto& v : B) v = static_cast<float>(rng.uniform(-1, 1));
+            std::vector<std::vector<float>> results;
+            for (int threads : {1, 2, 3}) {
+                ThreadCount guard(threads);
+                std::vector<float> C(M * N);
+                gemm_bf16(trans_a, false, M, N, K, 1, A.data(), trans_a ? M : K, B.data(), N, 0, C.data(), N);
+                results.push_back(C);
+            }
+            CHECK(results[0] == results[1]);
+            CHECK(results[0] == results[2]);
+        }
+    });
+}
+
+TEST_CASE("bf16: one ViT training step in bf16 is within a stated tolerance of float32", "[op:gemm][bf16]") {
+    // The loss and every parameter's gradient, bf16 against float32, as relative errors in the
+    // L2 norm. Each matrix product's inputs are rounded by at most 2^-8 (0.4%); the errors of a
+    // forward and backward through two blocks add up to a few times that, so 3% is a loose bound
+    // that still fails if, say, a gradient were computed from unrounded or wrongly rounded values
+    // of the wrong tensor (those errors are O(1)).
+    ViTConfig config = small_config();
+    config.dim = 32;
+    config.heads = 4;
+    config.mlp_dim = 64;
+    Rng rng(2);
+    const Tensor images = Tensor::normal({6, config.channels, config.image_height, config.image_width}, 0, 1, rng);
+    const std::vector<int64_t> labels = {0, 1, 2, 3, 4, 0};
+    auto step = [&](MatmulPrecision precision) {
+        MatmulPrecisionGuard guard(precision);
+        VisionTransformer model(config, 0);
+        Tensor loss = cross_entropy(model.forward(images), labels);
+        loss.backward();
+        std::vector<std::pair<std::string, std::vector<float>>> result = {{"loss", loss.to_vector()}};
+        for (const auto& [name, p] : model.named_parameters()) result.emplace_back(name, p.grad().to_vector());
+        return result;
+    };
+    const auto fp32 = step(MatmulPrecision::fp32), bf16 = step(MatmulPrecision::bf16);
+    REQUIRE(fp32.size() == bf16.size());
+    double worst = 0, smallest = 1;
+    for (size_t t = 0; t < fp32.size(); ++t) {
+        double diff = 0, norm = 0;
+        for (size_t i = 0; i < fp32[t].second.size(); ++i) {
+            diff += std::pow(double(bf16[t].second[i]) - fp32[t].second[i], 2);
+            norm += std::pow(double(fp32[t].second[i]), 2);
+        }
+        const double relative = std::sqrt(diff / norm);
+        INFO(fp32[t].first << ": relative error " << relative);
+        CHECK(relative <= 0.03);
+        worst = std::max(worst, relative);
+        smallest = std::min(smallest, relative);
+    }
+    INFO("worst relative error " << worst << ", smallest " << smallest);
+    CHECK(smallest > 1e-5);  // bf16 did change every gradient: the precision reached every product
+}
+
+}  // namespace patchgrad

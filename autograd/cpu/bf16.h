@@ -24,15 +24,18 @@ namespace patchgrad {
 // conversion instructions do). A NaN stays a NaN (its top fraction bit is set, so that
 // dropping the low bits cannot turn it into an infinity); infinities stay infinite; a float
 // beyond the largest bf16 rounds to infinity, as in float arithmetic.
+// [snippet:round-to-bf16]
 inline uint16_t round_to_bf16(float x) {
     uint32_t bits;
     std::memcpy(&bits, &x, sizeof bits);
     if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x0040u);
-    // Adding 0x7fff rounds half-way cases up; adding the lowest kept bit as well makes them
-    // round to even instead. A carry out of the fraction correctly increments the exponent.
+    // Adding 0x7fff carries into the kept bits when the dropped half is above 0x8000 (nearer
+    // the next bf16); the kept lowest bit, added too, carries an exact half-way case only when
+    // that bit is odd: ties go to even. A carry out of the fraction increments the exponent.
     bits += 0x7fffu + ((bits >> 16) & 1u);
     return static_cast<uint16_t>(bits >> 16);
 }
+// [/snippet:round-to-bf16]
 
 inline float bf16_to_float(uint16_t h) {
     const uint32_t bits = static_cast<uint32_t>(h) << 16;

@@ -161,12 +161,13 @@ def lr_at(step, p, total, warmup):
     return p["min-lr"] + (p["lr"] - p["min-lr"]) * 0.5 * (1 + math.cos(math.pi * progress))
 
 
-def evaluate(model, images, labels, batch=500):
+def evaluate(model, images, labels, autocast, batch=500):
     model.eval()
     correct, loss = 0, 0.0
     with torch.no_grad():
         for i in range(0, len(images), batch):
-            logits = model(normalise(images[i:i + batch]))
+            with autocast:
+                logits = model(normalise(images[i:i + batch])).float()
             loss += F.cross_entropy(logits, labels[i:i + batch], reduction="sum").item()
             correct += (logits.argmax(1) == labels[i:i + batch]).sum().item()
     model.train()
@@ -200,6 +201,9 @@ def main():
                         help="torch.set_num_threads (default 1: PyTorch's fastest on this machine, where OpenBLAS's "
                              "own pool still uses every core unless OPENBLAS_NUM_THREADS is set)")
     parser.add_argument("--seed", type=int, help="default: the recipe's")
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
+                        help="bf16: run forward and loss under torch.autocast('cpu', dtype=torch.bfloat16), as "
+                             "patchgrad train --precision bf16 rounds its matrix products (default fp32)")
     parser.add_argument("--out", help="folder for metrics.csv, state.pt and results.json (default: runs/torch-PRESET)")
     parser.add_argument("--resume", action="store_true",
                         help="continue the run whose state.pt is in --out (same preset, epochs and seed)")
@@ -264,6 +268,7 @@ def main():
         resumed_after = state["resumed_after"] + [first_epoch]
         print("resumed %s after epoch %d (%.0f s of training so far)" % (state_path, first_epoch, elapsed), flush=True)
 
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16")
     start = time.time() - elapsed
     for epoch in range(first_epoch, int(p["epochs"])):
         order = torch.randperm(len(train_images), generator=generator)
@@ -276,8 +281,9 @@ def main():
             y = train_labels[idx]
             for group in optimizer.param_groups:
                 group["lr"] = lr_at(step, p, total, warmup)
-            logits = model(normalise(x))
-            loss = F.cross_entropy(logits, y, label_smoothing=p["label-smoothing"])
+            with autocast:
+                logits = model(normalise(x))
+                loss = F.cross_entropy(logits, y, label_smoothing=p["label-smoothing"])
             loss.backward()
             if p["clip-grad"] > 0:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), p["clip-grad"])
@@ -287,7 +293,7 @@ def main():
             seen += len(idx)
             loss_sum += loss.item() * len(idx)
             correct += (logits.argmax(1) == y).sum().item()
-        val_loss, val_acc = evaluate(model, val_images, val_labels)
+        val_loss, val_acc = evaluate(model, val_images, val_labels, autocast)
         elapsed = time.time() - start
         rows.append(dict(epoch=epoch + 1, train_loss=loss_sum / seen, train_acc=correct / seen, val_loss=val_loss,
                          val_acc=val_acc, lr=optimizer.param_groups[0]["lr"], elapsed_s=elapsed))
@@ -300,11 +306,12 @@ def main():
                      torch_rng=torch.get_rng_state())
         write_atomically(state_path, lambda tmp: torch.save(state, tmp))
         write_metrics(os.path.join(out, "metrics.csv"), rows)
-    test_loss, test_acc = evaluate(model, test_images, test_labels)
+    test_loss, test_acc = evaluate(model, test_images, test_labels, autocast)
     wall = time.time() - start
     print("test accuracy %.2f%% (loss %.4f) after %d epochs, %.0f s" % (100 * test_acc, test_loss, p["epochs"], wall))
 
     results = dict(preset=args.preset, config=p["config"], epochs=p["epochs"], threads=args.threads,
+                   precision=args.precision,
                    torch=torch.__version__, parameters=sum(q.numel() for q in model.parameters()),
                    test_accuracy=test_acc, test_loss=test_loss, wall_seconds=wall, resumed_after_epochs=resumed_after)
 

@@ -144,6 +144,10 @@ const std::vector<TrainOption> kOptions = {
          return unless(o.threads >= 0 && o.threads <= kMaxThreads,
                        "must be auto (0) or in [1, " + std::to_string(kMaxThreads) + "]", o.threads);
      }},
+    {"precision", "P", OptionKind::Running,
+     "fp32 (the default) or bf16: matrix products with bf16 inputs and float32\nsums, everything else in float32 "
+     "(faster only where the CPU multiplies\nbf16 faster than float32: README, Speed)",
+     [](TrainOptions& o) -> OptionField { return &o.precision; }, nullptr},
     {"max-steps", "N", OptionKind::Running, "stop after N optimizer steps of the run, saving a checkpoint",
      [](TrainOptions& o) -> OptionField { return Count{&o.max_steps}; },
      [](const TrainOptions& o) { return unless(o.max_steps >= 0, "must be >= 0 (0 = no limit)", o.max_steps); }},

@@ -22,6 +22,7 @@
 #include <variant>
 #include <vector>
 
+#include "autograd/cpu/gemm_bf16.h"
 #include "autograd/enum_names.h"
 #include "autograd/optim/lr_schedule.h"
 #include "vit/train/checkpoint.h"
@@ -74,7 +75,10 @@ struct TrainOptions {
     std::string data_dir = "data/cifar-10-batches-bin";
     std::string data_source = "default";  // where data_dir came from, for messages (resolve_data_dir)
     std::string out_dir = "runs/cifar-tiny";
-    int64_t threads = 0;     // 0 = auto: the count choose_thread_count measures to pay here (thread_choice.h)
+    int64_t threads = 0;  // 0 = auto: the count choose_thread_count measures to pay here (thread_choice.h)
+    // bf16: matrix products with bf16 inputs and float32 sums (gemm_bf16.h). A running option like
+    // the threads: it changes the speed and the rounding, not the recipe, and checkpoints stay float32.
+    MatmulPrecision precision = MatmulPrecision::fp32;
     bool resume = false;     // continue from out_dir/last.safetensors
     bool overwrite = false;  // out_dir may hold a run, which is deleted first (else it is refused)
     int64_t max_steps = 0;   // stop (and save) after this many optimizer steps of the run; 0 = no limit
@@ -100,7 +104,7 @@ struct ThreadCount {
 // A pointer to a row's member; its type also says how the flag's text reads. real is float
 // or double (autograd/real.h): the model's drop_path and dropout are one of the two.
 using OptionField = std::variant<int64_t*, Count, ThreadCount, uint64_t*, double*, float*, bool*, std::string*,
-                                 OptimizerKind*, ScheduleKind*, AugmentKind*>;
+                                 OptimizerKind*, ScheduleKind*, AugmentKind*, MatmulPrecision*>;
 
 struct TrainOption {
     const char* flag;        // "weight-decay": --weight-decay, and train.weight-decay in checkpoints

@@ -54,6 +54,7 @@ const std::vector<std::pair<std::string, std::string>> kGood = {
     {"resume", "true"},
     {"overwrite", "true"},
     {"threads", "2"},
+    {"precision", "bf16"},
     {"max-steps", "7"},
     {"log-every", "3"},
 };
@@ -160,6 +161,7 @@ TEST_CASE("train options: every row reads its flag's text, and the good values v
     CHECK(o.config.drop_path == static_cast<real>(0.25));
     CHECK(o.validation == 100);
     CHECK(o.threads == 2);
+    CHECK(o.precision == MatmulPrecision::bf16);
     CHECK(o.resume);
     validate(o);
 }

@@ -65,6 +65,17 @@ struct TinyRun {
     }
     std::string data_dir() const { return dir.file("data"); }
     std::string out(const std::string& name) const { return dir.file(name); }
+    // The options for `epochs` of learning alone: no drop path, dropout, augmentation or other
+    // regularisation, so that the loss falls steadily.
+    TrainOptions learning_only(int64_t epochs) const {
+        TrainOptions o = options;
+        o.epochs = epochs;
+        o.config.drop_path = o.config.dropout = 0;
+        o.augment = AugmentKind::None;
+        o.rand_augment = "none";
+        o.erasing = o.mixup = o.cutmix = o.label_smoothing = 0;
+        return o;
+    }
 };
 
 // train() with its printing captured rather than shown.

@@ -102,14 +102,7 @@ TEST_CASE("train: the thread count does not change a single bit", "[trainer][thr
 TEST_CASE("train: the loss falls over a few epochs on an easy synthetic set", "[trainer]") {
     TinyRun run;
     QuietTrain quiet;
-    TrainOptions o = run.options;
-    o.epochs = 6;
-    o.config.drop_path = o.config.dropout = 0;
-    o.augment = AugmentKind::None;
-    o.rand_augment = "none";
-    o.erasing = o.mixup = o.cutmix = 0;
-    o.label_smoothing = 0;
-    const TrainResult r = quiet(o);
+    const TrainResult r = quiet(run.learning_only(6));
     REQUIRE(r.history.size() == 6);
     INFO(quiet.out.str());
     CHECK(r.history.back().train_loss < 0.8 * r.history.front().train_loss);

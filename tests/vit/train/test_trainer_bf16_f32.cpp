@@ -12,12 +12,7 @@ using namespace patchgrad::test;
 TEST_CASE("train: --precision bf16 learns like float32 from the same seed, and says so in its header",
           "[trainer][bf16]") {
     TinyRun run;
-    TrainOptions o = run.options;
-    o.epochs = 6;
-    o.config.drop_path = o.config.dropout = 0;
-    o.augment = AugmentKind::None;
-    o.rand_augment = "none";
-    o.erasing = o.mixup = o.cutmix = o.label_smoothing = 0;
+    TrainOptions o = run.learning_only(6);
     QuietTrain fp32_run, bf16_run;
     const TrainResult fp32 = fp32_run(o);
     o.precision = MatmulPrecision::bf16;

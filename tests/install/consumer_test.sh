@@ -12,9 +12,9 @@
 #
 # JOBS (default 2) is the parallelism of the subdirectory build.
 set -euo pipefail
+build=$(cd "${1:?usage: tests/install/consumer_test.sh BUILD_DIR}" && pwd)
 cd "$(dirname "$0")/../.."
-build=${1:?usage: tests/install/consumer_test.sh BUILD_DIR}
-work=$(cd "$build" && pwd)/consumer
+work=$build/consumer
 prefix=$work/install
 rm -rf "$work"
 flags=(-DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS=-Wall -Wextra -Werror")

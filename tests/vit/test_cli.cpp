@@ -3,7 +3,9 @@
 #include "vit/cli/cli.h"
 
 #include <csignal>
+#include <regex>
 
+#include "autograd/version.h"
 #include "catch.h"
 #include "test_util.h"
 
@@ -47,6 +49,12 @@ TEST_CASE("cli: counts are checked against their range when parsed, naming the f
     CHECK(parse_unsigned("--seed", "18446744073709551615") == 18446744073709551615ull);
     require_error([] { parse_unsigned("--image", "-1"); }, {"--image needs a non-negative integer, got '-1'"});
     require_error([] { parse_unsigned("--seed", "18446744073709551616"); }, {"--seed", "'18446744073709551616'"});
+}
+
+// What `patchgrad --version` prints (CTest "cli: --version prints the version" runs it) and
+// checkpoints carry: the generated header holds project()'s MAJOR.MINOR.PATCH.
+TEST_CASE("cli: the version is MAJOR.MINOR.PATCH from CMakeLists.txt", "[cli]") {
+    CHECK(std::regex_match(kVersion, std::regex("[0-9]+\\.[0-9]+\\.[0-9]+")));
 }
 
 // SIGHUP (a closed terminal) ended a training run without saving.

@@ -23,11 +23,20 @@
 # The default build compiles the originals: the reference solutions. The test
 # tests/tutorials/student_copy_test.cmake runs this script in `cmake -P` mode on a fixture tree.
 
+# The repository's root: patchgrad's source tree, also when another project adds it with
+# add_subdirectory or FetchContent (CMAKE_SOURCE_DIR is then that project's); in script mode
+# (handout.sh, the tests) the working directory.
+if(DEFINED patchgrad_SOURCE_DIR)
+  set(_pg_root ${patchgrad_SOURCE_DIR})
+else()
+  set(_pg_root ${CMAKE_SOURCE_DIR})
+endif()
+
 # A handout (tutorials/tools/handout.sh) names its exercises in tutorials/handout-exercises.txt:
 # they are the default selection there, the one `grade` grades.
 set(_pg_default_selection "all")
-if(EXISTS ${CMAKE_SOURCE_DIR}/tutorials/handout-exercises.txt)
-  file(READ ${CMAKE_SOURCE_DIR}/tutorials/handout-exercises.txt _pg_default_selection)
+if(EXISTS ${_pg_root}/tutorials/handout-exercises.txt)
+  file(READ ${_pg_root}/tutorials/handout-exercises.txt _pg_default_selection)
   string(STRIP "${_pg_default_selection}" _pg_default_selection)
 endif()
 set(PATCHGRAD_EXERCISES "${_pg_default_selection}" CACHE STRING
@@ -41,19 +50,19 @@ set(_pg_modules autograd layers vit datasets)
 set(_pg_exercise_candidates "")
 set(_pg_exercise_headers "")
 foreach(_pg_module ${_pg_modules})
-  file(GLOB _pg_found ${CMAKE_SOURCE_DIR}/${_pg_module}/*.cpp ${CMAKE_SOURCE_DIR}/${_pg_module}/*/*.cpp)
+  file(GLOB _pg_found ${_pg_root}/${_pg_module}/*.cpp ${_pg_root}/${_pg_module}/*/*.cpp)
   list(APPEND _pg_exercise_candidates ${_pg_found})
-  file(GLOB _pg_found ${CMAKE_SOURCE_DIR}/${_pg_module}/*.h ${CMAKE_SOURCE_DIR}/${_pg_module}/*/*.h)
+  file(GLOB _pg_found ${_pg_root}/${_pg_module}/*.h ${_pg_root}/${_pg_module}/*/*.h)
   list(APPEND _pg_exercise_headers ${_pg_found})
 endforeach()
-file(GLOB _pg_found ${CMAKE_SOURCE_DIR}/tutorials/*/main.cpp)
+file(GLOB _pg_found ${_pg_root}/tutorials/*/main.cpp)
 list(APPEND _pg_exercise_candidates ${_pg_found})
 
 # Headers cannot hold exercises: a student copy of a header would not be the one included.
 foreach(_pg_file ${_pg_exercise_headers})
   file(STRINGS ${_pg_file} _pg_lines REGEX "// \\[/?exercise:")
   if(_pg_lines)
-    file(RELATIVE_PATH _pg_rel ${CMAKE_SOURCE_DIR} ${_pg_file})
+    file(RELATIVE_PATH _pg_rel ${_pg_root} ${_pg_file})
     message(FATAL_ERROR "${_pg_rel}: exercise markers belong in .cpp files (a student copy of a header "
                         "would not be the one included); move the exercise into a .cpp")
   endif()
@@ -64,7 +73,7 @@ foreach(_pg_file ${_pg_exercise_candidates})
   if(NOT _pg_lines)
     continue()
   endif()
-  file(RELATIVE_PATH _pg_rel ${CMAKE_SOURCE_DIR} ${_pg_file})
+  file(RELATIVE_PATH _pg_rel ${_pg_root} ${_pg_file})
   set(_pg_open "")
   foreach(_pg_line ${_pg_lines})
     # (Two patterns: CMake leaves CMAKE_MATCH_<n> stale for a group that matches nothing.)
@@ -105,13 +114,13 @@ foreach(_pg_file ${_pg_exercise_candidates})
   list(APPEND PATCHGRAD_EXERCISE_SOURCES ${_pg_rel})
   # Renaming or removing an exercise changes the grader's list: re-run CMake when these change.
   if(NOT CMAKE_SCRIPT_MODE_FILE)
-    set_property(DIRECTORY ${CMAKE_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_pg_file})
+    set_property(DIRECTORY ${_pg_root} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_pg_file})
   endif()
 endforeach()
 
 # The chapter of each exercise: the chapter README that names its test tag (its Exercises
 # section says "Graded by [ex:NAME]"); "" when no chapter does.
-file(GLOB _pg_readmes ${CMAKE_SOURCE_DIR}/tutorials/[0-9][0-9]_*/README.md)
+file(GLOB _pg_readmes ${_pg_root}/tutorials/[0-9][0-9]_*/README.md)
 foreach(_pg_name ${PATCHGRAD_EXERCISE_NAMES})
   set(PATCHGRAD_EXERCISE_CHAPTER_${_pg_name} "")
 endforeach()
@@ -218,7 +227,7 @@ endfunction()
 # ("REL|-") and per region it turned into a stub ("REL|NAME"). It is how a region holding the
 # reference code is told apart from a student's answer that happens to be identical to it:
 # the first is a region never handed out, the second one that was.
-set(_pg_manifest ${CMAKE_SOURCE_DIR}/student/.handed-out)
+set(_pg_manifest ${_pg_root}/student/.handed-out)
 
 # _patchgrad_sync_student_copy(REL): makes student/REL follow the selection and never loses
 # anything a student wrote. A new copy is the original with each selected region's body
@@ -231,8 +240,8 @@ set(_pg_manifest ${CMAKE_SOURCE_DIR}/student/.handed-out)
 #   - anything else is the student's and stays as it is, byte for byte.
 # Appends REL to _pg_created or _pg_updated, and changes _pg_handed_out (the record).
 function(_patchgrad_sync_student_copy rel)
-  set(copy_path ${CMAKE_SOURCE_DIR}/student/${rel})
-  file(READ ${CMAKE_SOURCE_DIR}/${rel} original)
+  set(copy_path ${_pg_root}/student/${rel})
+  file(READ ${_pg_root}/${rel} original)
   set(record ${_pg_handed_out})
   if(EXISTS ${copy_path})
     file(READ ${copy_path} text)
@@ -311,7 +320,7 @@ if(PATCHGRAD_STUDENT)
   foreach(_pg_rel ${PATCHGRAD_EXERCISE_SOURCES})
     # A file with a selected exercise gets a copy; an existing copy holds the student's work on
     # earlier exercises, so it stays in use whatever the selection.
-    if(_pg_rel IN_LIST PATCHGRAD_STUDENT_SOURCES OR EXISTS ${CMAKE_SOURCE_DIR}/student/${_pg_rel})
+    if(_pg_rel IN_LIST PATCHGRAD_STUDENT_SOURCES OR EXISTS ${_pg_root}/student/${_pg_rel})
       _patchgrad_sync_student_copy(${_pg_rel})
       list(APPEND PATCHGRAD_STUDENT_SOURCES ${_pg_rel})
     endif()
@@ -350,9 +359,9 @@ function(patchgrad_use_student_copies target)
   set(replaced "")
   foreach(source ${sources})
     get_filename_component(absolute ${source} ABSOLUTE)
-    file(RELATIVE_PATH rel ${CMAKE_SOURCE_DIR} ${absolute})
+    file(RELATIVE_PATH rel ${_pg_root} ${absolute})
     if(rel IN_LIST PATCHGRAD_STUDENT_SOURCES)
-      set(copy ${CMAKE_SOURCE_DIR}/student/${rel})
+      set(copy ${_pg_root}/student/${rel})
       list(APPEND replaced ${copy})
       get_filename_component(original_dir ${absolute} DIRECTORY)
       target_include_directories(${target} PRIVATE ${original_dir})

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "autograd/storage.h"
+#include "autograd/version.h"
 #include "vit/cli/cli.h"
 
 namespace {
@@ -36,7 +37,7 @@ void print_usage(std::ostream& os) {
           "commands:\n";
     for (const Command& c : commands) os << "  " << std::left << std::setw(10) << c.name << c.description << "\n";
     os << "\n"
-          "Run 'patchgrad <command> --help' for a command's options.\n";
+          "Run 'patchgrad <command> --help' for a command's options, 'patchgrad --version' for the version.\n";
 }
 
 }  // namespace
@@ -49,6 +50,10 @@ int main(int argc, char** argv) {
     }
     if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
         print_usage(std::cout);
+        return 0;
+    }
+    if (args[0] == "--version") {
+        std::cout << "patchgrad " << patchgrad::kVersion << "\n";
         return 0;
     }
     for (const Command& c : commands) {

@@ -13,6 +13,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "autograd/version.h"
 #include "layers/state_dict.h"
 
 namespace patchgrad {
@@ -246,6 +247,7 @@ void save_checkpoint(const std::string& path, const VisionTransformer& model, co
     NamedTensors weights = state_dict(model);
     for (auto& [name, t] : weights.tensors) t = reshaped(t, file_shape(name, t.shape(), model.config));
     weights.metadata["format"] = kCheckpointFormat;
+    weights.metadata["patchgrad.version"] = kVersion;
     for (const auto& [key, value] : config_to_metadata(model.config)) weights.metadata["config." + key] = value;
     for (const auto& [key, value] : options) weights.metadata["train." + key] = value;
     for (const auto& [key, value] : state_to_metadata(state)) weights.metadata["state." + key] = value;
@@ -266,6 +268,8 @@ Checkpoint checkpoint_from(NamedTensors file, const std::string& path) {
     check_format(file.metadata, where);
     Checkpoint checkpoint;
     checkpoint.path = path;
+    const auto version = file.metadata.find("patchgrad.version");
+    if (version != file.metadata.end()) checkpoint.version = version->second;
     checkpoint.config = config_from_metadata(with_prefix_removed(file.metadata, "config."), where);
     checkpoint.options = with_prefix_removed(file.metadata, "train.");
     checkpoint.state = state_from_metadata(with_prefix_removed(file.metadata, "state."), where);

@@ -11,6 +11,8 @@
 //                           works on a timm VisionTransformer of the same shape. Its
 //                           __metadata__ (string -> string) holds
 //                             format             "patchgrad-checkpoint-1"
+//                             patchgrad.version  the patchgrad that wrote it ("0.9.0";
+//                                                absent before 0.9.0, where versions began)
 //                             config.<field>     every ViTConfig field: `patchgrad eval`
 //                                                rebuilds the model from the file alone
 //                             train.<option>     the training recipe (train_options.h)
@@ -77,6 +79,7 @@ void save_checkpoint(const std::string& path, const VisionTransformer& model, co
 
 struct Checkpoint {
     std::string path;
+    std::string version;  // "patchgrad.version": the patchgrad that wrote it; "" before 0.9.0
     ViTConfig config;
     Metadata options;  // the "train.<key>" entries, without the prefix
     TrainingState state;

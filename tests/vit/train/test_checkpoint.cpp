@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "autograd/optim/optimizer.h"
+#include "autograd/version.h"
 #include "layers/state_dict.h"
 #include "test_util.h"
 #include "vit/train/checkpoint.h"
@@ -145,6 +146,28 @@ TEST_CASE("checkpoint: the weights file is timm's state_dict, the patch projecti
     std::vector<std::string> expected;
     for (const auto& [name, p] : model.named_parameters()) expected.push_back(name);
     CHECK(names == expected);
+}
+
+TEST_CASE("checkpoint: the version of patchgrad that wrote it is in the metadata, and older files without it load",
+          "[checkpoint]") {
+    TempDir dir;
+    const std::string path = dir.file("best.safetensors");
+    VisionTransformer model(tiny_vit_config(), 1);
+    save_checkpoint(path, model, TrainingState{}, {});
+    NamedTensors file = load_safetensors(path);
+    CHECK(file.metadata.at("patchgrad.version") == kVersion);
+    CHECK(load_checkpoint(path).version == kVersion);
+
+    // What every patchgrad before 0.9.0 wrote: the same file without the key.
+    file.metadata.erase("patchgrad.version");
+    const std::string older = dir.file("older.safetensors");
+    save_safetensors(older, file);
+    const Checkpoint loaded = load_checkpoint(older);
+    CHECK(loaded.version.empty());
+    CHECK(loaded.config.dim == model.config.dim);
+    VisionTransformer copy(loaded.config, 2);
+    load_weights(copy, loaded);
+    CHECK(same_bits(copy.head->weight, model.head->weight));
 }
 
 TEST_CASE("checkpoint: metadata numbers are written to read back exactly", "[checkpoint]") {

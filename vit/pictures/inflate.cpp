@@ -7,10 +7,7 @@
 // index that ends in it (all values of the bits beyond the code) points to it.
 #include "vit/pictures/inflate.h"
 
-#include <algorithm>
 #include <array>
-#include <cstring>
-#include <stdexcept>
 
 #include "autograd/check.h"
 #include "vit/pictures/deflate_tables.h"
@@ -50,7 +47,7 @@ public:
     }
     // Drops the bits left in the current byte (a stored block's LEN starts on a byte).
     void align() { consume(filled_ % 8); }
-    // The byte the next read starts in (after align(): starts at).
+    // The byte the next bit is read from (after align(), the next whole byte).
     size_t byte_position() const { return static_cast<size_t>((bits_read() + 7) / 8); }
     // Moves to byte `at`, after align(), for bytes read directly.
     void seek(size_t at) {

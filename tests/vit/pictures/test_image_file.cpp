@@ -12,6 +12,7 @@
 #include "datasets/datasets_test_util.h"
 #include "test_util.h"
 #include "vit/pictures/png.h"
+#include "vit/pictures/png_crc_fix.h"
 
 namespace patchgrad {
 namespace {
@@ -201,16 +202,22 @@ TEST_CASE("image_file: formats are told apart by their first bytes", "[vit][imag
     CHECK(read_picture(dir.file("g.png")).width == 7);
 }
 
-// A few thousand inputs a few mutations away from valid files (tests/fuzz/fuzz_png.cpp runs
-// the same readers under libFuzzer).
+// A few thousand inputs a few mutations away from valid files, as they are and with their
+// chunk CRCs made right, so that the mutations reach inflate and the filters
+// (tests/fuzz/fuzz_png.cpp runs the same under libFuzzer).
 TEST_CASE("image_file: fuzzed pictures decode or are refused naming the file, nothing else",
           "[vit][image_file][fuzz]") {
     const std::vector<std::string> seeds = {fixture("rgb8.png"), fixture("palette8_trns.png"), fixture("gray2.png"),
                                             fixture("rgba16.png"), "P6\n2 1\n255\n\x01\x02\x03\xfa\xfb\xfc"};
-    const int64_t loaded = fuzz<std::invalid_argument>(
-        seeds, 3000, 25, [](const std::string& bytes, const std::string& name) { decode_picture(bytes, name); });
-    CHECK(loaded > 0);
-    CHECK(loaded < 3000);
+    for (bool fix_crcs : {false, true}) {
+        INFO((fix_crcs ? "CRCs made right" : "as mutated"));
+        const int64_t loaded =
+            fuzz<std::invalid_argument>(seeds, 3000, 25, [fix_crcs](const std::string& bytes, const std::string& name) {
+                decode_picture(fix_crcs ? with_correct_crcs(bytes) : bytes, name);
+            });
+        CHECK(loaded > 0);
+        CHECK(loaded < 3000);
+    }
 }
 
 TEST_CASE("image_file: to the model's input: alpha over white, gray to RGB, RGB to luma", "[vit][image_file]") {

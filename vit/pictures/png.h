@@ -1,5 +1,5 @@
 // png.h — a small PNG writer, so `patchgrad train` and `patchgrad inspect` can save
-// pictures without libpng or zlib.
+// pictures without libpng or zlib (image_file.h reads PNGs, with inflate.h).
 //
 // A PNG file is the 8-byte signature and three chunks (each: 4-byte big-endian length, 4-byte
 // type, data, CRC-32 of type + data):

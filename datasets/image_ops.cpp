@@ -84,7 +84,65 @@ void warp_affine(ImageView img, const std::array<double, 6>& m, uint8_t fill) {
         }
 }
 
+// One axis of resize_center_crop: for each of `out` output pixels, the source pixels of an
+// axis of `in` it reads and their weights. Output pixel i has its centre at source
+// coordinate start + (i + 1/2) / scale (pixel edges at integers, so source pixel j is
+// centred at j + 1/2).
+struct AxisWeights {
+    std::vector<int64_t> first;             // [out]: the first source pixel read
+    std::vector<std::vector<double>> taps;  // [out][k]: the weight of source pixel first + k
+};
+
+AxisWeights axis_weights(int64_t in, int64_t out, double scale, double start) {
+    const double support = std::max(1.0, 1.0 / scale);  // the tent's half-width, in source pixels
+    AxisWeights w;
+    for (int64_t i = 0; i < out; ++i) {
+        const double centre = start + (double(i) + 0.5) / scale;
+        const int64_t lo = std::max<int64_t>(0, static_cast<int64_t>(std::floor(centre - support)));
+        const int64_t hi = std::min<int64_t>(in, static_cast<int64_t>(std::ceil(centre + support)));
+        std::vector<double> taps;
+        double sum = 0;
+        for (int64_t j = lo; j < hi; ++j) {
+            const double t = std::max(0.0, 1 - std::abs(double(j) + 0.5 - centre) / support);
+            taps.push_back(t);
+            sum += t;
+        }
+        for (double& t : taps) t /= sum;  // sum > 0: the pixel under the centre is always in range
+        w.first.push_back(lo);
+        w.taps.push_back(std::move(taps));
+    }
+    return w;
+}
+
 }  // namespace
+
+void resize_center_crop(ImageView src, ImageView dst) {
+    check(src.channels == dst.channels && src.numel() > 0 && dst.numel() > 0, "resize_center_crop: cannot resize ",
+          Shape{src.channels, src.height, src.width}, " to ", Shape{dst.channels, dst.height, dst.width});
+    const double scale = std::max(double(dst.height) / double(src.height), double(dst.width) / double(src.width));
+    const AxisWeights rows = axis_weights(src.height, dst.height, scale, (double(src.height) - dst.height / scale) / 2);
+    const AxisWeights cols = axis_weights(src.width, dst.width, scale, (double(src.width) - dst.width / scale) / 2);
+    // Columns first, into [src.height, dst.width] per channel, then rows.
+    std::vector<double> wide(static_cast<size_t>(src.height * dst.width));
+    for (int64_t c = 0; c < src.channels; ++c) {
+        for (int64_t y = 0; y < src.height; ++y)
+            for (int64_t x = 0; x < dst.width; ++x) {
+                double v = 0;
+                const std::vector<double>& taps = cols.taps[size_t(x)];
+                for (size_t k = 0; k < taps.size(); ++k)
+                    v += taps[k] * src.at(c, y, cols.first[size_t(x)] + int64_t(k));
+                wide[size_t(y * dst.width + x)] = v;
+            }
+        for (int64_t y = 0; y < dst.height; ++y)
+            for (int64_t x = 0; x < dst.width; ++x) {
+                double v = 0;
+                const std::vector<double>& taps = rows.taps[size_t(y)];
+                for (size_t k = 0; k < taps.size(); ++k)
+                    v += taps[k] * wide[size_t((rows.first[size_t(y)] + int64_t(k)) * dst.width + x)];
+                dst.at(c, y, x) = round_to_u8(v);
+            }
+    }
+}
 
 void flip_horizontal(ImageView img) {
     for (int64_t row = 0; row < img.channels * img.height; ++row)

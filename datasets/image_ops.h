@@ -59,6 +59,17 @@ void shear_y(ImageView img, double factor, uint8_t fill);      // out(x, y) = in
 void translate_x(ImageView img, double pixels, uint8_t fill);  // content moves right by `pixels`
 void translate_y(ImageView img, double pixels, uint8_t fill);  // content moves down by `pixels`
 
+// ---- resampling to another size -------------------------------------------------------------
+// `dst` (its size given, its channels those of `src`) filled from the centre of `src`: src
+// is scaled so that it just covers dst, keeping its aspect ratio, and what overhangs is cut
+// off equally on both sides (torchvision's Resize(shorter side) then CenterCrop, in one
+// pass). Each axis is resampled with a triangle (tent) filter whose half-width is one
+// source pixel when enlarging (plain bilinear interpolation at pixel centres) and 1/scale
+// source pixels when shrinking, so every source pixel counts and a large photo does not
+// alias into noise at 32x32 (PIL's BILINEAR resize, torchvision's antialias=True). Weights
+// are renormalised at the borders: a constant image stays constant.
+void resize_center_crop(ImageView src, ImageView dst);
+
 // Every pixel of `box` (clipped to the image) in every channel set to `value`.
 void fill_box(ImageView img, const Box& box, uint8_t value);
 

@@ -246,3 +246,42 @@ TEST_CASE("datasets: fill_box clips to the image", "[datasets][image_ops]") {
 }
 
 }  // namespace patchgrad
+
+namespace patchgrad {
+
+TEST_CASE("datasets: resize_center_crop keeps a constant image constant at any size", "[datasets][image_ops][resize]") {
+    for (auto [h, w] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {7, 300}, {480, 640}, {32, 32}, {5, 3}}) {
+        INFO(h << "x" << w);
+        std::vector<uint8_t> src(size_t(3 * h * w), 201), dst(3 * 32 * 32, 0);
+        resize_center_crop(view_of(src, 3, h, w), view_of(dst, 3, 32, 32));
+        CHECK(dst == std::vector<uint8_t>(3 * 32 * 32, 201));
+    }
+}
+
+TEST_CASE("datasets: resize_center_crop enlarges bilinearly and crops the centre", "[datasets][image_ops][resize]") {
+    // 1x2 -> 2x4: output x = 0..3 sits at source x = 0.25, 0.75, 1.25, 1.75 (pixel centres
+    // at 0.5, 1.5); the weights (0.75, 0.25) and (0.25, 0.75) give 64 and 191, and the ends
+    // hold the edge pixels (a border weight renormalised).
+    std::vector<uint8_t> src = {0, 255}, dst(8);
+    resize_center_crop(view_of(src, 1, 1, 2), view_of(dst, 1, 2, 4));
+    CHECK(dst == std::vector<uint8_t>{0, 64, 191, 255, 0, 64, 191, 255});
+
+    // A 2x4 image to 2x2: the scale is 1 (the shorter side fits), so the centre two columns
+    // are taken exactly.
+    std::vector<uint8_t> wide = {1, 2, 3, 4, 5, 6, 7, 8}, square(4);
+    resize_center_crop(view_of(wide, 1, 2, 4), view_of(square, 1, 2, 2));
+    CHECK(square == std::vector<uint8_t>{2, 3, 6, 7});
+}
+
+TEST_CASE("datasets: resize_center_crop averages every source pixel when shrinking", "[datasets][image_ops][resize]") {
+    // A fine checkerboard shrunk 16-fold: point sampling would give black or white; the
+    // widened filter gives the mean, mid gray.
+    std::vector<uint8_t> board(64 * 64), small(4 * 4);
+    for (size_t i = 0; i < board.size(); ++i) board[i] = ((i / 64 + i % 64) % 2) ? 255 : 0;
+    resize_center_crop(view_of(board, 1, 64, 64), view_of(small, 1, 4, 4));
+    for (uint8_t v : small) CHECK(std::abs(int(v) - 128) <= 2);
+    require_error([&] { resize_center_crop(view_of(board, 1, 64, 64), view_of(small, 2, 2, 4)); },
+                  {"resize_center_crop", "[1, 64, 64]", "[2, 2, 4]"});
+}
+
+}  // namespace patchgrad

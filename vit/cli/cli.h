@@ -88,6 +88,7 @@ int summary_command(const std::vector<std::string>& args);
 int bench_command(const std::vector<std::string>& args);
 int train_command(const std::vector<std::string>& args);
 int eval_command(const std::vector<std::string>& args);
+int predict_command(const std::vector<std::string>& args);
 int inspect_command(const std::vector<std::string>& args);
 
 }  // namespace patchgrad::cli

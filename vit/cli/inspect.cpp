@@ -3,8 +3,9 @@
 // rollout, the mean attention distance of every head, and the principal components of the
 // patch embedding filters — for a trained checkpoint, or for a fresh model to compare with.
 //
-//   patchgrad inspect (--checkpoint PATH | --config NAME [--seed S]) [--image N]
-//                     [--data DIR | --file FILE.bin] --out DIR [--distance-images M] [--threads T]
+//   patchgrad inspect (--checkpoint PATH | --config NAME [--seed S])
+//                     ([--image N] [--data DIR | --file FILE.bin] | --image-file PICTURE)
+//                     --out DIR [--distance-images M] [--threads T]
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "datasets/cifar10.h"
 #include "datasets/normalize.h"
 #include "vit/cli/cli.h"
+#include "vit/pictures/image_file.h"
 #include "vit/pictures/inspect.h"
 #include "vit/train/checkpoint.h"
 
@@ -23,21 +25,21 @@ namespace patchgrad::cli {
 namespace {
 
 void print_help() {
-    std::cout
-        << "usage: patchgrad inspect (--checkpoint PATH | --config NAME [--seed S]) [--image N]\n"
-           "                         [--data DIR | --file FILE.bin] --out DIR [--distance-images M] [--threads T]\n"
-           "\n"
-           "Draws what a Vision Transformer has learned, as in the ViT paper's section 4.5, into DIR:\n"
-           "  patches.png             the image cut into patches, and the patches as the token sequence\n"
-           "  pos_similarity.png      cosine similarity between the patches' position embeddings (Fig. 7)\n"
-           "  attention.png           the class token's attention per head of the last layer, and the\n"
-           "                          attention rollout through all layers, over the image\n"
-           "  attention_distance.png  the mean attention distance of every head against depth (Fig. 7)\n"
-           "  embedding_filters.png   principal components of the patch embedding filters E (Fig. 7)\n"
-           "Run it on a checkpoint and on a fresh model of the same configuration to see what training did.\n"
-           "\n"
-           "  --checkpoint PATH     a checkpoint of 'patchgrad train'; the model is rebuilt from it\n"
-           "  --config NAME         a fresh, untrained model instead, one of:";
+    std::cout << "usage: patchgrad inspect (--checkpoint PATH | --config NAME [--seed S])\n"
+                 "                         ([--image N] [--data DIR | --file FILE.bin] | --image-file PICTURE)\n"
+                 "                         --out DIR [--distance-images M] [--threads T]\n"
+                 "\n"
+                 "Draws what a Vision Transformer has learned, as in the ViT paper's section 4.5, into DIR:\n"
+                 "  patches.png             the image cut into patches, and the patches as the token sequence\n"
+                 "  pos_similarity.png      cosine similarity between the patches' position embeddings (Fig. 7)\n"
+                 "  attention.png           the class token's attention per head of the last layer, and the\n"
+                 "                          attention rollout through all layers, over the image\n"
+                 "  attention_distance.png  the mean attention distance of every head against depth (Fig. 7)\n"
+                 "  embedding_filters.png   principal components of the patch embedding filters E (Fig. 7)\n"
+                 "Run it on a checkpoint and on a fresh model of the same configuration to see what training did.\n"
+                 "\n"
+                 "  --checkpoint PATH     a checkpoint of 'patchgrad train'; the model is rebuilt from it\n"
+                 "  --config NAME         a fresh, untrained model instead, one of:";
     for (const std::string& name : vit_config_names()) std::cout << " " << name;
     std::cout << "\n"
                  "  --seed S              the fresh model's initialisation seed (default: 0)\n"
@@ -46,6 +48,8 @@ void print_help() {
               << kDefaultDataDir
               << ")\n"
                  "  --file FILE.bin       images from any file of CIFAR-10 binary records instead\n"
+                 "  --image-file PICTURE  draw your own picture (PNG or PPM), prepared as 'patchgrad predict' does;\n"
+                 "                        the attention distance is then that picture's alone\n"
                  "  --out DIR             where the pictures go (created if needed)\n"
                  "  --distance-images M   average the attention distance over the first M images (default: 128)\n"
                  "  --threads T           threads, or auto (measured, as in train; default: 1)\n"
@@ -55,8 +59,8 @@ void print_help() {
 }  // namespace
 
 int inspect_command(const std::vector<std::string>& args) {
-    const Flags flags = parse_flags(args, {"--checkpoint", "--config", "--seed", "--image", "--data", "--file", "--out",
-                                           "--distance-images", "--threads"});
+    const Flags flags = parse_flags(args, {"--checkpoint", "--config", "--seed", "--image", "--data", "--file",
+                                           "--image-file", "--out", "--distance-images", "--threads"});
     if (flags.help) {
         print_help();
         return 0;
@@ -67,6 +71,10 @@ int inspect_command(const std::vector<std::string>& args) {
         throw UsageError("give --checkpoint PATH (a trained model) or --config NAME (a fresh one), exactly one");
     if (given("--seed") && !given("--config")) throw UsageError("--seed is for a fresh model (--config NAME)");
     if (given("--data") && given("--file")) throw UsageError("give --data DIR or --file FILE.bin, not both");
+    if (given("--image-file") && (given("--image") || given("--data") || given("--file")))
+        throw UsageError(
+            "--image-file PICTURE draws that picture; --image N, --data and --file pick a CIFAR-10 "
+            "image instead: not both");
     if (!given("--out")) throw UsageError("--out DIR is required");
     InspectOptions options;
     if (given("--image")) options.image = static_cast<int64_t>(parse_unsigned("--image", value("--image")));
@@ -94,7 +102,14 @@ int inspect_command(const std::vector<std::string>& args) {
     std::cout << "model: " << options.model_name << ": " << describe(config) << "\n";
 
     ImageSet set;
-    if (given("--file")) {
+    if (given("--image-file")) {
+        const std::string file = value("--image-file");
+        const Picture picture = read_picture(file);
+        set = picture_to_image_set(picture, config.channels, config.image_height, config.image_width, file);
+        options.image_name = std::filesystem::path(file).filename().string();
+        std::cout << "data: " << file << " (" << picture.width << "x" << picture.height << "), resized to "
+                  << config.image_width << "x" << config.image_height;
+    } else if (given("--file")) {
         set = load_cifar10_file(value("--file"), &std::cerr);
         std::cout << "data: " << value("--file");
     } else {
@@ -102,7 +117,7 @@ int inspect_command(const std::vector<std::string>& args) {
         set = load_cifar10_test(dir.path, &std::cerr);
         std::cout << "data: " << kCifar10TestFile << " in " << dir.path << " (" << dir.source << ")";
     }
-    std::cout << ", " << set.size() << " images\n" << std::flush;
+    std::cout << ", " << set.size() << (set.size() == 1 ? " image\n" : " images\n") << std::flush;
     check_inspection(config, set, options);
     VisionTransformer model(config, seed);
     if (checkpoint) load_weights(model, *checkpoint);

@@ -641,8 +641,10 @@ Inspection write_inspection(VisionTransformer& model, const ImageSet& set, const
     const std::string model_name = options.model_name.empty() ? config.name : options.model_name;
     const int64_t label = set.labels[static_cast<size_t>(options.image)];
     const std::string image_name =
-        "image " + str(options.image) +
-        (label < set.num_classes() ? " (" + set.class_names[static_cast<size_t>(label)] + ")" : "");
+        !options.image_name.empty()
+            ? options.image_name
+            : "image " + str(options.image) +
+                  (label < set.num_classes() ? " (" + set.class_names[static_cast<size_t>(label)] + ")" : "");
     Inspection result;
     auto write = [&](const Image& picture, const char* name) {
         const std::string path = (fs::path(out_dir) / name).string();

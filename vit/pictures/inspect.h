@@ -163,6 +163,7 @@ Image embedding_filters_picture(const PrincipalComponents& pcs, int64_t channels
 struct InspectOptions {
     std::string model_name;         // for the captions, e.g. "cifar-tiny, untrained (seed 0)"; empty: the config's
     int64_t image = 0;              // the image of the set to draw
+    std::string image_name;         // its caption; empty: "image <index> (<class>)"
     int64_t distance_images = 128;  // the attention distance is averaged over the set's first this many images
     int64_t components = 28;        // principal components of E to draw (at most C*P*P)
     int64_t batch = 32;             // images per forward pass while measuring distances

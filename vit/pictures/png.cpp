@@ -27,6 +27,7 @@
 
 #include "autograd/check.h"
 #include "autograd/io/atomic_file.h"
+#include "vit/pictures/deflate_tables.h"
 
 namespace patchgrad {
 
@@ -54,13 +55,6 @@ constexpr std::array<uint32_t, 256> kCrcTable = make_crc_table();
 // numbers, which LZ77 and Huffman codes shrink far better than the pixels themselves.
 enum Filter : uint8_t { kNone = 0, kSub = 1, kUp = 2, kAverage = 3, kPaeth = 4 };
 
-// Whichever of a, b, c is closest to a + b - c (ties in that order), as section 9.4 defines it.
-int paeth(int a, int b, int c) {
-    const int p = a + b - c, pa = std::abs(p - a), pb = std::abs(p - b), pc = std::abs(p - c);
-    if (pa <= pb && pa <= pc) return a;
-    return pb <= pc ? b : c;
-}
-
 // out[i] = cur[i] - predict(a, b, c) for one row; up is the row above. The first bpp bytes
 // have no left neighbour. A template, so each filter gets its own tight loop.
 template <class Predict>
@@ -82,7 +76,7 @@ void filter_row(Filter filter, const uint8_t* cur, const uint8_t* up, size_t row
         case kAverage:
             return filter_row(cur, up, row, bpp, out, [](int a, int b, int) { return (a + b) / 2; });
         case kPaeth:
-            return filter_row(cur, up, row, bpp, out, paeth);
+            return filter_row(cur, up, row, bpp, out, paeth_predictor);
     }
 }
 
@@ -116,32 +110,13 @@ std::vector<uint8_t> filter_rows(const std::vector<uint8_t>& pixels, size_t row,
     return raw;
 }
 
-// ---- DEFLATE constants (RFC 1951 section 3.2.5) ----------------------------------------
+// ---- DEFLATE ----------------------------------------------------------------------------
 
-constexpr size_t kWindow = 32768;  // the farthest a match may point back
-constexpr size_t kMinMatch = 3, kMaxMatch = 258;
-constexpr int kMaxChain = 64;              // chain candidates tried per position: speed vs ratio
-constexpr size_t kLazyLimit = 32;          // a match this long is taken without looking one byte ahead
-constexpr size_t kBlockTokens = 16384;     // tokens per block: each block gets codes fitted to it
-constexpr size_t kMaxStoredBlock = 65535;  // a stored block's LEN is 16 bits
-constexpr int kEndOfBlock = 256;
-constexpr int kLitLenSymbols = 286, kDistSymbols = 30, kCodeLengthSymbols = 19;
-constexpr int kMaxCodeBits = 15, kMaxCodeLengthBits = 7;  // longest codes the format allows
+using namespace deflate;
 
-// Lengths 3..258 are symbols 257..285, distances 1..32768 symbols 0..29: a base value plus
-// that many extra bits.
-constexpr std::array<uint16_t, 29> kLengthBase = {3,  4,  5,  6,  7,  8,  9,  10, 11,  13,  15,  17,  19,  23, 27,
-                                                  31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258};
-constexpr std::array<uint8_t, 29> kLengthExtra = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2,
-                                                  2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
-constexpr std::array<uint16_t, 30> kDistBase = {1,    2,    3,    4,    5,    7,    9,    13,    17,    25,
-                                                33,   49,   65,   97,   129,  193,  257,  385,   513,   769,
-                                                1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577};
-constexpr std::array<uint8_t, 30> kDistExtra = {0, 0, 0, 0, 1, 1, 2, 2,  3,  3,  4,  4,  5,  5,  6,
-                                                6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13};
-// The order the code-length code's lengths are sent in (3.2.7): the likeliest first, so
-// the trailing unused ones can be left off.
-constexpr std::array<uint8_t, 19> kCodeLengthOrder = {16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15};
+constexpr int kMaxChain = 64;           // chain candidates tried per position: speed vs ratio
+constexpr size_t kLazyLimit = 32;       // a match this long is taken without looking one byte ahead
+constexpr size_t kBlockTokens = 16384;  // tokens per block: each block gets codes fitted to it
 
 // The index i with base[i] <= value < base[i + 1]: the symbol's offset within its alphabet.
 template <size_t N>
@@ -377,14 +352,6 @@ uint64_t coded_bits(const std::vector<uint64_t>& counts, const std::vector<uint8
     return bits;
 }
 
-// The fixed codes of BTYPE 01 (3.2.6): literals 0-143 in 8 bits, 144-255 in 9, symbols
-// 256-279 in 7, 280-287 in 8; every distance in 5.
-std::vector<uint8_t> fixed_litlen_lengths() {
-    std::vector<uint8_t> l(288);
-    for (size_t s = 0; s < l.size(); ++s) l[s] = s < 144 ? 8 : s < 256 ? 9 : s < 280 ? 7 : 8;
-    return l;
-}
-
 // A dynamic block's code table (3.2.7): the literal/length and distance code lengths, as
 // one sequence run-length coded with symbols 0-15 (a length), 16 (repeat the previous
 // length 3-6 times), 17 (3-10 zeros) and 18 (11-138 zeros), themselves Huffman coded
@@ -474,7 +441,7 @@ void write_tokens(BitWriter& out, const Token* tokens, size_t n, const std::vect
 // header is BFINAL (1 bit) then BTYPE (2 bits).
 void write_block(BitWriter& out, const Token* tokens, size_t n, const uint8_t* raw, size_t size, bool final_block) {
     const SymbolCounts counts = count_symbols(tokens, n);
-    const std::vector<uint8_t> fixed_litlen = fixed_litlen_lengths(), fixed_dist(kDistSymbols, 5);
+    const std::vector<uint8_t> fixed_litlen = fixed_litlen_lengths(), fixed_dist = fixed_dist_lengths();
     const std::vector<uint8_t> litlen = huffman_lengths(counts.litlen, kMaxCodeBits);
     const std::vector<uint8_t> dist = huffman_lengths(counts.dist, kMaxCodeBits);
     const DynamicHeader header(litlen, dist);

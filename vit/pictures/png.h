@@ -1,5 +1,5 @@
 // png.h — a small PNG writer, so `patchgrad train` and `patchgrad inspect` can save
-// pictures without libpng or zlib.
+// pictures without libpng or zlib (image_file.h reads PNGs, with inflate.h).
 //
 // A PNG file is the 8-byte signature and three chunks (each: 4-byte big-endian length, 4-byte
 // type, data, CRC-32 of type + data):
@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,15 @@ namespace patchgrad {
 uint32_t crc32(const uint8_t* data, size_t size);
 // zlib's Adler-32 checksum: adler32("Wikipedia") = 0x11E60398.
 uint32_t adler32(const uint8_t* data, size_t size);
+
+// The Paeth filter's prediction of a byte from its left (a), upper (b) and upper-left (c)
+// neighbours: whichever of them is closest to a + b - c, ties in that order (PNG
+// specification 9.4). The writer subtracts it, the reader (image_file.cpp) adds it back.
+inline int paeth_predictor(int a, int b, int c) {
+    const int p = a + b - c, pa = std::abs(p - a), pb = std::abs(p - b), pc = std::abs(p - c);
+    if (pa <= pb && pa <= pc) return a;
+    return pb <= pc ? b : c;
+}
 
 // The zlib stream (RFC 1950) of `size` bytes: header 0x78 0x9C, DEFLATE blocks (each stored,
 // fixed-Huffman or dynamic-Huffman, whichever is smallest), Adler-32. What IDAT holds; any

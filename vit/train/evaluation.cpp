@@ -26,6 +26,35 @@ std::vector<double> Evaluation::class_accuracy() const {
     return out;
 }
 
+std::vector<std::vector<ClassProbability>> top_classes(VisionTransformer& model, const ImageSet& set,
+                                                       const ChannelStats& stats, int64_t k) {
+    const ViTConfig& c = model.config;
+    check_image_shape(set, {c.channels, c.image_height, c.image_width}, "top_classes", "the model takes");
+    check(k >= 1, "top_classes: k must be positive, got ", k);
+    EvalModeGuard eval_mode(model);
+    NoGradGuard no_grad;
+    const Tensor logits = model.forward(to_tensor(set, stats));
+    const int64_t K = c.num_classes;
+    std::vector<std::vector<ClassProbability>> result;
+    for (int64_t i = 0; i < set.size(); ++i) {
+        const real* row = logits.data() + i * K;
+        const double high = double(row[argmax(row, K)]);  // subtracted, so exp never overflows
+        std::vector<ClassProbability> classes;
+        double sum = 0;
+        for (int64_t j = 0; j < K; ++j) {
+            classes.push_back({j, std::exp(double(row[j]) - high)});
+            sum += classes.back().probability;
+        }
+        for (ClassProbability& p : classes) p.probability /= sum;
+        std::stable_sort(classes.begin(), classes.end(), [](const ClassProbability& a, const ClassProbability& b) {
+            return a.probability > b.probability;
+        });
+        classes.resize(static_cast<size_t>(std::min(k, K)));
+        result.push_back(std::move(classes));
+    }
+    return result;
+}
+
 Evaluation evaluate(VisionTransformer& model, const ImageSet& set, const ChannelStats& stats, int64_t batch_size) {
     const ViTConfig& c = model.config;
     check_image_shape(set, {c.channels, c.image_height, c.image_width}, "evaluate", "the model takes", c.num_classes);

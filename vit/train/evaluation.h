@@ -35,6 +35,19 @@ Evaluation evaluate(VisionTransformer& model, const ImageSet& set, const Channel
 // matrix with abbreviated class names as column headers, every column aligned.
 std::string format_evaluation(const Evaluation& evaluation);
 
+// One class of a prediction, and how probable the model finds it.
+struct ClassProbability {
+    int64_t label = 0;
+    double probability = 0;  // softmax of the logits, computed in double
+};
+
+// The `k` most probable classes of each image of `set` ([N][min(k, classes)], most probable
+// first, ties by label), the model in eval mode under NoGradGuard as in evaluate(): what
+// `patchgrad predict` prints. Throws std::invalid_argument when the images do not fit the
+// model or k < 1.
+std::vector<std::vector<ClassProbability>> top_classes(VisionTransformer& model, const ImageSet& set,
+                                                       const ChannelStats& stats, int64_t k);
+
 // The index of the largest of row[0..n): the class a row of logits predicts.
 int64_t argmax(const real* row, int64_t n);
 

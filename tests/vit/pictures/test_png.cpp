@@ -270,11 +270,6 @@ struct Decoded {
     InflateStats stats;
 };
 
-int paeth_predictor(int a, int b, int c) {  // PNG specification 9.4
-    const int p = a + b - c, pa = std::abs(p - a), pb = std::abs(p - b), pc = std::abs(p - c);
-    return pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
-}
-
 Decoded decode(const std::vector<uint8_t>& png) {
     const std::vector<Chunk> chunks = read_chunks(png);
     REQUIRE(chunks.size() >= 3);

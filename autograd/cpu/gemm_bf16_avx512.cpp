@@ -10,12 +10,12 @@
 // float32 one (12 x 32, 24 accumulators + 2 B + 1 A of the 32 registers); what changes is
 // that each step of the loop consumes two values of k, packed as pairs: A's pair for row i is
 // broadcast to every lane, B's pairs for 16 columns are one register.
-#include <immintrin.h>
-
 #include "bf16.h"
 #include "gemm_kernels.h"
 
 #if defined(__x86_64__) && !defined(PATCHGRAD_DOUBLE)
+#include <immintrin.h>
+
 namespace patchgrad {
 namespace {
 

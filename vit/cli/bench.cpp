@@ -9,6 +9,9 @@
 // backward, AdamW step, zero_grad, exactly what a training loop does minus the data loading.
 // vit/scripts/bench_torch.py runs the same step in PyTorch and compares.
 #include <sys/resource.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <array>
@@ -168,6 +171,102 @@ double best_seconds(int64_t repeats, const std::function<void()>& run) {
     }
     return best;
 }
+
+// ---- the core's own ceiling -----------------------------------------------------------------
+//
+// How fast one core can multiply-add at all: 24 independent accumulators (more than the
+// instruction's latency times its issue rate, so only the issue rate limits), each updated
+// kPeakSteps times, no memory traffic. A kernel's GFLOP/s means more beside this number, and
+// the bf16 one says whether bf16 products can pay on this CPU (chapter 12.9: on an Intel Xeon
+// that has AVX512_BF16 they run at half the float32 rate).
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+constexpr int64_t kPeakSteps = 20000000;
+
+double peak_gflops(Clock::time_point start, double flops_per_instruction) {
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    return 24.0 * double(kPeakSteps) * flops_per_instruction / seconds * 1e-9;
+}
+
+// Each loop: 24 accumulators, one instruction each per step. The empty asm says `a` may change
+// at every step, so the compiler can neither hoist nor fold the work; the sum of the
+// accumulators goes to a volatile so that it is computed at all.
+volatile float peak_sink;
+
+__attribute__((target("avx512f,fma"))) double avx512_fma_peak() {
+    __m512 a = _mm512_set1_ps(0.999f), acc[24];
+    const __m512 b = _mm512_set1_ps(1e-3f);
+    for (__m512& c : acc) c = _mm512_setzero_ps();
+    const auto start = Clock::now();
+    for (int64_t n = 0; n < kPeakSteps; ++n) {
+        __asm__ volatile("" : "+v"(a));
+#pragma GCC unroll 24
+        for (int i = 0; i < 24; ++i) acc[i] = _mm512_fmadd_ps(a, b, acc[i]);
+    }
+    const double rate = peak_gflops(start, 2 * 16);
+    float lanes[16];
+    for (const __m512& c : acc) {
+        _mm512_storeu_ps(lanes, c);
+        peak_sink = peak_sink + lanes[0];
+    }
+    return rate;
+}
+
+__attribute__((target("avx2,fma"))) double avx2_fma_peak() {
+    __m256 a = _mm256_set1_ps(0.999f), acc[24];
+    const __m256 b = _mm256_set1_ps(1e-3f);
+    for (__m256& c : acc) c = _mm256_setzero_ps();
+    const auto start = Clock::now();
+    for (int64_t n = 0; n < kPeakSteps; ++n) {
+        __asm__ volatile("" : "+v"(a));
+#pragma GCC unroll 24
+        for (int i = 0; i < 24; ++i) acc[i] = _mm256_fmadd_ps(a, b, acc[i]);
+    }
+    const double rate = peak_gflops(start, 2 * 8);
+    float lanes[8];
+    for (const __m256& c : acc) {
+        _mm256_storeu_ps(lanes, c);
+        peak_sink = peak_sink + lanes[0];
+    }
+    return rate;
+}
+
+__attribute__((target("avx512f,avx512bf16"))) double avx512_bf16_peak() {
+    __m512i a = _mm512_set1_epi32(0x3f803f80);  // pairs of bf16 ones
+    const __m512bh b = (__m512bh)_mm512_set1_epi32(0x3a833a83);
+    __m512 acc[24];
+    for (__m512& c : acc) c = _mm512_setzero_ps();
+    const auto start = Clock::now();
+    for (int64_t n = 0; n < kPeakSteps; ++n) {
+        __asm__ volatile("" : "+v"(a));
+#pragma GCC unroll 24
+        for (int i = 0; i < 24; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], (__m512bh)a, b);
+    }
+    const double rate = peak_gflops(start, 2 * 32);
+    float lanes[16];
+    for (const __m512& c : acc) {
+        _mm512_storeu_ps(lanes, c);
+        peak_sink = peak_sink + lanes[0];
+    }
+    return rate;
+}
+
+// "float32 FMA 176.0 GFLOP/s (avx512), bf16 vdpbf16ps 86.1" for the levels active now.
+std::string peak_rates() {
+    char text[160];
+    const Isa isa = active_isa();
+    if (isa == Isa::baseline) return "not measured below AVX2";
+    const double fma = isa == Isa::avx512 ? avx512_fma_peak() : avx2_fma_peak();
+    std::snprintf(text, sizeof text, "float32 FMA %.1f GFLOP/s (%s)", fma, isa_name(isa));
+    std::string out = text;
+    if (bf16_native()) {
+        std::snprintf(text, sizeof text, ", bf16 vdpbf16ps %.1f GFLOP/s", avx512_bf16_peak());
+        out += text;
+    }
+    return out;
+}
+#else
+std::string peak_rates() { return "not measured on this architecture"; }
+#endif
 
 // GFLOP/s of gemm on C[1024, 1024] = A @ B, best of 3.
 double sgemm_rate() {
@@ -329,6 +428,7 @@ int run_matmul(const std::vector<std::string>& args) {
     std::printf("cpu: %s; gemm kernels %s; float%d; best of %lld runs, GFLOP/s\n", cpu_model().c_str(),
                 gemm_kernel_description().c_str(), int(8 * sizeof(real)), static_cast<long long>(repeats));
     std::printf("gemm_bf16: %s\n", gemm_bf16_description().c_str());
+    std::printf("one core's peak: %s\n", peak_rates().c_str());
     if (!sizes.empty())
         return run_one_matmul(parse_positive_int("M", sizes[0]), parse_positive_int("N", sizes[1]),
                               parse_positive_int("K", sizes[2]), repeats);

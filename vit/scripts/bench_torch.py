@@ -7,6 +7,7 @@ blas_library), after building patchgrad:
     /usr/bin/python3 vit/scripts/bench_torch.py [--config cifar-tiny] [--batch 128] [--steps 10]
         [--warmup 2] [--rounds 2] [--patchgrad build/patchgrad] [--dim D --depth L --heads H --mlp M --patch P]
         [--precision fp32|bf16]
+    /usr/bin/python3 vit/scripts/bench_torch.py --matmul    # PyTorch's matrix products alone
 
 Both sides time the same training step on one random batch: forward, mean cross-entropy,
 backward, AdamW (lr 1e-3, weight decay 0.05 on the matrices only, split like timm), and
@@ -26,6 +27,9 @@ The summary names the kernel set OpenBLAS chose for this CPU (openblas_get_coren
 OpenBLAS older than the CPU falls back to old, slow kernels (0.3.21 runs "Prescott", SSE3, on
 an Intel Xeon of CPU family 6 model 207), and OPENBLAS_CORETYPE=SkylakeX (or Haswell) chooses
 for it.
+
+With --matmul it times PyTorch's `a @ b` alone on one thread (set OPENBLAS_NUM_THREADS=1 too),
+float32 and bf16, on the sizes `patchgrad bench matmul` uses, best of 5 after a warm-up.
 """
 
 import argparse
@@ -162,6 +166,32 @@ def torch_worker(args):
                           torch=torch.__version__, blas=blas_library(), blas_core=blas_core(blas_library()))))
 
 
+def torch_matmul():
+    """PyTorch's float32 (OpenBLAS) and bf16 (oneDNN) products on bench matmul's sizes, one thread."""
+    import torch
+    torch.set_num_threads(1)
+    blas = blas_library()
+    print("PyTorch %s, one thread; float32 by %s (kernels %s), bf16 by oneDNN; best of 5, GFLOP/s"
+          % (torch.__version__, blas, blas_core(blas)))
+
+    def rate(product, flop):
+        product()
+        best = min(timed(product) for _ in range(5))
+        return flop / best * 1e-9
+
+    def timed(product):
+        t0 = time.perf_counter()
+        product()
+        return time.perf_counter() - t0
+
+    for m, n, k in [(1024, 1024, 1024), (8320, 384, 128), (8320, 128, 128), (8320, 256, 128), (8320, 128, 256)]:
+        a, b = torch.rand(m, k) * 2 - 1, torch.rand(k, n) * 2 - 1
+        a16, b16 = a.bfloat16(), b.bfloat16()
+        flop = 2.0 * m * n * k
+        print("M=%-5d N=%-4d K=%-4d  float32 %6.1f   bf16 %6.1f" % (
+            m, n, k, rate(lambda: a @ b, flop), rate(lambda: a16 @ b16, flop)))
+
+
 def run_torch(args, threads):
     cmd = [sys.executable, os.path.abspath(__file__), "--torch-worker", str(threads)] + common_flags(args)
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
@@ -223,6 +253,7 @@ def main():
                         help="the patchgrad binary (default: build/patchgrad in the repository)")
     for flag, _ in OVERRIDES:
         parser.add_argument(flag, type=int)
+    parser.add_argument("--matmul", action="store_true", help="time PyTorch's matrix products alone, one thread")
     parser.add_argument("--torch-worker", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     for name in ("batch", "steps", "rounds"):
@@ -233,6 +264,9 @@ def main():
 
     if args.torch_worker:
         torch_worker(args)
+        return
+    if args.matmul:
+        torch_matmul()
         return
     if not os.access(args.patchgrad, os.X_OK):
         sys.exit("bench_torch.py: no patchgrad binary at %s (build it, or pass --patchgrad PATH)" % args.patchgrad)

@@ -10,7 +10,6 @@
 // float32 one (12 x 32, 24 accumulators + 2 B + 1 A of the 32 registers); what changes is
 // that each step of the loop consumes two values of k, packed as pairs: A's pair for row i is
 // broadcast to every lane, B's pairs for 16 columns are one register.
-#include "bf16.h"
 #include "gemm_kernels.h"
 
 #if defined(__x86_64__) && !defined(PATCHGRAD_DOUBLE)
@@ -23,29 +22,58 @@ constexpr int64_t MR = 12, NV = 2, L = 16, NR = NV * L;
 
 inline int64_t smaller(int64_t a, int64_t b) { return a < b ? a : b; }
 
-// op(X)[r, k] of a matrix stored row-major with leading dimension ld (transposed: stored [K, R]).
-inline float element(bool trans, const float* X, int64_t ld, int64_t r, int64_t k) {
-    return trans ? X[k * ld + r] : X[r * ld + k];
+inline __mmask16 first_lanes(int64_t n) {  // the lowest n of 16 lanes, n clamped to [0, 16]
+    return static_cast<__mmask16>(n <= 0 ? 0u : n >= 16 ? 0xffffu : (1u << n) - 1);
+}
+
+// The pairs (lo[j], hi[j]) of two runs of 16 floats, each rounded to nearest even by the CPU's
+// conversion (vcvtne2ps2bf16, which also flushes float32 denormals, below 1.2e-38, to zero:
+// the one difference from round_to_bf16). The conversion gives lo's 16 bf16 values, then hi's;
+// vpermw moves lo[j] to element 2j and hi[j] to 2j + 1.
+inline __m512i interleaved_pairs(__m512 lo, __m512 hi) {
+    alignas(64) static const uint16_t order[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
+                                                   8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+    return _mm512_permutexvar_epi16(_mm512_load_si512(order), (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
 }
 
 // P[s][q][i] = the pair op(X)[r0 + s*W + i, k0 + 2q .. 2q+1], for slivers of W rows, zero-padded
 // to whole slivers (and the second value of the last pair of an odd kc). Packing A is this with
 // W = MR; packing B is this for op(B)^T (whose rows are op(B)'s columns) with W = NR.
+// Lanes past the matrix are masked off the loads (they read nothing and hold zero).
 template <int64_t W>
 void pack_pairs(bool trans, const float* X, int64_t ld, int64_t r0, int64_t k0, int64_t rows, int64_t kc, uint32_t* P) {
     const int64_t pairs = (kc + 1) / 2;
     for (int64_t s = 0; s < rows; s += W) {
         const int64_t n = smaller(W, rows - s);
         uint32_t* dst = P + s * pairs;
-        for (int64_t q = 0; q < pairs; ++q) {
-            const int64_t k = k0 + 2 * q;
-            const bool odd_end = 2 * q + 1 == kc;
-            for (int64_t i = 0; i < n; ++i) {
-                const int64_t r = r0 + s + i;
-                dst[q * W + i] =
-                    bf16_pair(element(trans, X, ld, r, k), odd_end ? 0.0f : element(trans, X, ld, r, k + 1));
+        if (trans) {
+            // op(X)[r, k] = X[k * ld + r]: for each pair, rows k and k + 1 of X are runs along r.
+            for (int64_t q = 0; q < pairs; ++q) {
+                const float* lo = X + (k0 + 2 * q) * ld + r0 + s;
+                const bool odd_end = 2 * q + 1 == kc;  // the zero that pads an odd kc
+                for (int64_t i = 0; i < W; i += L) {
+                    const __mmask16 valid = first_lanes(n - i);
+                    const __m512 hi = odd_end ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(valid, lo + ld + i);
+                    _mm512_mask_storeu_epi32(dst + q * W + i, first_lanes(W - i),
+                                             interleaved_pairs(_mm512_maskz_loadu_ps(valid, lo + i), hi));
+                }
             }
-            for (int64_t i = n; i < W; ++i) dst[q * W + i] = 0;
+        } else {
+            // op(X)[r, k] = X[r * ld + k]: a row's consecutive k are its pairs already; 16 of
+            // them at a time are converted and scattered down the sliver's column i.
+            const __m512i down =
+                _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                   _mm512_set1_epi32(static_cast<int>(W)));
+            for (int64_t i = 0; i < W; ++i) {
+                const float* row = i < n ? X + (r0 + s + i) * ld + k0 : X;  // (not read past the matrix)
+                for (int64_t q = 0; q < pairs; q += L) {
+                    const int64_t floats = i < n ? kc - 2 * q : 0;  // a row past the matrix packs zeros
+                    const __m512 lo = _mm512_maskz_loadu_ps(first_lanes(floats), row + 2 * q);
+                    const __m512 hi = _mm512_maskz_loadu_ps(first_lanes(floats - L), row + 2 * q + L);
+                    _mm512_mask_i32scatter_epi32(dst + q * W + i, first_lanes(pairs - q), down,
+                                                 (__m512i)_mm512_cvtne2ps_pbh(hi, lo), 4);
+                }
+            }
         }
     }
 }

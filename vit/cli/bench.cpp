@@ -189,7 +189,9 @@ double peak_gflops(Clock::time_point start, double flops_per_instruction) {
 
 // Each loop: 24 accumulators, one instruction each per step. The empty asm says `a` may change
 // at every step, so the compiler can neither hoist nor fold the work; the sum of the
-// accumulators goes to a volatile so that it is computed at all.
+// accumulators goes to a volatile so that it is computed at all. (The loop is written out per
+// instruction set: a function's target attribute does not reach a template or lambda it calls,
+// which then could not use the intrinsics.)
 volatile float peak_sink;
 
 __attribute__((target("avx512f,fma"))) double avx512_fma_peak() {

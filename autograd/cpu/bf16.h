@@ -44,10 +44,4 @@ inline float bf16_to_float(uint16_t h) {
     return x;
 }
 
-// Two bf16 values in one 32-bit word, `low` in the low half: the pairs that a bf16
-// dot-product instruction multiplies (element k = 2q in the low half, k = 2q + 1 in the high).
-inline uint32_t bf16_pair(float low, float high) {
-    return static_cast<uint32_t>(round_to_bf16(low)) | static_cast<uint32_t>(round_to_bf16(high)) << 16;
-}
-
 }  // namespace patchgrad

@@ -109,9 +109,8 @@ void micro_kernel(int64_t pairs, const uint32_t* a, const uint32_t* b, float alp
     for (int64_t i = 0; i < mr; ++i)
         for (int64_t v = 0; v < NB; ++v) {
             // Lanes past nr are neither read nor written: C may end there.
-            const int64_t lanes = smaller(L, nr - v * L);
-            if (lanes <= 0) break;
-            const __mmask16 mask = static_cast<__mmask16>((1u << lanes) - 1);
+            const __mmask16 mask = first_lanes(nr - v * L);
+            if (mask == 0) break;
             float* cv = c + i * ldc + v * L;
             __m512 out = _mm512_mul_ps(acc[i][v], alpha_v);
             if (beta != 0) out = _mm512_add_ps(out, _mm512_mul_ps(beta_v, _mm512_maskz_loadu_ps(mask, cv)));

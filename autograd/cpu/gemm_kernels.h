@@ -52,8 +52,8 @@ struct GemmKernels {
 };
 
 // The bf16 kernels (gemm_bf16.h), for the same driver shape with bf16 pairs instead of
-// floats: element k = 2q and k = 2q + 1 of a row or column share one 32-bit word (bf16_pair in
-// bf16.h), `pairs` = ceil(kc / 2) words per K block, an odd kc padded with a zero.
+// floats: element k = 2q (low half) and k = 2q + 1 (high half) of a row or column share one
+// 32-bit word, `pairs` = ceil(kc / 2) words per K block, an odd kc padded with a zero.
 //   Ap[s][q][i] = pair of op(A)[r0 + s*MR + i, k0 + 2q .. 2q+1], zero-padded to whole MR slivers
 //   Bp[s][q][j] = pair of op(B)[k0 + 2q .. 2q+1, c0 + s*NR + j], zero-padded to whole NR slivers
 // C[mr, nr] = alpha * (A sliver @ B sliver) + beta * C + bias as for MicroKernel, all in float32.

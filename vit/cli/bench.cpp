@@ -340,10 +340,7 @@ int run_training(const Flags& flags) {
         std::printf("threads: %d\n", num_threads());
     }
     set_matmul_precision(precision);
-    std::printf("precision: %s\n",
-                precision == MatmulPrecision::fp32
-                    ? "fp32"
-                    : ("bf16 matrix products, float32 elsewhere; " + gemm_bf16_description()).c_str());
+    std::printf("precision: %s\n", matmul_precision_description(precision).c_str());
 #ifdef PATCHGRAD_USE_OPENBLAS
     const char* blas_threads = std::getenv("OPENBLAS_NUM_THREADS");
     std::printf("         (OpenBLAS runs its own threads: OPENBLAS_NUM_THREADS=%s)\n",

@@ -277,11 +277,7 @@ void Trainer::print_header() const {
     out << "recipe:" << recipe_flags(o) << " (" << batcher_.num_batches() << " steps per epoch)\n";
     out << "compute: " << cpu_model() << "; gemm kernels " << gemm_kernel_description() << "; " << num_threads()
         << (num_threads() == 1 ? " thread" : " threads") << (o.threads == 0 ? " (auto)\n" : "\n");
-    out << "precision: "
-        << (o.precision == MatmulPrecision::fp32
-                ? "fp32"
-                : "bf16 matrix products, float32 elsewhere; " + gemm_bf16_description())
-        << "\n";
+    out << "precision: " << matmul_precision_description(o.precision) << "\n";
     out << "output: " << o.out_dir << "/ (metrics.csv, metrics.png, last.safetensors, best.safetensors)\n";
     if (o.resume)
         out << "resuming from " << optimizer_state_path(path("last.safetensors")) << " at epoch " << state_.epoch + 1

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "autograd/ops.h"
 #include "datasets/batcher.h"
 #include "layers/module.h"
 #include "vit/train/checkpoint.h"
@@ -33,19 +34,12 @@ std::vector<std::vector<ClassProbability>> top_classes(VisionTransformer& model,
     check(k >= 1, "top_classes: k must be positive, got ", k);
     EvalModeGuard eval_mode(model);
     NoGradGuard no_grad;
-    const Tensor logits = model.forward(to_tensor(set, stats));
+    const Tensor probabilities = softmax(model.forward(to_tensor(set, stats)), -1);  // [N, classes]
     const int64_t K = c.num_classes;
     std::vector<std::vector<ClassProbability>> result;
     for (int64_t i = 0; i < set.size(); ++i) {
-        const real* row = logits.data() + i * K;
-        const double high = double(row[argmax(row, K)]);  // subtracted, so exp never overflows
         std::vector<ClassProbability> classes;
-        double sum = 0;
-        for (int64_t j = 0; j < K; ++j) {
-            classes.push_back({j, std::exp(double(row[j]) - high)});
-            sum += classes.back().probability;
-        }
-        for (ClassProbability& p : classes) p.probability /= sum;
+        for (int64_t j = 0; j < K; ++j) classes.push_back({j, double(probabilities.data()[i * K + j])});
         std::stable_sort(classes.begin(), classes.end(), [](const ClassProbability& a, const ClassProbability& b) {
             return a.probability > b.probability;
         });

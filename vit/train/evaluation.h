@@ -38,7 +38,7 @@ std::string format_evaluation(const Evaluation& evaluation);
 // One class of a prediction, and how probable the model finds it.
 struct ClassProbability {
     int64_t label = 0;
-    double probability = 0;  // softmax of the logits, computed in double
+    double probability = 0;  // softmax of the logits (the op, autograd/ops/softmax.cpp)
 };
 
 // The `k` most probable classes of each image of `set` ([N][min(k, classes)], most probable

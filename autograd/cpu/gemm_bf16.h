@@ -11,12 +11,16 @@
 // a thousand times smaller than themselves.
 //
 // Where the CPU has a bf16 dot-product instruction (x86-64 AVX512_BF16: vdpbf16ps, two
-// multiply-adds per float32 lane per instruction, twice float32's rate; Intel Xeon since Cooper
-// Lake, AMD Zen 4 and later), the native kernel runs (gemm_bf16_avx512.cpp). Elsewhere, and
-// when PATCHGRAD_ISA asks for less than avx512, the product is *emulated*: the inputs are
-// rounded to bf16 and multiplied by the float32 gemm. The emulation gives the same numbers
-// within float32 rounding of the sums but is no faster than float32 (a little slower: it copies
-// both inputs), so it exists for testing and for checking accuracy, and says so in its name.
+// multiply-adds per float32 lane per instruction, twice float32's FMA; Intel Xeon since Cooper
+// Lake, AMD Zen 4 and later), the native kernel runs (gemm_bf16_avx512.cpp). Twice the work
+// per instruction is not twice the speed: on an Intel Xeon of CPU family 6 model 207 the
+// instruction issues at a quarter of the FMA's rate, so bf16 is half as fast there (chapter
+// 12.9; `patchgrad bench matmul` prints both peaks). Elsewhere, and when PATCHGRAD_ISA asks
+// for less than avx512, the product is *emulated*: the inputs are rounded to bf16 and
+// multiplied by the float32 gemm. The emulation gives the same numbers within float32
+// rounding of the sums (and for inputs below 1.2e-38, which the native conversion flushes to
+// zero) but is no faster than float32 (a little slower: it copies both inputs), so it exists
+// for testing and for checking accuracy, and says so in its name.
 //
 // Like float32 gemm, the result depends on M, N, K, the transposes and the kernel, never on
 // the thread count.

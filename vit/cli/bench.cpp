@@ -78,7 +78,8 @@ void print_help() {
                  "{128, 256}),\n"
                  "with patchgrad's gemm_blocked, gemm_reference (when M*N*K <= 2^26), cblas_sgemm (when\n"
                  "built with PATCHGRAD_USE_OPENBLAS) and gemm_bf16 (bf16 inputs, float32 sums); best of R\n"
-                 "runs after one warm-up (default R: 5).\n";
+                 "runs after one warm-up (default R: 5). First it prints one core's peak: the rate of\n"
+                 "independent multiply-adds with no memory traffic (float32 FMA; bf16 where the CPU has it).\n";
 }
 
 // ---- what the machine and the build are ----------------------------------------------------

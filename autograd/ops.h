@@ -78,6 +78,10 @@ Tensor concat(const std::vector<Tensor>& tensors, int64_t axis);
 Tensor slice(const Tensor& a, int64_t axis, int64_t start, int64_t end);
 // Element `index` along `axis`, which is removed (Python's a[:, index]).
 Tensor select(const Tensor& a, int64_t axis, int64_t index);
+// a [B, T, ...] -> [B, K, ...]: each batch entry b keeps its own rows index[b*K .. b*K+K-1]
+// of its T, in that order (K = index.size() / B; torch: a.gather(1, index[:, :, None].expand(
+// -1, -1, D))). PatchDropout keeps each image's random subset of tokens with it.
+Tensor gather_rows(const Tensor& a, const std::vector<int64_t>& index);
 
 // ---- matmul (matmul.cpp) ---------------------------------------------------------------
 // [..., M, K] @ [..., K, N] -> [..., M, N]; leading dimensions broadcast. Both inputs need

@@ -27,6 +27,7 @@ ModelSummary summarize(const ViTConfig& c) {
     else
         row("pos_embed", "sinusoidal, fixed", {1, T, D}, 0);
     row("pos_drop", "Dropout", {1, T, D}, 0);
+    if (c.patch_dropout > 0) row("patch_drop", "PatchDropout", {1, T, D}, 0);  // in training: fewer tokens
     // [exercise:summary-block-rows]
     for (int64_t l = 0; l < c.depth; ++l) {
         const std::string b = "blocks." + std::to_string(l) + ".";
@@ -109,5 +110,18 @@ std::string ModelSummary::table() const {
        << "which is 86,567,656 minus the class token and position embedding (768 + 197 x 768 = 152,064).\n";
     return os.str();
 }
+
+double forward_multiply_adds(const ViTConfig& c, bool training) {
+    const int64_t patches = c.num_patches();
+    const int64_t tokens =
+        1 + (training && c.patch_dropout > 0 ? patch_dropout_kept(c.patch_dropout, patches) : patches);
+    const double N = double(patches), T = double(tokens), D = double(c.dim), F = double(c.mlp_hidden());
+    const double K = double(c.num_classes), patch_dim = double(c.channels * c.patch_size * c.patch_size);
+    const double block = T * D * 3 * D + 2 * T * T * D + T * D * D + 2 * T * D * F;
+    const double head = D * K + (c.head == Head::Mlp ? D * D : 0);
+    return N * patch_dim * D + double(c.depth) * block + head;
+}
+
+double training_gflop_per_image(const ViTConfig& c) { return 3 * 2 * forward_multiply_adds(c, true) * 1e-9; }
 
 }  // namespace patchgrad

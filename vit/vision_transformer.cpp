@@ -117,7 +117,8 @@ void validate(const ViTConfig& c) {
     for (auto [p, what] : {std::pair<real, const char*>{c.dropout, "dropout"},
                            {c.emb_dropout, "emb_dropout"},
                            {c.attn_dropout, "attn_dropout"},
-                           {c.drop_path, "drop_path"}})
+                           {c.drop_path, "drop_path"},
+                           {c.patch_dropout, "patch_dropout"}})
         check(p >= 0 && p < 1, who, what, " must be in [0, 1), got ", p);
     // mlp_hidden() converts dim * mlp_ratio to an integer, which must not overflow.
     check(c.mlp_dim != 0 || double(c.dim) * double(c.mlp_ratio) < 0x1p62, who, "the MLP size dim ", c.dim,
@@ -237,6 +238,9 @@ VisionTransformer::VisionTransformer(const ViTConfig& cfg, uint64_t seed) : conf
     patch_embed =
         register_module("patch_embed", std::make_shared<PatchEmbedding>(config.channels, config.patch_size, D, rng));
     pos_drop = register_module("pos_drop", std::make_shared<Dropout>(config.emb_dropout, dropout_rng));
+    if (config.patch_dropout > 0)
+        patch_drop =
+            register_module("patch_drop", std::make_shared<PatchDropout>(config.patch_dropout, 1, dropout_rng));
     blocks = register_module("blocks", std::make_shared<TransformerEncoder>());
     for (int64_t l = 0; l < config.depth; ++l)
         blocks->add(std::make_shared<ViTBlock>(config.block(l), rng, dropout_rng));
@@ -259,6 +263,9 @@ void VisionTransformer::check_input(const Tensor& images, const std::vector<bool
     check(patch_mask.empty() || static_cast<int64_t>(patch_mask.size()) == N, "VisionTransformer: patch mask has ",
           patch_mask.size(), " entries, expected one per patch: ", N, " (", config.patches_high(), "x",
           config.patches_wide(), " patches of ", config.patch_size, "x", config.patch_size, ")");
+    check(patch_mask.empty() || !patch_drop || !training(), "VisionTransformer: a patch mask and patch dropout (",
+          config.patch_dropout,
+          ") in training: the dropped tokens would not match the mask (use eval mode, or no mask)");
 }
 
 // [snippet:vit-forward]
@@ -275,6 +282,7 @@ Tensor VisionTransformer::forward(const Tensor& images, const std::vector<bool>&
     Tensor x = patch_embed->forward(images);                       // [B, N, D]: x_p^i E
     x = concat({broadcast_to(cls_token, {B, 1, D}), x}, 1);        // [B, N+1, D]: [x_class; x_p^1 E; ...]
     x = pos_drop->forward(pos_encoding->forward(x));               // z_0, eq. (1)
+    if (patch_drop) x = patch_drop->forward(x);                    // training: [B, 1+K, D]
     x = blocks->forward(x, patch_mask);                            // z_L, eqs. (2) and (3)
     x = config.pool == Pool::Mean ? mean(x, 1) : select(x, 1, 0);  // [B, D]
     x = norm->forward(x);

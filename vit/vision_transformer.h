@@ -33,6 +33,7 @@
 #include "layers/layer_norm.h"
 #include "layers/linear.h"
 #include "layers/module.h"
+#include "layers/patch_dropout.h"
 #include "vit/patch_embedding.h"
 #include "vit/positional_encoding.h"
 #include "vit/vit_block.h"
@@ -64,10 +65,11 @@ struct ViTConfig {
     int64_t num_classes = 1000;
     Pool pool = Pool::Cls;
     Head head = Head::Linear;
-    real dropout = 0;       // after the attention projection and inside the MLP
-    real emb_dropout = 0;   // on z_0 (timm's pos_drop)
-    real attn_dropout = 0;  // on the attention weights
-    real drop_path = 0;     // stochastic depth of the last block; block l gets drop_path * l / (depth - 1)
+    real dropout = 0;        // after the attention projection and inside the MLP
+    real emb_dropout = 0;    // on z_0 (timm's pos_drop)
+    real attn_dropout = 0;   // on the attention weights
+    real drop_path = 0;      // stochastic depth of the last block; block l gets drop_path * l / (depth - 1)
+    real patch_dropout = 0;  // training only: the fraction of patch tokens each image drops (PatchDropout)
     bool qkv_bias = true;
     bool learnable_pos_embed = true;  // false: fixed sinusoidal (ViT from scratch)
     GeluApproximation gelu = GeluApproximation::None;
@@ -164,7 +166,9 @@ public:
 
     // images [B, C, H, W] -> logits [B, num_classes]. patch_mask: empty, or one entry per
     // patch (true = visible); hidden patches cannot be attended to (the ViT notebook's mask).
-    // Mean pooling still averages every token.
+    // Mean pooling still averages every token. In training, a config with patch_dropout
+    // drops patch tokens after the position encoding (layers/patch_dropout.h); a patch mask
+    // is then refused, since the two would disagree about which patches are there.
     Tensor forward(const Tensor& images, const std::vector<bool>& patch_mask = {});
 
     // While on, every block's attention keeps its weights A [B, heads, N+1, N+1] of the last
@@ -181,6 +185,7 @@ public:
     std::shared_ptr<PositionalEncoding> pos_encoding;
     std::shared_ptr<PatchEmbedding> patch_embed;
     std::shared_ptr<Dropout> pos_drop;
+    std::shared_ptr<PatchDropout> patch_drop;  // null when config.patch_dropout is 0
     std::shared_ptr<TransformerEncoder> blocks;
     std::shared_ptr<LayerNorm> norm;
     std::shared_ptr<PreLogits> pre_logits;  // null for the linear head

@@ -1,5 +1,5 @@
 // shape.cpp — ops that move elements around without changing them: reshape, permute,
-// transpose, concat, slice, select. Tensors are always contiguous (see tensor.h): reshape,
+// transpose, concat, slice, select, gather_rows. Tensors are always contiguous (see tensor.h): reshape,
 // and a slice or select that is one contiguous run of the input, share the input's storage;
 // every other op here copies into a new tensor. Each backward routes every gradient element
 // back to the single input element it came from.
@@ -287,6 +287,49 @@ Tensor select(const Tensor& a, int64_t axis, int64_t index) {
     Shape out_shape = in_shape;
     out_shape.erase(out_shape.begin() + ax);
     return take_along(a, ax, i, 1, out_shape, "select");
+}
+
+// gather_rows: a [B, T, ...] -> out [B, K, ...], out[b, k] = a[b, index[b*K + k]], one row
+// being the R elements after the first two axes. K = index.size() / B.
+//   dA[b, index[b*K + k]] += dOut[b, k]   (a row gathered twice gets both), zero elsewhere
+Tensor gather_rows(const Tensor& a, const std::vector<int64_t>& index) {
+    const Shape& in_shape = a.shape();
+    check(a.dim() >= 2, "gather_rows: expected a tensor [B, T, ...], got shape ", in_shape);
+    const int64_t B = in_shape[0], T = in_shape[1], R = dims_product(in_shape, 2, a.dim());
+    const int64_t n = static_cast<int64_t>(index.size());
+    check(B > 0 && n > 0 && n % B == 0, "gather_rows: ", n, " indices for ", B, " batch entries of shape ", in_shape,
+          ": expected K > 0 per entry, B * K in all");
+    const int64_t K = n / B;
+    for (int64_t i = 0; i < n; ++i)
+        check(index[i] >= 0 && index[i] < T, "gather_rows: index ", index[i], " (entry ", i / K, ", position ", i % K,
+              ") is out of range for axis 1 of shape ", in_shape);
+    Shape out_shape = in_shape;
+    out_shape[1] = K;
+    Tensor out = Tensor::empty(out_shape);
+    const real* x = a.data();
+    real* y = out.data();
+    for (int64_t i = 0; i < n; ++i) {
+        const real* row = x + ((i / K) * T + index[i]) * R;
+        std::copy(row, row + R, y + i * R);
+    }
+
+    record(out, "gather_rows", {a}, [a, index, K, T, R](Tensor& o) mutable {
+        const real* dy = o.grad_data();
+        real* dx = a.grad_data();
+        // Entry b writes only its own T rows of dA, so the entries can be split over threads;
+        // within one, repeated indices add up in a fixed order.
+        const int64_t B = static_cast<int64_t>(index.size()) / K;
+        parallel_for(B, std::max<int64_t>(1, (int64_t(1) << 15) / std::max<int64_t>(1, K * R)),
+                     [&](int64_t begin, int64_t end) {
+                         for (int64_t b = begin; b < end; ++b)
+                             for (int64_t k = 0; k < K; ++k) {
+                                 const real* src = dy + (b * K + k) * R;
+                                 real* dst = dx + (b * T + index[b * K + k]) * R;
+                                 for (int64_t j = 0; j < R; ++j) dst[j] += src[j];
+                             }
+                     });
+    });
+    return out;
 }
 
 }  // namespace patchgrad

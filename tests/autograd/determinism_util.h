@@ -135,6 +135,14 @@ inline std::vector<OpCase> threaded_op_cases(Rng& rng) {
         {"slice, middle axis",
          [](const std::vector<Tensor>& x) { return slice(x[0], 1, 1, 3); },
          {rand_tensor({300, 5, 400}, rng)}},
+        {"gather_rows, repeated rows",
+         [](const std::vector<Tensor>& x) {
+             std::vector<int64_t> index;
+             for (int64_t b = 0; b < 64; ++b)
+                 for (int64_t k = 0; k < 50; ++k) index.push_back((b * 7 + k * 3) % 65);
+             return gather_rows(x[0], index);
+         },
+         {rand_tensor({64, 65, 32}, rng)}},
     };
 }
 

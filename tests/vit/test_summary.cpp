@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -36,7 +37,7 @@ std::map<std::string, Shape> actual_shapes(VisionTransformer& model) {
     Tensor z = concat({broadcast_to(model.cls_token, {1, 1, c.dim}), model.patch_embed->forward(image)}, 1);
     s["cls_token"] = z.shape();
     z = model.pos_encoding->forward(z);
-    s["pos_embed"] = s["pos_drop"] = z.shape();
+    s["pos_embed"] = s["pos_drop"] = s["patch_drop"] = z.shape();  // patch_drop: eval mode, every token
     auto& block = *model.blocks->layers[0];
     model.record_attention(true);
     Tensor ln1 = block.norm1->forward(z);
@@ -131,7 +132,13 @@ TEST_CASE("summary: the rows are the real model's modules, parameters and output
     c.mlp_dim = 0;
     c.mlp_ratio = 3;
     c.channels = 1;
+    c.patch_dropout = static_cast<real>(0.25);  // adds the patch_drop row
     require_summary_matches_model(c);
+    auto has_patch_drop = [](const ModelSummary& m) {
+        return std::any_of(m.rows.begin(), m.rows.end(), [](const SummaryRow& r) { return r.name == "patch_drop"; });
+    };
+    CHECK(has_patch_drop(summarize(c)));
+    CHECK_FALSE(has_patch_drop(summarize(small_config())));
 }
 
 TEST_CASE("summary: image size and classes change the totals as the shapes say",
@@ -177,6 +184,23 @@ TEST_CASE("summary: the table lists every layer with its type, shape and count",
     CHECK(with_thousands(999) == "999");
     CHECK(with_thousands(1000) == "1,000");
     CHECK(with_thousands(632045800) == "632,045,800");
+}
+
+TEST_CASE("training_gflop_per_image: the matrix products' FLOPs of a training step, patch dropout's fewer tokens",
+          "[vit][summary]") {
+    // cifar-micro: 64 patches of 48 numbers, T = 65, D = 96, F = 192, 4 blocks, 10 classes.
+    const double micro_block = 65.0 * 96 * 3 * 96 + 2.0 * 65 * 65 * 96 + 65.0 * 96 * 96 + 2.0 * 65 * 96 * 192;
+    const double micro = 64.0 * 48 * 96 + 4 * micro_block + 96.0 * 10;
+    ViTConfig c = vit_config("cifar-micro");
+    CHECK(forward_multiply_adds(c, true) == Approx(micro).epsilon(1e-12));
+    CHECK(training_gflop_per_image(c) == Approx(6 * micro * 1e-9).epsilon(1e-12));
+    CHECK(training_gflop_per_image(c) == Approx(0.136).epsilon(0.01));  // issue 24's budget unit
+    CHECK(training_gflop_per_image(vit_config("cifar-tiny")) == Approx(0.348).epsilon(0.01));
+    // Patch dropout 0.25 keeps 48 of 64 patches in training: the blocks see T = 49 tokens.
+    c.patch_dropout = static_cast<real>(0.25);
+    const double kept_block = 49.0 * 96 * 3 * 96 + 2.0 * 49 * 49 * 96 + 49.0 * 96 * 96 + 2.0 * 49 * 96 * 192;
+    CHECK(forward_multiply_adds(c, true) == Approx(64.0 * 48 * 96 + 4 * kept_block + 96.0 * 10).epsilon(1e-12));
+    CHECK(forward_multiply_adds(c, false) == Approx(micro).epsilon(1e-12));
 }
 
 }  // namespace patchgrad::test

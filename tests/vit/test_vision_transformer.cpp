@@ -133,6 +133,61 @@ TEST_CASE("VisionTransformer: forward is eqs. (1)-(4) composed from the children
     }
 }
 
+TEST_CASE("VisionTransformer: patch dropout in training runs the blocks on each image's kept tokens, eval sees all",
+          "[vit][layer:VisionTransformer][forward][ex:vit-pooling]") {
+    for (Pool pool : {Pool::Cls, Pool::Mean}) {
+        INFO("pool " << enum_name(pool));
+        ViTConfig c = small_config();
+        c.pool = pool;
+        c.patch_dropout = static_cast<real>(0.5);  // 6 patches: 3 kept
+        VisionTransformer model(c, 2);
+        Rng rng(3);
+        scramble_parameters(model, rng);
+        Tensor images = small_images(4, 3);
+
+        const auto draw = model.dropout_rng->state();
+        Tensor logits = model.forward(images);
+        model.dropout_rng->set_state(draw);
+        Tensor z = model.patch_embed->forward(images);
+        z = concat({broadcast_to(model.cls_token, {3, 1, 8}), z}, 1) + model.pos_encoding->table;  // (1)
+        z = model.patch_drop->forward(z);
+        REQUIRE(z.shape() == Shape{3, 4, 8});
+        for (auto& block : model.blocks->layers) z = block->forward(z);
+        Tensor pooled = pool == Pool::Cls ? select(z, 1, 0) : mean(z, 1);
+        require_close(logits, model.head->forward(model.norm->forward(pooled)), 1e-12);
+
+        // Eval mode keeps every token: the same as the model without patch dropout.
+        ViTConfig plain_config = c;
+        plain_config.patch_dropout = 0;
+        VisionTransformer plain(plain_config, 2);
+        Rng same(3);
+        scramble_parameters(plain, same);
+        model.eval();
+        require_close(model.forward(images), plain.forward(images), 0);
+        model.train();
+        require_error([&] { model.forward(images, kMask); }, {"VisionTransformer", "patch mask", "patch dropout"});
+    }
+}
+
+TEST_CASE("VisionTransformer: gradcheck w.r.t. the images and every parameter, patch dropout in training",
+          "[vit][layer:VisionTransformer][gradcheck][ex:vit-pooling]") {
+    ViTConfig c = small_config();
+    c.pool = Pool::Mean;
+    c.patch_dropout = static_cast<real>(0.4);
+    VisionTransformer model(c, 20);
+    Rng rng(21);
+    scramble_parameters(model, rng);
+    const auto draw = model.dropout_rng->state();
+    std::vector<Tensor> inputs{small_images(22)};
+    for (const Tensor& p : model.parameters()) inputs.push_back(p);
+    check_gradients(
+        [&](const std::vector<Tensor>& xs) {
+            model.dropout_rng->set_state(draw);  // the same tokens dropped at every evaluation
+            return model.forward(xs[0]);
+        },
+        inputs);
+}
+
 TEST_CASE("VisionTransformer: images in a batch do not interact",
           "[vit][layer:VisionTransformer][forward][ex:vit-pooling]") {
     ViTConfig c = small_config();

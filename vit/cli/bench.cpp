@@ -35,6 +35,7 @@
 #include "autograd/rng.h"
 #include "autograd/storage.h"
 #include "vit/cli/cli.h"
+#include "vit/summary.h"
 #include "vit/vision_transformer.h"
 
 #ifdef PATCHGRAD_USE_OPENBLAS
@@ -136,27 +137,6 @@ Memory memory_now() {
 #endif
     }
     return m;
-}
-
-// ---- counting the work -----------------------------------------------------------------------
-
-// Multiply-adds of one image's forward pass, counting the matrix products only (the
-// LayerNorms, softmax, GELU, residual adds and the loss are O(tokens * D), a few percent).
-// With N patches, T = N + 1 tokens, D = dim, F = MLP hidden size, K classes, L blocks:
-//   patch embedding   N * (C * P * P) * D
-//   per block         qkv T * D * 3D  +  QK^T T * T * D  +  AV T * T * D  (all heads together)
-//                     + proj T * D * D  +  fc1 T * D * F  +  fc2 T * F * D
-//   head              D * K  (+ D * D for the pre-training head's hidden layer)
-// A multiply-add is 2 FLOPs. A training step costs about 3 forward passes: the backward of
-// every product computes two products of the same size, one for the input's gradient and
-// one for the weight's (the patch embedding needs no image gradient, so 3x slightly
-// overcounts it), the convention of PyTorch profilers and MFU estimates.
-double forward_macs_per_image(const ViTConfig& c) {
-    const double N = double(c.num_patches()), T = N + 1, D = double(c.dim), F = double(c.mlp_hidden());
-    const double K = double(c.num_classes), patch_dim = double(c.channels * c.patch_size * c.patch_size);
-    const double block = T * D * 3 * D + 2 * T * T * D + T * D * D + 2 * T * D * F;
-    const double head = D * K + (c.head == Head::Mlp ? D * D : 0);
-    return N * patch_dim * D + double(c.depth) * block + head;
 }
 
 // ---- timing ----------------------------------------------------------------------------------
@@ -320,7 +300,7 @@ int run_training(const Flags& flags) {
     std::vector<int64_t> labels(batch);
     for (int64_t& label : labels) label = static_cast<int64_t>(rng.below(config.num_classes));
 
-    const double train_gflop_per_image = 3 * 2 * forward_macs_per_image(config) * 1e-9;
+    const double train_gflop_per_image = training_gflop_per_image(config);
     std::printf("patchgrad bench: %s, %lld parameters\n", describe(config).c_str(),
                 static_cast<long long>(model.num_parameters()));
     std::printf(
@@ -350,7 +330,7 @@ int run_training(const Flags& flags) {
     std::printf(
         "work: %.2f M multiply-adds per image forward -> %.4f GFLOP per image per training step "
         "(2 FLOPs per multiply-add, training = 3 x forward)\n\n",
-        forward_macs_per_image(config) * 1e-6, train_gflop_per_image);
+        forward_multiply_adds(config, true) * 1e-6, train_gflop_per_image);
 
     const Memory before = memory_now();  // model, optimiser and the batch, before any step
     // "tensors" is what the step's tensors held at their peak (autograd/storage.h), "cached"

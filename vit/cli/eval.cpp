@@ -2,7 +2,7 @@
 // its format. The model is rebuilt from the checkpoint's own metadata, so the file is all
 // it needs.
 //
-//   patchgrad eval --checkpoint PATH [--data DIR | --file FILE.bin] [--batch N] [--threads T]
+//   patchgrad eval --checkpoint PATH [--data DIR | --file FILE.bin] [--tta NAME] [--batch N] [--threads T]
 #include <iostream>
 #include <string>
 #include <vector>
@@ -20,7 +20,8 @@ namespace {
 
 void print_help() {
     std::cout
-        << "usage: patchgrad eval --checkpoint PATH [--data DIR | --file FILE.bin] [--batch N] [--threads T]\n"
+        << "usage: patchgrad eval --checkpoint PATH [--data DIR | --file FILE.bin] [--tta NAME] [--batch N]\n"
+           "                      [--threads T]\n"
            "\n"
            "Evaluates a checkpoint written by 'patchgrad train' (last.safetensors, best.safetensors) and\n"
            "prints the accuracy, the accuracy of every class and the confusion matrix.\n"
@@ -30,6 +31,8 @@ void print_help() {
         << kDefaultDataDir
         << ")\n"
            "  --file FILE.bin     evaluate on any file of CIFAR-10 binary records instead\n"
+           "  --tta NAME          test-time augmentation: none, or flip (mean logits of each image and its\n"
+           "                      mirror image); default: the one the run was trained with (train --tta)\n"
            "  --batch N           images per forward pass (default: 256)\n"
            "  --threads T         threads, or auto (measured, as in train; default: 1); the results are identical\n"
            "                      for any T\n"
@@ -46,7 +49,7 @@ std::string training_so_far(const TrainingState& state) {
 }  // namespace
 
 int eval_command(const std::vector<std::string>& args) {
-    const Flags flags = parse_flags(args, {"--checkpoint", "--data", "--file", "--batch", "--threads"});
+    const Flags flags = parse_flags(args, {"--checkpoint", "--data", "--file", "--tta", "--batch", "--threads"});
     if (flags.help) {
         print_help();
         return 0;
@@ -60,6 +63,13 @@ int eval_command(const std::vector<std::string>& args) {
     // load_checkpoint checks the file's tensors against its config, so the model built below
     // is no bigger than the file, whatever its metadata says.
     const Checkpoint checkpoint = load_checkpoint(flags.values.at("--checkpoint"));
+    // The run's own test-time augmentation unless told otherwise (none before train --tta existed).
+    const auto trained_tta = checkpoint.options.find("tta");
+    const std::string tta_name = given("--tta")                            ? flags.values.at("--tta")
+                                 : trained_tta != checkpoint.options.end() ? trained_tta->second
+                                                                           : "none";
+    const TestTimeAugment tta =
+        parse_enum<TestTimeAugment>(tta_name, given("--tta") ? "--tta" : "checkpoint train.tta");
     std::cout << "checkpoint " << checkpoint.path << ": " << describe(checkpoint.config) << "; "
               << training_so_far(checkpoint.state) << "\n";
 
@@ -72,10 +82,10 @@ int eval_command(const std::vector<std::string>& args) {
         set = load_cifar10_test(dir.path, &std::cerr);
         std::cout << "data: " << kCifar10TestFile << " in " << dir.path << " (" << dir.source << ")";
     }
-    std::cout << ", " << set.size() << " images\n\n" << std::flush;
+    std::cout << ", " << set.size() << " images; test-time augmentation " << enum_name(tta) << "\n\n" << std::flush;
     VisionTransformer model(checkpoint.config, 0);
     load_weights(model, checkpoint);
-    std::cout << format_evaluation(evaluate(model, set, ChannelStats::cifar10(), batch));
+    std::cout << format_evaluation(evaluate(model, set, ChannelStats::cifar10(), batch, tta));
     return 0;
 }
 

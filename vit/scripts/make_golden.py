@@ -161,10 +161,20 @@ class PreLogits(nn.Module):
         return self.act(self.fc(x))
 
 
+def patch_dropout(x, p):
+    """layers/patch_dropout.h (timm's PatchDropout): each image keeps the class token and a random
+    max(1, floor((1 - p) N)) of its N patch tokens, in their order; drawn from torch's generator."""
+    B, T, D = x.shape
+    keep = max(1, math.floor((1 - p) * (T - 1)))
+    kept = torch.argsort(torch.rand(B, T - 1), dim=1)[:, :keep].sort(dim=1).values + 1
+    return torch.cat([x[:, :1], torch.gather(x, 1, kept.unsqueeze(-1).expand(-1, -1, D))], dim=1)
+
+
 class ViT(nn.Module):
     def __init__(self, c):
         super().__init__()
         self.pool = c["pool"]
+        self.patch_dropout = c.get("patch_dropout", 0.0)
         n = (c["image_height"] // c["patch_size"]) * (c["image_width"] // c["patch_size"])
         self.cls_token = nn.Parameter(torch.zeros(1, 1, c["dim"]))
         if c["learnable_pos_embed"]:
@@ -185,6 +195,8 @@ class ViT(nn.Module):
         x = self.patch_embed(images)
         x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1)
         x = x + self.pos_embed.to(x.dtype)
+        if self.training and self.patch_dropout > 0:
+            x = patch_dropout(x, self.patch_dropout)
         key_visible = None
         if patch_mask is not None:
             key_visible = torch.cat([torch.ones(1, dtype=torch.bool), patch_mask.bool()])

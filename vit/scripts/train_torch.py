@@ -5,7 +5,10 @@ Python) and OpenBLAS (libopenblas0-pthread; see bench_torch.blas_library):
 
     /usr/bin/python3 vit/scripts/train_torch.py --data ../shared/cifar10 [--preset quick]
         [--threads 1] [--epochs E] [--seed 0] [--out runs/torch-quick] [--resume]
-        [--patchgrad build/patchgrad]
+        [--patchgrad build/patchgrad] [-- PATCHGRAD TRAIN FLAGS]
+
+Flags after `--` go to `patchgrad train` with the preset (`-- --pool mean --ema 0.999`), so
+any recipe patchgrad can train is read the same way.
 
 It reads the recipe from patchgrad itself (`patchgrad train --preset NAME --print-recipe`, one
 JSON object of the recipe's options under their flag names, made from the option table of
@@ -21,10 +24,15 @@ cannot drift apart. It trains the independent timm-style ViT of make_golden.py w
   - random erasing (datasets/augment.h: one rectangle of 2-33% of the image, aspect ratio
     log-uniform in [0.3, 1/0.3], filled with random bytes) and stochastic depth growing
     linearly to drop_path at the last block, when the preset asks for them;
+  - mean pooling (of all tokens, the class token included) and patch dropout after the position
+    encoding (make_golden.patch_dropout), when the recipe asks for them;
   - truncated-normal(0.02) weights, class token and position embedding; zero biases;
   - AdamW (betas 0.9/0.999, eps 1e-8) with no weight decay on biases, LayerNorm parameters,
     class token and position embedding; per-step linear warmup then cosine to min_lr
-    (autograd/optim/lr_schedule.cpp); cross-entropy with label smoothing; optional gradient clipping.
+    (autograd/optim/lr_schedule.cpp); cross-entropy with label smoothing; optional gradient clipping;
+  - with --ema, a moving average of the weights (autograd/optim/ema.h: decay min(d, (1+t)/(10+t))
+    after step t), which is what is evaluated; with --tta flip, evaluation logits averaged over
+    each image and its mirror image.
 It prints one line per epoch, then the test accuracy and wall time. After each epoch it rewrites
 metrics.csv and state.pt (model, optimiser, random-number generators, position) in --out, so an
 interrupted run continues with --resume and ends with the same weights as an uninterrupted one;
@@ -35,6 +43,7 @@ not know (one added to patchgrad since), are refused.
 """
 
 import argparse
+import copy
 import csv
 import json
 import math
@@ -61,16 +70,17 @@ IMPLEMENTED = {
     "epochs": None, "batch": None, "optimizer": {"adamw"}, "lr": None, "weight-decay": None,
     "momentum": None,  # SGD's: unused by AdamW
     "nesterov": {False}, "warmup": None, "schedule": {"cosine", "constant"}, "min-lr": None,
-    "label-smoothing": None, "clip-grad": None, "drop-path": None, "dropout": {0}, "augment": {"crop-flip", "none"},
-    "rand-augment": {"none"}, "erasing": None, "mixup": {0}, "cutmix": {0},
+    "label-smoothing": None, "clip-grad": None, "pool": {"cls", "mean"}, "patch-dropout": None, "drop-path": None,
+    "dropout": {0}, "augment": {"crop-flip", "none"}, "rand-augment": {"none"}, "erasing": None, "mixup": {0},
+    "cutmix": {0}, "ema": None, "tta": {"none", "flip"},
     "validation": {5000},  # stratified_split's 500 per class
     "seed": None,
 }
 
 
-def read_recipe(patchgrad, preset, epochs=None):
-    """`patchgrad train --preset PRESET [--epochs E] --print-recipe`: the recipe as a dict, flag -> value."""
-    command = [patchgrad, "train", "--preset", preset, "--print-recipe"]
+def read_recipe(patchgrad, preset, epochs=None, flags=()):
+    """`patchgrad train --preset PRESET [--epochs E] [FLAGS] --print-recipe`: the recipe as a dict, flag -> value."""
+    command = [patchgrad, "train", "--preset", preset] + list(flags) + ["--print-recipe"]
     if epochs is not None:
         command += ["--epochs", str(epochs)]
     try:
@@ -161,13 +171,16 @@ def lr_at(step, p, total, warmup):
     return p["min-lr"] + (p["lr"] - p["min-lr"]) * 0.5 * (1 + math.cos(math.pi * progress))
 
 
-def evaluate(model, images, labels, autocast, batch=500):
+def evaluate(model, images, labels, autocast, tta="none", batch=500):
     model.eval()
     correct, loss = 0, 0.0
     with torch.no_grad():
         for i in range(0, len(images), batch):
             with autocast:
-                logits = model(normalise(images[i:i + batch])).float()
+                x = normalise(images[i:i + batch])
+                logits = model(x).float()
+                if tta == "flip":
+                    logits = (logits + model(x.flip(3)).float()) * 0.5
             loss += F.cross_entropy(logits, labels[i:i + batch], reduction="sum").item()
             correct += (logits.argmax(1) == labels[i:i + batch]).sum().item()
     model.train()
@@ -207,10 +220,13 @@ def main():
     parser.add_argument("--out", help="folder for metrics.csv, state.pt and results.json (default: runs/torch-PRESET)")
     parser.add_argument("--resume", action="store_true",
                         help="continue the run whose state.pt is in --out (same preset, epochs and seed)")
+    parser.add_argument("flags", nargs=argparse.REMAINDER,
+                        help="after --: patchgrad train flags on top of the preset (--pool mean --ema 0.999)")
     args = parser.parse_args()
     if not args.data:
         parser.error("--data DIR (or PATCHGRAD_DATA) is required")
-    p = read_recipe(args.patchgrad, args.preset, args.epochs)
+    flags = args.flags[1:] if args.flags[:1] == ["--"] else args.flags
+    p = read_recipe(args.patchgrad, args.preset, args.epochs, flags)
     if unsupported(p):
         sys.exit("train_torch.py: preset %s uses %s, which this script does not implement"
                  % (args.preset, ", ".join(unsupported(p))))
@@ -231,21 +247,25 @@ def main():
 
     model = ViT(cifar_model_config(p["config"], {"dim": p["dim"], "depth": p["depth"], "heads": p["heads"],
                                                  "mlp_dim": p["mlp"], "patch_size": p["patch"],
-                                                 "drop_path": p["drop-path"]}))
+                                                 "drop_path": p["drop-path"], "pool": p["pool"],
+                                                 "patch_dropout": p["patch-dropout"]}))
     for name, q in model.named_parameters():
         if name.endswith(".bias"):
             torch.nn.init.zeros_(q)
         elif q.ndim >= 2 or name in ("cls_token", "pos_embed"):
             torch.nn.init.trunc_normal_(q, std=0.02, a=-2, b=2)
     optimizer = adamw(model, p["lr"], p["weight-decay"])
+    average = copy.deepcopy(model) if p["ema"] > 0 else None  # the weights' moving average, evaluated
+    evaluated = average or model
     batch = int(p["batch"])
     steps_per_epoch = math.ceil(len(train_images) / batch)
     total = int(p["epochs"]) * steps_per_epoch
     warmup = min(round(p["warmup"] * steps_per_epoch), total)
     shape = {k: p[k] for k in ("patch", "dim", "depth", "heads", "mlp")}
-    print("PyTorch %s (BLAS %s), %d thread(s): preset %s, %s %s, %d parameters, %d epochs of %d steps; "
+    print("PyTorch %s (BLAS %s), %d thread(s): preset %s%s, %s %s, %d parameters, %d epochs of %d steps; "
           "%d training, %d validation, %d test images"
-          % (torch.__version__, check_blas(), args.threads, args.preset, p["config"], shape,
+          % (torch.__version__, check_blas(), args.threads, args.preset, "".join(" " + f for f in flags),
+             p["config"], shape,
              sum(q.numel() for q in model.parameters()), p["epochs"], steps_per_epoch, len(train_images),
              len(val_images), len(test_images)), flush=True)
 
@@ -261,6 +281,8 @@ def main():
         if differ:
             sys.exit("train_torch.py: --resume: %s is a run with %s" % (state_path, ", ".join(differ)))
         model.load_state_dict(state["model"])
+        if average is not None:
+            average.load_state_dict(state["average"])
         optimizer.load_state_dict(state["optimizer"])
         generator.set_state(state["generator"])
         torch.set_rng_state(state["torch_rng"])  # drop path's draws
@@ -289,11 +311,16 @@ def main():
                 torch.nn.utils.clip_grad_norm_(model.parameters(), p["clip-grad"])
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
+            if average is not None:
+                d = min(p["ema"], (1 + step) / (10 + step))
+                with torch.no_grad():
+                    for a, q in zip(average.parameters(), model.parameters()):
+                        a.add_(q - a, alpha=1 - d)
             step += 1
             seen += len(idx)
             loss_sum += loss.item() * len(idx)
             correct += (logits.argmax(1) == y).sum().item()
-        val_loss, val_acc = evaluate(model, val_images, val_labels, autocast)
+        val_loss, val_acc = evaluate(evaluated, val_images, val_labels, autocast, p["tta"])
         elapsed = time.time() - start
         rows.append(dict(epoch=epoch + 1, train_loss=loss_sum / seen, train_acc=correct / seen, val_loss=val_loss,
                          val_acc=val_acc, lr=optimizer.param_groups[0]["lr"], elapsed_s=elapsed))
@@ -303,14 +330,15 @@ def main():
         state = dict(preset=p, seed=args.seed, epoch=epoch + 1, step=step, rows=rows, elapsed_s=elapsed,
                      resumed_after=resumed_after,
                      model=model.state_dict(), optimizer=optimizer.state_dict(), generator=generator.get_state(),
+                     average=average.state_dict() if average is not None else None,
                      torch_rng=torch.get_rng_state())
         write_atomically(state_path, lambda tmp: torch.save(state, tmp))
         write_metrics(os.path.join(out, "metrics.csv"), rows)
-    test_loss, test_acc = evaluate(model, test_images, test_labels, autocast)
+    test_loss, test_acc = evaluate(evaluated, test_images, test_labels, autocast, p["tta"])
     wall = time.time() - start
     print("test accuracy %.2f%% (loss %.4f) after %d epochs, %.0f s" % (100 * test_acc, test_loss, p["epochs"], wall))
 
-    results = dict(preset=args.preset, config=p["config"], epochs=p["epochs"], threads=args.threads,
+    results = dict(preset=args.preset, flags=flags, config=p["config"], epochs=p["epochs"], threads=args.threads,
                    precision=args.precision,
                    torch=torch.__version__, parameters=sum(q.numel() for q in model.parameters()),
                    test_accuracy=test_acc, test_loss=test_loss, wall_seconds=wall, resumed_after_epochs=resumed_after)

@@ -43,6 +43,7 @@ void for_each_config_field(C& c, F&& f) {
     f("emb_dropout", c.emb_dropout);
     f("attn_dropout", c.attn_dropout);
     f("drop_path", c.drop_path);
+    f("patch_dropout", c.patch_dropout);
     f("qkv_bias", c.qkv_bias);
     f("learnable_pos_embed", c.learnable_pos_embed);
     f("gelu", c.gelu);
@@ -218,6 +219,8 @@ Metadata config_to_metadata(const ViTConfig& config) {
 ViTConfig config_from_metadata(const Metadata& fields, const std::string& where) {
     ViTConfig config;
     for_each_config_field(config, [&](const std::string& key, auto& value) {
+        // Fields added since 0.9.0 are missing from older files, which were trained without them.
+        if (key == "patch_dropout" && !fields.count(key)) return;
         read_metadata_text(required(fields, key, where, "config."), where, "config." + key, value);
     });
     return config;
@@ -242,21 +245,32 @@ std::string optimizer_state_path(const std::string& weights_path) {
     return weights_path + ".state";
 }
 
-void save_checkpoint(const std::string& path, const VisionTransformer& model, const TrainingState& state,
-                     const Metadata& options, const Optimizer* optimizer) {
+namespace {
+// A model's weights in the file layout, with the checkpoint's metadata.
+NamedTensors file_weights(const VisionTransformer& model, const Metadata& metadata) {
     NamedTensors weights = state_dict(model);
     for (auto& [name, t] : weights.tensors) t = reshaped(t, file_shape(name, t.shape(), model.config));
-    weights.metadata["format"] = kCheckpointFormat;
-    weights.metadata["patchgrad.version"] = kVersion;
-    for (const auto& [key, value] : config_to_metadata(model.config)) weights.metadata["config." + key] = value;
-    for (const auto& [key, value] : options) weights.metadata["train." + key] = value;
-    for (const auto& [key, value] : state_to_metadata(state)) weights.metadata["state." + key] = value;
+    weights.metadata = metadata;
+    return weights;
+}
+}  // namespace
+
+void save_checkpoint(const std::string& path, const VisionTransformer& model, const TrainingState& state,
+                     const Metadata& options, const Optimizer* optimizer, const VisionTransformer* average) {
+    Metadata metadata;
+    metadata["format"] = kCheckpointFormat;
+    metadata["patchgrad.version"] = kVersion;
+    for (const auto& [key, value] : config_to_metadata(model.config)) metadata["config." + key] = value;
+    for (const auto& [key, value] : options) metadata["train." + key] = value;
+    for (const auto& [key, value] : state_to_metadata(state)) metadata["state." + key] = value;
     if (optimizer) {  // the resume file, a complete save on its own: first (see checkpoint.h)
-        NamedTensors resume = weights;
+        NamedTensors resume = file_weights(model, metadata);
         for (auto& [name, t] : optimizer->state_tensors()) resume.tensors.emplace_back("optimizer." + name, t);
+        if (average)
+            for (auto& [name, t] : file_weights(*average, {}).tensors) resume.tensors.emplace_back("ema." + name, t);
         save_safetensors(optimizer_state_path(path), resume);
     }
-    save_safetensors(path, weights);
+    save_safetensors(path, file_weights(average ? *average : model, metadata));
 }
 
 // ---- loading -----------------------------------------------------------------------------
@@ -278,13 +292,16 @@ Checkpoint checkpoint_from(NamedTensors file, const std::string& path) {
     } catch (const std::invalid_argument& e) {
         fail(where, ": ", e.what());
     }
-    // A resume file's optimizer state travels beside the weights.
-    auto optimizer_begin = std::stable_partition(file.tensors.begin(), file.tensors.end(), [](const auto& named) {
-        return named.first.compare(0, 10, "optimizer.") != 0;
-    });
-    for (auto it = optimizer_begin; it != file.tensors.end(); ++it)
-        checkpoint.optimizer.emplace_back(it->first.substr(10), it->second);
-    file.tensors.erase(optimizer_begin, file.tensors.end());
+    // A resume file's optimizer state and weight average travel beside the weights.
+    for (auto [prefix, into] : {std::pair{std::string("optimizer."), &checkpoint.optimizer},
+                                std::pair{std::string("ema."), &checkpoint.ema}}) {
+        auto begin = std::stable_partition(file.tensors.begin(), file.tensors.end(), [&](const auto& named) {
+            return named.first.compare(0, prefix.size(), prefix) != 0;
+        });
+        for (auto it = begin; it != file.tensors.end(); ++it)
+            into->emplace_back(it->first.substr(prefix.size()), it->second);
+        file.tensors.erase(begin, file.tensors.end());
+    }
     // The tensors must be the ones the config describes before anyone builds its model: the
     // metadata alone could ask for a model of any size.
     WeightChecker check(file, checkpoint.config, where);

@@ -22,6 +22,11 @@
 //                           optimizer's state, "optimizer.state.<i>.<field>" as
 //                           Optimizer::state_tensors numbers it.
 //
+// With a moving average of the weights (`train --ema`), the run evaluates the average, so
+// the weights files (last.safetensors, best.safetensors) hold the average: what `patchgrad
+// eval`, `predict` and PyTorch load is the model whose accuracy the run reported. The resume
+// file holds the trained weights, as always, and the average beside them as "ema.<name>".
+//
 // Each file is written atomically (temporary file, then rename), the resume file first. It
 // is a complete save on its own, and `--resume` reads only it (load_resume_point), so a crash
 // at any moment of a save leaves a run that continues from the newest complete save: before
@@ -72,10 +77,13 @@ struct TrainingState {
 std::string optimizer_state_path(const std::string& weights_path);
 
 // Writes the optimizer state (if `optimizer` is given) to optimizer_state_path(path), then
-// the weights and metadata to `path`. `options` are stored under "train.<key>". Throws
+// the weights and metadata to `path`. `options` are stored under "train.<key>". With
+// `average` (a model holding the weights' moving average), `path` gets its weights instead
+// of `model`'s, and the resume file gets them too, as "ema.<name>". Throws
 // std::runtime_error naming the file when a write fails; no partial file is left behind.
 void save_checkpoint(const std::string& path, const VisionTransformer& model, const TrainingState& state,
-                     const Metadata& options, const Optimizer* optimizer = nullptr);
+                     const Metadata& options, const Optimizer* optimizer = nullptr,
+                     const VisionTransformer* average = nullptr);
 
 struct Checkpoint {
     std::string path;
@@ -87,6 +95,9 @@ struct Checkpoint {
     // A resume file's "optimizer.<name>" tensors, named <name> as Optimizer::state_tensors
     // does; empty for a weights file.
     std::vector<std::pair<std::string, Tensor>> optimizer;
+    // A resume file's "ema.<name>" tensors (the weights' moving average), named <name>, in
+    // the layout of `weights`; empty without --ema and for a weights file.
+    std::vector<std::pair<std::string, Tensor>> ema;
 };
 
 // Reads `path` (weights and metadata). Throws std::invalid_argument naming the file for a

@@ -9,6 +9,7 @@
 
 #include "autograd/ops.h"
 #include "datasets/batcher.h"
+#include "datasets/image_ops.h"
 #include "layers/module.h"
 #include "vit/train/checkpoint.h"
 
@@ -49,7 +50,8 @@ std::vector<std::vector<ClassProbability>> top_classes(VisionTransformer& model,
     return result;
 }
 
-Evaluation evaluate(VisionTransformer& model, const ImageSet& set, const ChannelStats& stats, int64_t batch_size) {
+Evaluation evaluate(VisionTransformer& model, const ImageSet& set, const ChannelStats& stats, int64_t batch_size,
+                    TestTimeAugment tta) {
     const ViTConfig& c = model.config;
     check_image_shape(set, {c.channels, c.image_height, c.image_width}, "evaluate", "the model takes", c.num_classes);
     EvalModeGuard eval_mode(model);
@@ -63,7 +65,12 @@ Evaluation evaluate(VisionTransformer& model, const ImageSet& set, const Channel
     int64_t correct = 0;
     for (int64_t b = 0; b < batcher.num_batches(); ++b) {
         const ImageSet batch = set.subset(batcher.batch(order, b));
-        const Tensor logits = model.forward(to_tensor(batch, stats));
+        Tensor logits = model.forward(to_tensor(batch, stats));
+        if (tta == TestTimeAugment::Flip) {
+            ImageSet mirrored = batch;
+            for (int64_t i = 0; i < mirrored.size(); ++i) flip_horizontal(mirrored.view(i));
+            logits = (logits + model.forward(to_tensor(mirrored, stats))) * real(0.5);
+        }
         e.loss += double(cross_entropy(logits, batch.labels).item()) * double(batch.size());
         for (int64_t i = 0; i < batch.size(); ++i) {
             const int64_t predicted = argmax(logits.data() + i * K, K);

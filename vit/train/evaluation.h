@@ -6,11 +6,23 @@
 #include <string>
 #include <vector>
 
+#include "autograd/enum_names.h"
 #include "datasets/image_set.h"
 #include "datasets/normalize.h"
 #include "vit/vision_transformer.h"
 
 namespace patchgrad {
+
+// Test-time augmentation: what evaluate() shows the model of each image.
+enum class TestTimeAugment {
+    None,  // "none": the image
+    Flip,  // "flip": the image and its mirror image, their logits averaged
+};
+template <>
+struct EnumNames<TestTimeAugment> {
+    static constexpr std::pair<TestTimeAugment, const char*> table[] = {{TestTimeAugment::None, "none"},
+                                                                        {TestTimeAugment::Flip, "flip"}};
+};
 
 struct Evaluation {
     int64_t images = 0;
@@ -25,11 +37,14 @@ struct Evaluation {
 };
 
 // The model in eval mode (no dropout, no drop path) under NoGradGuard, batch after batch;
-// its train/eval mode is restored afterwards. Throws std::invalid_argument when the images
+// its train/eval mode is restored afterwards. With TestTimeAugment::Flip each image's logits
+// are the mean of the image's and its mirror image's (the training flips images too, so
+// the model knows both; twice the forward passes), and the loss is that of the mean. Throws std::invalid_argument when the images
 // or the class count do not fit the model, and std::runtime_error naming the first
 // parameter that holds NaN or infinity when the mean loss is not finite (a broken model
 // must not report "accuracy 10%, loss nan" as a result).
-Evaluation evaluate(VisionTransformer& model, const ImageSet& set, const ChannelStats& stats, int64_t batch_size);
+Evaluation evaluate(VisionTransformer& model, const ImageSet& set, const ChannelStats& stats, int64_t batch_size,
+                    TestTimeAugment tta = TestTimeAugment::None);
 
 // The accuracy line, a table of per-class accuracy with class names, and the confusion
 // matrix with abbreviated class names as column headers, every column aligned.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <type_traits>
@@ -93,6 +94,12 @@ const std::vector<TrainOption> kOptions = {
     {"clip-grad", "NORM", OptionKind::Recipe, "clip the global gradient norm (0 = off)",
      [](TrainOptions& o) -> OptionField { return &o.clip_grad; },
      [](const TrainOptions& o) { return unless(o.clip_grad >= 0, "must be >= 0 (0 = off)", o.clip_grad); }},
+    {"pool", "NAME", OptionKind::Model, "cls (the class token, paper eq. 4) or mean (of all tokens)",
+     [](TrainOptions& o) -> OptionField { return &o.config.pool; }, nullptr},
+    {"patch-dropout", "P", OptionKind::Model,
+     "fraction of patch tokens each training image drops after the position\nencoding (PatchDropout; "
+     "0 = off): cheaper steps, every token seen at evaluation",
+     [](TrainOptions& o) -> OptionField { return &o.config.patch_dropout; }, nullptr},
     {"drop-path", "P", OptionKind::Model, "stochastic depth of the last block",
      [](TrainOptions& o) -> OptionField { return &o.config.drop_path; }, nullptr},
     {"dropout", "P", OptionKind::Model, "dropout inside the blocks",
@@ -113,6 +120,13 @@ const std::vector<TrainOption> kOptions = {
     {"cutmix", "ALPHA", OptionKind::Recipe, "cutmix's Beta(alpha, alpha) (0 = off; with mixup: half the batches each)",
      [](TrainOptions& o) -> OptionField { return &o.cutmix; },
      [](const TrainOptions& o) { return unless(o.cutmix >= 0, "must be >= 0 (0 = off)", o.cutmix); }},
+    {"ema", "DECAY", OptionKind::Recipe,
+     "evaluate and save a moving average of the weights, d = min(DECAY,\n(1+t)/(10+t)) at step t (0 = off)",
+     [](TrainOptions& o) -> OptionField { return &o.ema; },
+     [](const TrainOptions& o) { return unless(o.ema >= 0 && o.ema < 1, "must be in [0, 1) (0 = off)", o.ema); }},
+    {"tta", "NAME", OptionKind::Recipe,
+     "test-time augmentation of every evaluation: none, or flip (mean logits\nof the image and its mirror image)",
+     [](TrainOptions& o) -> OptionField { return &o.tta; }, nullptr},
     {"validation", "N", OptionKind::Recipe,
      "training images held out for the per-epoch evaluation (default 5000;\n0 = evaluate on the test set each epoch)",
      [](TrainOptions& o) -> OptionField { return Count{&o.validation}; },
@@ -304,11 +318,15 @@ void validate(const TrainOptions& o) {
 
 namespace {
 
+// Recipe options added since 0.9.0, and what a checkpoint written without them was trained with.
+const std::map<std::string, std::string> kAddedSince090 = {{"ema", "0"}, {"tta", "none"}};
+
 const std::string& recipe_entry(const Checkpoint& checkpoint, const std::string& key) {
     const auto it = checkpoint.options.find(key);
-    check(it != checkpoint.options.end(), "checkpoint ", checkpoint.path, ": metadata entry train.", key,
-          " is missing");
-    return it->second;
+    if (it != checkpoint.options.end()) return it->second;
+    const auto added = kAddedSince090.find(key);
+    check(added != kAddedSince090.end(), "checkpoint ", checkpoint.path, ": metadata entry train.", key, " is missing");
+    return added->second;
 }
 
 }  // namespace

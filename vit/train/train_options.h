@@ -26,6 +26,7 @@
 #include "autograd/enum_names.h"
 #include "autograd/optim/lr_schedule.h"
 #include "vit/train/checkpoint.h"
+#include "vit/train/evaluation.h"
 #include "vit/vision_transformer.h"
 
 namespace patchgrad {
@@ -68,7 +69,9 @@ struct TrainOptions {
     double erasing = 0;                 // random erasing probability
     double mixup = 0;                   // Beta(alpha, alpha) of mixup; 0 = off
     double cutmix = 0;                  // of cutmix; 0 = off (both on: half the batches each)
-    int64_t validation = 5000;          // training images held out for the per-epoch evaluation; 0 = use the test set
+    double ema = 0;                     // decay of the weights' moving average, evaluated instead of them; 0 = off
+    TestTimeAugment tta = TestTimeAugment::None;  // what the evaluations show the model of each image
+    int64_t validation = 5000;  // training images held out for the per-epoch evaluation; 0 = use the test set
     uint64_t seed = 0;
 
     // ---- how to run it: may differ between a run and its resume ----
@@ -103,8 +106,9 @@ struct ThreadCount {
 
 // A pointer to a row's member; its type also says how the flag's text reads. real is float
 // or double (autograd/real.h): the model's drop_path and dropout are one of the two.
-using OptionField = std::variant<int64_t*, Count, ThreadCount, uint64_t*, double*, float*, bool*, std::string*,
-                                 OptimizerKind*, ScheduleKind*, AugmentKind*, MatmulPrecision*>;
+using OptionField =
+    std::variant<int64_t*, Count, ThreadCount, uint64_t*, double*, float*, bool*, std::string*, OptimizerKind*,
+                 ScheduleKind*, AugmentKind*, MatmulPrecision*, Pool*, TestTimeAugment*>;
 
 struct TrainOption {
     const char* flag;        // "weight-decay": --weight-decay, and train.weight-decay in checkpoints

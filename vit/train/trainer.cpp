@@ -16,6 +16,7 @@
 #include "autograd/cpu/gemm.h"
 #include "autograd/cpu/parallel.h"
 #include "autograd/cpu/thread_choice.h"
+#include "autograd/optim/ema.h"
 #include "autograd/optim/lr_schedule.h"
 #include "autograd/optim/optimizer.h"
 #include "datasets/augment.h"
@@ -23,6 +24,7 @@
 #include "datasets/cifar10.h"
 #include "datasets/mixup.h"
 #include "datasets/split.h"
+#include "vit/summary.h"
 #include "vit/train/progress.h"
 #include "vit/train/results.h"
 
@@ -186,6 +188,8 @@ public:
 
 private:
     std::string path(const char* file) const { return (fs::path(options_.out_dir) / file).string(); }
+    // The model the run evaluates and reports: the weights' moving average with --ema.
+    VisionTransformer& evaluated() { return average_model_ ? *average_model_ : *model_; }
     double elapsed() const { return elapsed_base_ + seconds_since(session_start_); }
     void resume();
     void print_header() const;
@@ -205,6 +209,8 @@ private:
     std::unique_ptr<VisionTransformer> model_;
     std::vector<Tensor> params_;
     std::unique_ptr<Optimizer> optimizer_;
+    std::unique_ptr<VisionTransformer> average_model_;  // --ema: holds the average; else null
+    std::unique_ptr<ExponentialMovingAverage> ema_;
     Batcher batcher_;
     LRSchedule schedule_;
     Augmentation augmentation_;
@@ -234,6 +240,10 @@ Trainer::Trainer(const TrainOptions& options, const TrainOutput& output, Data da
       augmentation_(make_augmentation(options)),
       mixup_(make_mixup(options)),
       progress_(*output.log, output.terminal, options.log_every) {
+    if (options.ema > 0) {
+        average_model_ = std::make_unique<VisionTransformer>(options.config, options.seed);
+        ema_ = std::make_unique<ExponentialMovingAverage>(params_, average_model_->parameters(), options.ema);
+    }
     if (options.resume) resume();
     elapsed_base_ = state_.elapsed_seconds;
 }
@@ -244,6 +254,13 @@ void Trainer::resume() {
     check_recipe(checkpoint, options_);
     load_weights(*model_, checkpoint);
     optimizer_->load_state_tensors(checkpoint.optimizer);
+    if (average_model_) {
+        check(!checkpoint.ema.empty(), "checkpoint ", checkpoint.path, ": --ema ", exact_text(options_.ema),
+              " but the file holds no ema.* weights");
+        Checkpoint average = checkpoint;
+        average.weights.tensors = checkpoint.ema;
+        load_weights(*average_model_, average);
+    }
     state_ = checkpoint.state;
     model_->dropout_rng->set_state(state_.dropout_rng);
     // Another data folder is allowed (the same files moved, say) but must not pass unnoticed.
@@ -271,10 +288,16 @@ void Trainer::print_header() const {
     std::ostream& out = *output_.out;
     const TrainOptions& o = options_;
     out << "patchgrad train: " << describe(o.config) << ", drop path " << exact_text(o.config.drop_path) << ", dropout "
-        << exact_text(o.config.dropout) << "; " << model_->num_parameters() << " parameters\n";
+        << exact_text(o.config.dropout)
+        << (o.config.patch_dropout > 0 ? ", patch dropout " + exact_text(o.config.patch_dropout) : "") << "; "
+        << model_->num_parameters() << " parameters\n";
     out << "data: " << o.data_dir << " (" << o.data_source << "): " << data_.train.size() << " training, "
         << data_.validation.size() << " validation, " << data_.test.size() << " test images\n";
-    out << "recipe:" << recipe_flags(o) << " (" << batcher_.num_batches() << " steps per epoch)\n";
+    const double passes = double(o.epochs) * double(data_.train.size());
+    char work[160];
+    std::snprintf(work, sizeof work, "%.4f GFLOP per training image, %.1f TFLOP for %.0f image passes",
+                  training_gflop_per_image(o.config), training_gflop_per_image(o.config) * passes * 1e-3, passes);
+    out << "recipe:" << recipe_flags(o) << " (" << batcher_.num_batches() << " steps per epoch; " << work << ")\n";
     out << "compute: " << cpu_model() << "; gemm kernels " << gemm_kernel_description() << "; " << num_threads()
         << (num_threads() == 1 ? " thread" : " threads") << (o.threads == 0 ? " (auto)\n" : "\n");
     out << "precision: " << matmul_precision_description(o.precision) << "\n";
@@ -338,6 +361,7 @@ void Trainer::train_step(const std::vector<int64_t>& order) {
     optimizer_->set_lr(last_lr_);
     optimizer_->step();
     optimizer_->zero_grad();
+    if (ema_) ema_->update(state_.global_step);
     // [/snippet:train-step]
 
     const int64_t B = logits.size(0);
@@ -374,7 +398,7 @@ std::optional<StopReason> Trainer::stop_due() const {
 void Trainer::end_epoch() {
     const double train_seconds = state_.epoch_seconds;
     const auto eval_start = Clock::now();
-    const Evaluation eval = evaluate(*model_, data_.eval_set(), stats_, options_.batch);
+    const Evaluation eval = evaluate(evaluated(), data_.eval_set(), stats_, options_.batch, options_.tta);
     EpochRecord r;
     r.epoch = state_.epoch + 1;
     r.step = state_.global_step;
@@ -419,7 +443,8 @@ void Trainer::save(const std::string& file, bool with_optimizer) {
     state_.elapsed_seconds = elapsed();
     Metadata options = recipe_metadata(options_);
     options["data"] = data_identity(options_.data_dir);  // not part of the recipe: compared on resume, with a warning
-    save_checkpoint(path(file.c_str()), *model_, state_, options, with_optimizer ? optimizer_.get() : nullptr);
+    save_checkpoint(path(file.c_str()), *model_, state_, options, with_optimizer ? optimizer_.get() : nullptr,
+                    average_model_.get());
 }
 
 TrainResult Trainer::stopped(StopReason reason) {
@@ -437,10 +462,11 @@ TrainResult Trainer::stopped(StopReason reason) {
 }
 
 TrainResult Trainer::finish() {
-    const Evaluation test = evaluate(*model_, data_.test, stats_, options_.batch);
+    const Evaluation test = evaluate(evaluated(), data_.test, stats_, options_.batch, options_.tta);
     const double wall = elapsed();
     write_text_atomically(path("results.json"),
-                          results_json(options_, model_->num_parameters(), state_, data_.eval_name(), test, wall));
+                          results_json(options_, model_->num_parameters(), state_, data_.eval_name(), test, wall,
+                                       options_.epochs * data_.train.size()));
     char line[200];
     std::snprintf(line, sizeof line, "test accuracy %.2f%% (%lld images, loss %.4f) after %lld epoch%s, %s\n",
                   100 * test.accuracy, static_cast<long long>(test.images), test.loss,

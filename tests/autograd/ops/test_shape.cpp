@@ -1,4 +1,4 @@
-// Tests for shape.cpp: reshape, permute, transpose, concat, slice, select. The forward
+// Tests for shape.cpp: reshape, permute, transpose, concat, slice, select, gather_rows. The forward
 // references below work element by element through multi-indices (unravel / ravel), a
 // different route from the ops' block copies and odometer.
 #include "autograd/ops.h"
@@ -347,6 +347,49 @@ TEST_CASE("select: errors", "[op:select][errors]") {
     require_error([&] { select(a, 0, -3); }, {"select", "index -3", "axis 0", "[2, 4]"});
     require_error([&] { select(a, -3, 0); }, {"select", "axis -3", "[2, 4]"});
     require_error([&] { select(Tensor::scalar(1), 0, 0); }, {"select", "axis 0", "[]"});
+}
+
+// ---- gather_rows --------------------------------------------------------------------------
+
+TEST_CASE("gather_rows: forward matches a naive index formula", "[op:gather_rows][forward]") {
+    // Two entries of three rows of two: entry 0 keeps rows 2, 0; entry 1 keeps rows 1, 1.
+    Tensor a = Tensor::from_vector({2, 3, 2}, {0, 1, 2, 3, 4, 5, 10, 11, 12, 13, 14, 15});
+    Tensor out = gather_rows(a, {2, 0, 1, 1});
+    REQUIRE(out.shape() == Shape{2, 2, 2});
+    REQUIRE(out.to_vector() == std::vector<real>{4, 5, 0, 1, 12, 13, 12, 13});
+    // Rows of several axes, and rows of one element ([B, T]).
+    Rng rng(5);
+    Tensor b = rand_tensor({3, 5, 2, 3}, rng);
+    const std::vector<int64_t> index{4, 0, 2, 1, 1, 3};
+    Tensor gathered = gather_rows(b, index);
+    REQUIRE(gathered.shape() == Shape{3, 2, 2, 3});
+    for (int64_t i = 0; i < 6; ++i)
+        for (int64_t j = 0; j < 6; ++j)
+            REQUIRE(gathered.data()[i * 6 + j] == b.data()[((i / 2) * 5 + index[i]) * 6 + j]);
+    REQUIRE(gather_rows(Tensor::from_vector({2, 2}, {1, 2, 3, 4}), {1, 0}).to_vector() == std::vector<real>{2, 3});
+}
+
+TEST_CASE("gather_rows: gradcheck, repeated rows included", "[op:gather_rows][gradcheck]") {
+    Rng rng(17);
+    check_gradients(
+        [](const std::vector<Tensor>& x) {
+            return gather_rows(x[0], {3, 0, 2, 1, 1, 4});
+        },
+        {rand_tensor({2, 5, 4}, rng)}, 1);
+    check_gradients(
+        [](const std::vector<Tensor>& x) {
+            return gather_rows(x[0], {0, 2, 2, 0, 1, 1});
+        },
+        {rand_tensor({3, 3, 2, 2}, rng)}, 2);
+}
+
+TEST_CASE("gather_rows: errors", "[op:gather_rows][errors]") {
+    Tensor a = Tensor::zeros({2, 4, 3});
+    require_error([&] { gather_rows(a, {0, 1, 2}); }, {"gather_rows", "3 indices", "2 batch entries", "[2, 4, 3]"});
+    require_error([&] { gather_rows(a, {}); }, {"gather_rows", "0 indices", "[2, 4, 3]"});
+    require_error([&] { gather_rows(a, {0, 4}); }, {"gather_rows", "index 4", "entry 1", "[2, 4, 3]"});
+    require_error([&] { gather_rows(a, {-1, 0}); }, {"gather_rows", "index -1", "entry 0"});
+    require_error([&] { gather_rows(Tensor::zeros({4}), {0}); }, {"gather_rows", "[B, T, ...]", "[4]"});
 }
 
 }  // namespace patchgrad

@@ -62,3 +62,29 @@ TEST_CASE("evaluate: accuracy, confusion matrix and per-class accuracy agree wit
     wrong.class_names.resize(5);
     require_error([&] { evaluate(other, wrong, ChannelStats::cifar10(), 8); }, {"evaluate", "5 classes"});
 }
+
+TEST_CASE("evaluate: --tta flip averages the logits of each image and its mirror image", "[trainer][evaluation]") {
+    VisionTransformer model(tiny_vit_config(), 6);
+    const ImageSet set = synthetic_cifar10(13, 4);
+    const Evaluation e = evaluate(model, set, ChannelStats::cifar10(), 5, TestTimeAugment::Flip);
+
+    // The mirror image built pixel by pixel here, not with flip_horizontal.
+    ImageSet mirrored = set;
+    for (int64_t i = 0; i < set.size(); ++i)
+        for (int64_t c = 0; c < 3; ++c)
+            for (int64_t y = 0; y < 32; ++y)
+                for (int64_t x = 0; x < 32; ++x)
+                    mirrored.pixels[((i * 3 + c) * 32 + y) * 32 + x] = set.pixels[((i * 3 + c) * 32 + y) * 32 + 31 - x];
+    model.eval();
+    NoGradGuard no_grad;
+    const Tensor plain = model.forward(to_tensor(set, ChannelStats::cifar10()));
+    const Tensor logits = (plain + model.forward(to_tensor(mirrored, ChannelStats::cifar10()))) * real(0.5);
+    int64_t correct = 0;
+    for (int64_t i = 0; i < set.size(); ++i) correct += argmax(logits.data() + i * 10, 10) == set.labels[i];
+    CHECK(e.accuracy == Approx(double(correct) / 13));
+    CHECK(e.loss == Approx(double(cross_entropy(logits, set.labels).item())).epsilon(1e-12));
+    CHECK(std::abs(e.loss - double(cross_entropy(plain, set.labels).item())) > 1e-6);  // the flips change it
+    CHECK(enum_name(TestTimeAugment::Flip) == "flip");
+    CHECK(parse_enum<TestTimeAugment>("none", "--tta") == TestTimeAugment::None);
+    require_error([] { parse_enum<TestTimeAugment>("crop", "--tta"); }, {"--tta", "crop", "none", "flip"});
+}

@@ -40,6 +40,8 @@ const std::vector<std::pair<std::string, std::string>> kGood = {
     {"min-lr", "0.001"},
     {"label-smoothing", "0.2"},
     {"clip-grad", "1"},
+    {"pool", "mean"},
+    {"patch-dropout", "0.375"},
     {"drop-path", "0.25"},
     {"dropout", "0.125"},
     {"augment", "none"},
@@ -47,6 +49,8 @@ const std::vector<std::pair<std::string, std::string>> kGood = {
     {"erasing", "0.5"},
     {"mixup", "0.2"},
     {"cutmix", "0.3"},
+    {"ema", "0.99"},
+    {"tta", "flip"},
     {"validation", "100"},
     {"seed", "42"},
     {"data", "some/dir"},
@@ -80,6 +84,7 @@ const std::vector<Bad> kBad = {
     {{{"erasing", "2"}}, "--erasing must be a probability in [0, 1], got 2"},
     {{{"mixup", "-1"}}, "--mixup must be >= 0 (0 = off), got -1"},
     {{{"cutmix", "-1"}}, "--cutmix must be >= 0 (0 = off), got -1"},
+    {{{"ema", "1"}}, "--ema must be in [0, 1) (0 = off), got 1"},
     {{{"validation", "15"}}, "--validation must be 0 or a multiple of the 10 classes, got 15"},
     {{{"out", ""}}, "--out must not be empty"},
     {{{"threads", std::to_string(kMaxThreads + 1)}},
@@ -194,7 +199,8 @@ TEST_CASE("train options: every recipe and model row round-trips through a check
 }
 
 // The keys and value texts of a checkpoint written before the option table (by the code's
-// for_each_recipe_option): a run saved then must resume, its recipe unchanged.
+// for_each_recipe_option), and so also before --ema and --tta: a run saved then must resume,
+// its recipe unchanged, the options added since read as off.
 TEST_CASE("train options: a recipe written by the code before the table still resumes", "[trainer][options]") {
     const Metadata old = {
         {"preset", "quick"}, {"epochs", "16"},         {"batch", "128"},         {"optimizer", "adamw"},
@@ -209,7 +215,12 @@ TEST_CASE("train options: a recipe written by the code before the table still re
     TrainOptions back = preset_options("default");
     apply_checkpoint_recipe(back, checkpoint);
     check_recipe(checkpoint, back);
-    CHECK(recipe_metadata(back) == old);
+    Metadata with_added = old;
+    with_added["ema"] = "0";
+    with_added["tta"] = "none";
+    CHECK(recipe_metadata(back) == with_added);
+    CHECK(back.ema == 0);
+    CHECK(back.tta == TestTimeAugment::None);
     CHECK(back.optimizer == OptimizerKind::AdamW);
     CHECK(back.schedule == ScheduleKind::Cosine);
     CHECK(back.augment == AugmentKind::CropFlip);

@@ -9,7 +9,9 @@
 #include "autograd/cpu/parallel.h"
 #include "datasets/normalize.h"
 #include "test_util.h"
+#include "vit/summary.h"
 #include "vit/trainer_test_util.h"
+#include "vit/vit_test_util.h"
 
 using namespace patchgrad;
 using namespace patchgrad::test;
@@ -77,6 +79,70 @@ TEST_CASE("train: a run stopped mid-epoch and resumed ends bit-identical to an u
     CHECK(third.test->loss == reference.test->loss);
 }
 
+TEST_CASE(
+    "train: --ema, --tta flip, --patch-dropout and --pool mean resume bit for bit, the weights files hold "
+    "the average, which is what the run evaluated",
+    "[trainer][resume][ema]") {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions straight = run.options;
+    straight.ema = 0.9;
+    straight.tta = TestTimeAugment::Flip;
+    straight.config.patch_dropout = 0.25f;
+    straight.config.pool = Pool::Mean;
+    straight.out_dir = run.out("straight");
+    const TrainResult reference = quiet(straight);
+    REQUIRE(reference.stop == StopReason::Finished);
+    CHECK(quiet.out.str().find("--ema 0.9 --tta flip") != std::string::npos);
+    CHECK(quiet.out.str().find("patch dropout 0.25") != std::string::npos);
+
+    TrainOptions pieces = straight;
+    pieces.out_dir = run.out("pieces");
+    pieces.max_steps = 3;
+    REQUIRE(quiet(pieces).stop == StopReason::MaxSteps);
+    pieces.resume = true;
+    pieces.max_steps = 0;
+    const TrainResult rest = quiet(pieces);
+    REQUIRE(rest.stop == StopReason::Finished);
+    require_identical_weights(last_of(straight), last_of(pieces));
+    require_identical_weights(optimizer_state_path(last_of(straight)), optimizer_state_path(last_of(pieces)));
+    CHECK(rest.test->loss == reference.test->loss);
+
+    // The resume file: trained weights, then optimizer.*, then ema.* equal to last.safetensors.
+    const Checkpoint resume = load_resume_point(last_of(straight));
+    const Checkpoint last = load_checkpoint(last_of(straight));
+    REQUIRE(resume.ema.size() == last.weights.tensors.size());
+    double moved = 0;
+    for (size_t i = 0; i < resume.ema.size(); ++i) {
+        INFO(resume.ema[i].first);
+        REQUIRE(resume.ema[i].first == last.weights.tensors[i].first);
+        require_close(resume.ema[i].second, last.weights.tensors[i].second, 0);
+        moved = std::max(moved, max_abs_difference(resume.weights.tensors[i].second, resume.ema[i].second));
+    }
+    CHECK(moved > 1e-4);  // the average is not the trained weights
+
+    // The test result is last.safetensors' weights evaluated with flips.
+    VisionTransformer model(last.config, 0);
+    load_weights(model, last);
+    const Evaluation e = evaluate(model, load_cifar10_test(run.data_dir()), ChannelStats::cifar10(), straight.batch,
+                                  TestTimeAugment::Flip);
+    CHECK(e.loss == reference.test->loss);
+    CHECK(e.accuracy == reference.test->accuracy);
+    CHECK(evaluate(model, load_cifar10_test(run.data_dir()), ChannelStats::cifar10(), straight.batch).loss !=
+          reference.test->loss);
+
+    // --ema without the average in the resume file is named.
+    TrainOptions other = straight;
+    other.out_dir = run.out("plain");
+    other.ema = 0;
+    other.max_steps = 2;
+    quiet(other);
+    other.resume = true;
+    other.max_steps = 0;
+    other.ema = 0.9;
+    require_error([&] { quiet(other); }, {"--ema 0 in the checkpoint, 0.9 requested"});
+}
+
 TEST_CASE("train: the thread count does not change a single bit", "[trainer][threads]") {
     TinyRun run;
     QuietTrain quiet;
@@ -138,6 +204,11 @@ TEST_CASE("train: writes metrics.csv, metrics.png, results.json, last and best c
     const std::string results = read_bytes(out + "/results.json");
     CHECK(results.find("\"test_accuracy\": " + exact_text(r.test->accuracy)) != std::string::npos);
     CHECK(results.find("\"test_images\": 10") != std::string::npos);
+    // 2 epochs of the 40 training images, at training_gflop_per_image each.
+    CHECK(results.find("\"image_passes\": 80") != std::string::npos);
+    CHECK(results.find("\"training_tflop\": " + exact_text(training_gflop_per_image(run.options.config) * 80 * 1e-3)) !=
+          std::string::npos);
+    CHECK(quiet.out.str().find("GFLOP per training image") != std::string::npos);
     const ViTConfig& c = run.options.config;
     CHECK(results.find("\"model\": {\"patch\": " + std::to_string(c.patch_size) +
                        ", \"dim\": " + std::to_string(c.dim) + ", \"depth\": " + std::to_string(c.depth) +

@@ -1,5 +1,6 @@
 #include "layers/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -10,11 +11,12 @@
 namespace patchgrad {
 
 MultiHeadSelfAttention::MultiHeadSelfAttention(int64_t dim, int64_t heads, Rng& init, std::shared_ptr<Rng> dropout_rng,
-                                               bool qkv_bias, real attn_dropout, real proj_dropout)
+                                               bool qkv_bias, real attn_dropout, real proj_dropout, bool locality)
     : dim(dim), heads(heads), head_dim(heads > 0 ? dim / heads : 0) {
     check(dim > 0 && heads > 0, "MultiHeadSelfAttention: dim and heads must be positive, got dim ", dim, " and heads ",
           heads);
     check(dim % heads == 0, "MultiHeadSelfAttention: dim ", dim, " is not divisible by heads ", heads);
+    if (locality) scale = register_parameter("scale", Tensor::full({heads}, real(1 / std::sqrt(double(head_dim)))));
     qkv = register_module("qkv", std::make_shared<Linear>(dim, 3 * dim, init, qkv_bias));
     attn_drop = register_module("attn_drop", std::make_shared<Dropout>(attn_dropout, dropout_rng));
     proj = register_module("proj", std::make_shared<Linear>(dim, dim, init));
@@ -40,6 +42,13 @@ Tensor key_mask_bias(const std::vector<bool>& patch_mask, int64_t N) {
     return Tensor::from_vector({N}, std::move(bias));
 }
 // [/snippet:key-mask-bias]
+
+// LSA's M [N, N]: -inf on the diagonal, so no token attends to itself.
+Tensor self_mask_bias(int64_t N) {
+    std::vector<real> bias(N * N, 0);
+    for (int64_t i = 0; i < N; ++i) bias[i * N + i] = -std::numeric_limits<real>::infinity();
+    return Tensor::from_vector({N, N}, std::move(bias));
+}
 }  // namespace
 
 // Scaled dot-product attention, scaled by 1/sqrt(head_dim) BEFORE the softmax (paper eq. 6,
@@ -56,6 +65,11 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<bool>&
     check(patch_mask.empty() || static_cast<int64_t>(patch_mask.size()) == N - 1,
           "MultiHeadSelfAttention: patch_mask has ", patch_mask.size(), " entries but x ", x.shape(), " has ", N - 1,
           " patches (N = ", N, " tokens, the first is the class token)");
+    if (scale.defined())
+        check(
+            N >= 2 && (patch_mask.empty() || std::find(patch_mask.begin(), patch_mask.end(), true) != patch_mask.end()),
+            "MultiHeadSelfAttention: with LSA every token must see another, but x ", x.shape(),
+            N >= 2 ? " has every patch hidden" : " has one token");
 
     // [exercise:attention-forward]
     // [B, N, 3D] -> [B, N, 3, heads, head_dim] -> [3, B, heads, N, head_dim], as in timm
@@ -64,7 +78,9 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<bool>&
 
     // [B, heads, N, N]: row i holds token i's scores against every key j. matmul_transposed
     // is matmul(q, transpose(k, 2, 3)) * scale without copying k^T or the scores.
-    Tensor scores = matmul_transposed(q, k, static_cast<real>(1 / std::sqrt(double(head_dim))));
+    Tensor scores = scale.defined()  // LSA: each head's learned scale, and no token scores itself
+                        ? matmul_transposed(q, k) * reshape(scale, {1, heads, 1, 1}) + self_mask_bias(N)
+                        : matmul_transposed(q, k, static_cast<real>(1 / std::sqrt(double(head_dim))));
     if (!patch_mask.empty()) scores = scores + key_mask_bias(patch_mask, N);
     Tensor attn = softmax(scores, -1);
     if (record_) attention_ = attn.detach();

@@ -7,6 +7,15 @@
 //
 // Children are named like timm's Attention ("qkv", "attn_drop", "proj", "proj_drop"), so
 // the parameters are blocks.N.attn.qkv.weight [3D, D] etc.
+//
+// Locality Self-Attention (LSA; Lee, Lee and Song 2021, "Vision Transformer for Small-Size
+// Datasets"), when constructed with locality = true, changes the scores in two ways:
+//   A = softmax(q k^T * scale_h + M)    scale [heads], learned, head_dim^-1/2 at the start
+//                                       M: -inf on the diagonal, 0 elsewhere
+// A learned temperature per head lets a head sharpen its softmax beyond what 1/sqrt(head_dim)
+// allows, and masking the diagonal stops a token from spending its attention on itself (its
+// own q k is usually its largest score), so every head looks at other tokens. It adds `heads`
+// parameters, named "scale" (blocks.N.attn.scale), like the paper's code.
 #pragma once
 
 #include <memory>
@@ -23,14 +32,15 @@ class MultiHeadSelfAttention : public Module {
 public:
     // Throws if dim is not divisible by heads.
     MultiHeadSelfAttention(int64_t dim, int64_t heads, Rng& init, std::shared_ptr<Rng> dropout_rng,
-                           bool qkv_bias = true, real attn_dropout = 0, real proj_dropout = 0);
+                           bool qkv_bias = true, real attn_dropout = 0, real proj_dropout = 0, bool locality = false);
     std::string type_name() const override { return "MultiHeadSelfAttention"; }
 
     // [snippet:msa-forward-declaration]
     // x [B, N, D] -> [B, N, D]. Token 0 is the class token. `patch_mask` is empty (attend
     // everywhere) or holds one entry per patch (N - 1 entries, true = visible), like the ViT
     // notebook's OptionalMask: no token attends to a hidden patch. The class token is always
-    // visible, so every row of A keeps at least one position and the softmax is defined.
+    // visible, so every row of A keeps at least one position and the softmax is defined. With
+    // LSA the class token's row also needs one visible patch (its own score is masked).
     Tensor forward(const Tensor& x, const std::vector<bool>& patch_mask = {});
     // [/snippet:msa-forward-declaration]
 
@@ -43,6 +53,7 @@ public:
     std::shared_ptr<Dropout> attn_drop;
     std::shared_ptr<Linear> proj;  // D -> D
     std::shared_ptr<Dropout> proj_drop;
+    Tensor scale;  // LSA's temperature per head [heads]; undefined without LSA
     int64_t dim, heads, head_dim;
 
 private:

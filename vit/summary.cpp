@@ -32,6 +32,7 @@ ModelSummary summarize(const ViTConfig& c) {
     for (int64_t l = 0; l < c.depth; ++l) {
         const std::string b = "blocks." + std::to_string(l) + ".";
         row(b + "norm1", "LayerNorm", {1, T, D}, layer_norm_parameters(D));
+        if (c.lsa) row(b + "attn", "MultiHeadSelfAttention", {1, T, D}, c.heads);  // its own: LSA's scale
         row(b + "attn.qkv", "Linear", {1, T, 3 * D}, linear_parameters(D, 3 * D, c.qkv_bias));
         row(b + "attn.attn_drop", "Dropout", {1, c.heads, T, T}, 0);
         row(b + "attn.proj", "Linear", {1, T, D}, linear_parameters(D, D, true));
@@ -46,7 +47,11 @@ ModelSummary summarize(const ViTConfig& c) {
         row(b + "drop_path2", "DropPath", {1, T, D}, 0);
     }
     // [/exercise:summary-block-rows]
-    row("pool", c.pool == Pool::Mean ? "mean of all tokens" : "class token z_L^0", {1, D}, 0);
+    if (c.pool == Pool::Seq) row("attention_pool", "Linear", {1, T, 1}, linear_parameters(D, 1, true));
+    const char* pooling = c.pool == Pool::Seq    ? "softmax-weighted mean of the tokens"
+                          : c.pool == Pool::Mean ? "mean of all tokens"
+                                                 : "class token z_L^0";
+    row("pool", pooling, {1, D}, 0);
     row("norm", "LayerNorm", {1, D}, layer_norm_parameters(D));
     if (c.head == Head::Mlp) {
         row("pre_logits.fc", "Linear", {1, D}, linear_parameters(D, D, true));

@@ -49,7 +49,9 @@ ParameterLayout parameter_layout(const ViTConfig& c) {
     p.before = {{"cls_token", {1, 1, D}}};
     if (c.learnable_pos_embed) p.before.push_back({"pos_embed", {1, tokens, D}});
     p.before.insert(p.before.end(), {{"patch_embed.proj.weight", {D, patch_dim}}, {"patch_embed.proj.bias", {D}}});
-    p.block = {{"norm1.weight", {D}}, {"norm1.bias", {D}}, {"attn.qkv.weight", {qkv, D}}};
+    p.block = {{"norm1.weight", {D}}, {"norm1.bias", {D}}};
+    if (c.lsa) p.block.push_back({"attn.scale", {c.heads}});  // the attention's own, before its children's
+    p.block.push_back({"attn.qkv.weight", {qkv, D}});
     if (c.qkv_bias) p.block.push_back({"attn.qkv.bias", {qkv}});
     p.block.insert(p.block.end(), {{"attn.proj.weight", {D, D}},
                                    {"attn.proj.bias", {D}},
@@ -59,7 +61,8 @@ ParameterLayout parameter_layout(const ViTConfig& c) {
                                    {"mlp.fc1.bias", {H}},
                                    {"mlp.fc2.weight", {D, H}},
                                    {"mlp.fc2.bias", {D}}});
-    p.after = {{"norm.weight", {D}}, {"norm.bias", {D}}};
+    if (c.pool == Pool::Seq) p.after = {{"attention_pool.weight", {1, D}}, {"attention_pool.bias", {1}}};
+    p.after.insert(p.after.end(), {{"norm.weight", {D}}, {"norm.bias", {D}}});
     if (c.head == Head::Mlp)
         p.after.insert(p.after.end(), {{"pre_logits.fc.weight", {D, D}}, {"pre_logits.fc.bias", {D}}});
     p.after.insert(p.after.end(), {{"head.weight", {K, D}}, {"head.bias", {K}}});
@@ -164,6 +167,7 @@ BlockConfig ViTConfig::block(int64_t l) const {
     b.heads = heads;
     b.mlp_hidden_dim = mlp_hidden();
     b.qkv_bias = qkv_bias;
+    b.lsa = lsa;
     b.dropout = dropout;
     b.attn_dropout = attn_dropout;
     // Stochastic depth grows linearly with depth, 0 for the first block (timm's dpr).
@@ -182,7 +186,7 @@ std::string describe(const ViTConfig& c) {
     os << c.name << ": " << c.image_height << "x" << c.image_width << " images, " << c.channels << " channels, patch "
        << c.patch_size << " (" << c.num_patches() << " patches), dim " << c.dim << ", depth " << c.depth << ", heads "
        << c.heads << ", MLP " << c.mlp_hidden() << ", " << c.num_classes << " classes, pool " << enum_name(c.pool)
-       << ", head " << enum_name(c.head);
+       << ", head " << enum_name(c.head) << (c.lsa ? ", LSA" : "");
     return os.str();
 }
 
@@ -244,6 +248,8 @@ VisionTransformer::VisionTransformer(const ViTConfig& cfg, uint64_t seed) : conf
     blocks = register_module("blocks", std::make_shared<TransformerEncoder>());
     for (int64_t l = 0; l < config.depth; ++l)
         blocks->add(std::make_shared<ViTBlock>(config.block(l), rng, dropout_rng));
+    if (config.pool == Pool::Seq)
+        attention_pool = register_module("attention_pool", std::make_shared<Linear>(D, 1, rng));
     norm = register_module("norm", std::make_shared<LayerNorm>(D, config.layer_norm_eps));
     if (config.head == Head::Mlp) pre_logits = register_module("pre_logits", std::make_shared<PreLogits>(D, D, rng));
     head = register_module("head", std::make_shared<Linear>(D, config.num_classes, rng));
@@ -276,15 +282,22 @@ Tensor VisionTransformer::forward(const Tensor& images, const std::vector<bool>&
     // token alone). "mean" averages all N+1 tokens, the class token included, like the ViT study
     // notes' formula and lucidrains' x.mean(dim=1) (timm's global_pool="avg" leaves the class
     // token out), and normalises the mean, like the heads of Visual Transformer in CV and the
-    // ViT notebook and timm's fc_norm.
+    // ViT notebook and timm's fc_norm. "seq" scores each token with a Linear D -> 1, turns the
+    // scores into weights that sum to 1 with a softmax over the tokens, and takes the weighted
+    // mean: mean pooling whose weights are learned, per image (Compact Transformers).
     // [exercise:vit-pooling]
     const int64_t B = images.size(0), D = config.dim;
-    Tensor x = patch_embed->forward(images);                       // [B, N, D]: x_p^i E
-    x = concat({broadcast_to(cls_token, {B, 1, D}), x}, 1);        // [B, N+1, D]: [x_class; x_p^1 E; ...]
-    x = pos_drop->forward(pos_encoding->forward(x));               // z_0, eq. (1)
-    if (patch_drop) x = patch_drop->forward(x);                    // training: [B, 1+K, D]
-    x = blocks->forward(x, patch_mask);                            // z_L, eqs. (2) and (3)
-    x = config.pool == Pool::Mean ? mean(x, 1) : select(x, 1, 0);  // [B, D]
+    Tensor x = patch_embed->forward(images);                 // [B, N, D]: x_p^i E
+    x = concat({broadcast_to(cls_token, {B, 1, D}), x}, 1);  // [B, N+1, D]: [x_class; x_p^1 E; ...]
+    x = pos_drop->forward(pos_encoding->forward(x));         // z_0, eq. (1)
+    if (patch_drop) x = patch_drop->forward(x);              // training: [B, 1+K, D]
+    x = blocks->forward(x, patch_mask);                      // z_L, eqs. (2) and (3)
+    if (config.pool == Pool::Seq) {
+        const Tensor weights = softmax(attention_pool->forward(x), 1);  // [B, T, 1], each column sums to 1
+        x = reshape(matmul(transpose(weights, 1, 2), x), {B, D});       // [B, 1, T] @ [B, T, D] -> [B, D]
+    } else {
+        x = config.pool == Pool::Mean ? mean(x, 1) : select(x, 1, 0);  // [B, D]
+    }
     x = norm->forward(x);
     if (pre_logits) x = pre_logits->forward(x);
     return head->forward(x);  // [B, num_classes]

@@ -11,7 +11,8 @@
 // one to one (only patch_embed.proj.weight needs a reshape, see patch_embedding.h):
 //   cls_token [1, 1, D], pos_embed [1, N+1, D], patch_embed.proj.{weight [D, C*P*P], bias},
 //   blocks.{l}.norm1, blocks.{l}.attn.qkv [3D, D], blocks.{l}.attn.proj, blocks.{l}.norm2,
-//   blocks.{l}.mlp.fc1 [hidden, D], blocks.{l}.mlp.fc2, norm, [pre_logits.fc], head [K, D].
+//   blocks.{l}.mlp.fc1 [hidden, D], blocks.{l}.mlp.fc2, [attention_pool [1, D] (seq pooling,
+//   named like Compact Transformers')], norm, [pre_logits.fc], head [K, D].
 //
 // It differs on purpose from ViT from scratch's VisionTransformer: an integer patch count
 // (non-square images allowed), the LayerNorm of eq. (4), cls_token drawn like timm's, learned
@@ -42,10 +43,12 @@ namespace patchgrad {
 
 // [snippet:vit-config]
 // How the tokens z_L become one vector per image, and what maps that vector to the logits.
-// Checkpoints, describe() and error messages spell them "cls"/"mean" and "linear"/"mlp".
+// Checkpoints, describe() and error messages spell them "cls"/"mean"/"seq" and "linear"/"mlp".
 enum class Pool {
     Cls,   // "cls": the class token z_L^0 (paper eq. 4)
     Mean,  // "mean": the mean of all N+1 tokens (ViT study notes)
+    Seq,   // "seq": a learned weighted mean of the tokens, softmax(z_L w + b)^T z_L (Hassani et al.
+           // 2021, Compact Transformers' sequence pooling)
 };
 enum class Head {
     Linear,  // "linear": one Linear D -> K, the fine-tuning head
@@ -71,6 +74,7 @@ struct ViTConfig {
     real drop_path = 0;      // stochastic depth of the last block; block l gets drop_path * l / (depth - 1)
     real patch_dropout = 0;  // training only: the fraction of patch tokens each image drops (PatchDropout)
     bool qkv_bias = true;
+    bool lsa = false;                 // Locality Self-Attention in every block (layers/attention.h)
     bool learnable_pos_embed = true;  // false: fixed sinusoidal (ViT from scratch)
     GeluApproximation gelu = GeluApproximation::None;
     real layer_norm_eps = 1e-6;  // timm's ViT uses 1e-6 (PyTorch's LayerNorm default is 1e-5)
@@ -86,7 +90,8 @@ struct ViTConfig {
 // Their names (autograd/enum_names.h: enum_name, parse_enum).
 template <>
 struct EnumNames<Pool> {
-    static constexpr std::pair<Pool, const char*> table[] = {{Pool::Cls, "cls"}, {Pool::Mean, "mean"}};
+    static constexpr std::pair<Pool, const char*> table[] = {
+        {Pool::Cls, "cls"}, {Pool::Mean, "mean"}, {Pool::Seq, "seq"}};
 };
 template <>
 struct EnumNames<Head> {
@@ -187,6 +192,7 @@ public:
     std::shared_ptr<Dropout> pos_drop;
     std::shared_ptr<PatchDropout> patch_drop;  // null when config.patch_dropout is 0
     std::shared_ptr<TransformerEncoder> blocks;
+    std::shared_ptr<Linear> attention_pool;  // "seq" pooling's token scores, D -> 1; else null
     std::shared_ptr<LayerNorm> norm;
     std::shared_ptr<PreLogits> pre_logits;  // null for the linear head
     std::shared_ptr<Linear> head;

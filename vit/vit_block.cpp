@@ -4,8 +4,9 @@ namespace patchgrad {
 
 ViTBlock::ViTBlock(const BlockConfig& c, Rng& init, std::shared_ptr<Rng> dropout_rng)
     : norm1(register_module("norm1", std::make_shared<LayerNorm>(c.dim, c.layer_norm_eps))),
-      attn(register_module("attn", std::make_shared<MultiHeadSelfAttention>(c.dim, c.heads, init, dropout_rng,
-                                                                            c.qkv_bias, c.attn_dropout, c.dropout))),
+      attn(register_module("attn",
+                           std::make_shared<MultiHeadSelfAttention>(c.dim, c.heads, init, dropout_rng, c.qkv_bias,
+                                                                    c.attn_dropout, c.dropout, c.lsa))),
       drop_path1(register_module("drop_path1", std::make_shared<DropPath>(c.drop_path, dropout_rng))),
       norm2(register_module("norm2", std::make_shared<LayerNorm>(c.dim, c.layer_norm_eps))),
       mlp(register_module(

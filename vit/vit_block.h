@@ -39,6 +39,7 @@ struct BlockConfig {
     real dropout = 0;       // after the attention's output projection and inside the MLP (timm's proj_drop, drop1/2)
     real attn_dropout = 0;  // on the attention weights
     real drop_path = 0;     // stochastic depth of both residual branches (drop_path1/2)
+    bool lsa = false;       // Locality Self-Attention: a learned scale per head, no self-attention (attention.h)
     GeluApproximation gelu = GeluApproximation::None;
     real layer_norm_eps = 1e-6;
 };

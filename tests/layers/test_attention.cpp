@@ -21,14 +21,18 @@ struct NaiveAttention {
 // Attention the long way, one head and one query at a time. Head h's query is columns
 // h*hd .. h*hd+hd-1 of the first D outputs of qkv, its key the same columns of the next D,
 // its value of the last D (the [B, N, 3, heads, head_dim] split of ViT from scratch and timm).
-// A hidden key is skipped in the softmax's sum instead of being masked with -inf.
+// A hidden key is skipped in the softmax's sum instead of being masked with -inf. With LSA
+// (msa.scale defined) head h's scores are multiplied by scale[h] and a query skips itself.
 NaiveAttention naive_attention(const Tensor& x, const MultiHeadSelfAttention& msa, const std::vector<bool>& mask = {}) {
     const int64_t B = x.size(0), N = x.size(1), D = x.size(2), H = msa.heads, hd = D / H;
     const std::vector<double> qkv = naive_linear(to_doubles(x), B * N, D, msa.qkv->weight, msa.qkv->bias);
     const auto at = [&](int64_t b, int64_t n, int64_t part, int64_t h, int64_t d) {
         return qkv[(b * N + n) * 3 * D + part * D + h * hd + d];
     };
-    const auto visible = [&](int64_t j) { return mask.empty() || j == 0 || mask[j - 1]; };
+    const bool lsa = msa.scale.defined();
+    const auto visible = [&](int64_t i, int64_t j) {
+        return (mask.empty() || j == 0 || mask[j - 1]) && !(lsa && i == j);
+    };
     NaiveAttention r;
     r.scores.assign(B * H * N * N, 0);
     r.attn.assign(B * H * N * N, 0);
@@ -40,11 +44,12 @@ NaiveAttention naive_attention(const Tensor& x, const MultiHeadSelfAttention& ms
                 double* a = &r.attn[((b * H + h) * N + i) * N];
                 for (int64_t j = 0; j < N; ++j)
                     for (int64_t d = 0; d < hd; ++d) s[j] += at(b, i, 0, h, d) * at(b, j, 1, h, d);
+                const double multiplier = lsa ? double(msa.scale.data()[h]) : 1 / std::sqrt(double(hd));
                 double total = 0;
                 for (int64_t j = 0; j < N; ++j)
-                    if (visible(j)) total += std::exp(s[j] / std::sqrt(double(hd)));
+                    if (visible(i, j)) total += std::exp(s[j] * multiplier);
                 for (int64_t j = 0; j < N; ++j)
-                    if (visible(j)) a[j] = std::exp(s[j] / std::sqrt(double(hd))) / total;
+                    if (visible(i, j)) a[j] = std::exp(s[j] * multiplier) / total;
                 for (int64_t d = 0; d < hd; ++d)
                     for (int64_t j = 0; j < N; ++j) heads_out[(b * N + i) * D + h * hd + d] += a[j] * at(b, j, 2, h, d);
             }
@@ -56,9 +61,9 @@ NaiveAttention naive_attention(const Tensor& x, const MultiHeadSelfAttention& ms
 // gradient term stays visible to the check.
 std::unique_ptr<MultiHeadSelfAttention> make_msa(int64_t dim, int64_t heads, Rng& rng, bool qkv_bias = true,
                                                  std::shared_ptr<Rng> dropout_rng = nullptr, real attn_dropout = 0,
-                                                 real proj_dropout = 0) {
+                                                 real proj_dropout = 0, bool lsa = false) {
     auto msa = std::make_unique<MultiHeadSelfAttention>(dim, heads, rng, std::move(dropout_rng), qkv_bias, attn_dropout,
-                                                        proj_dropout);
+                                                        proj_dropout, lsa);
     randomize_parameters(*msa, rng, -0.5, 0.5);
     return msa;
 }
@@ -336,6 +341,36 @@ TEST_CASE("MultiHeadSelfAttention: gradcheck with attention and projection dropo
         with_parameters(rand_tensor({2, 5, 6}, rng), *msa), 74);
 }
 
+TEST_CASE("MultiHeadSelfAttention: LSA scales each head by its own learned scale and masks the diagonal",
+          "[layer:MultiHeadSelfAttention][forward][lsa]") {
+    Rng rng(80);
+    MultiHeadSelfAttention fresh(12, 3, rng, nullptr, true, 0, 0, true);
+    REQUIRE(fresh.named_parameters().size() == 5);
+    CHECK(fresh.named_parameters()[0].first == "scale");                // the module's own, before its children's
+    CHECK(fresh.scale.to_vector() == std::vector<real>(3, real(0.5)));  // head_dim 4: 1/sqrt(4)
+    CHECK(fresh.num_parameters() == 4 * 12 * 12 + 4 * 12 + 3);
+    for (const std::vector<bool>& mask : {std::vector<bool>{}, std::vector<bool>{true, false, true, false}}) {
+        INFO("mask entries " << mask.size());
+        auto msa = make_msa(6, 3, rng, true, nullptr, 0, 0, true);  // scales drawn in [-0.5, 0.5], one per head
+        msa->record_attention(true);
+        const Tensor x = rand_tensor({2, 5, 6}, rng, -1, 1, false);
+        const NaiveAttention ref = naive_attention(x, *msa, mask);
+        require_close(msa->forward(x, mask), from_doubles({2, 5, 6}, ref.out), 1e-12);
+        require_close(msa->attention(), from_doubles({2, 3, 5, 5}, ref.attn), 1e-12);
+        for (int64_t r = 0; r < 2 * 3 * 5; ++r) CHECK(msa->attention().data()[r * 5 + r % 5] == 0);  // A_ii = 0
+    }
+}
+
+TEST_CASE("MultiHeadSelfAttention: gradcheck with LSA w.r.t. input, scale and every other parameter",
+          "[layer:MultiHeadSelfAttention][gradcheck][lsa]") {
+    Rng rng(81);
+    for (const std::vector<bool>& mask : {std::vector<bool>{}, std::vector<bool>{false, true, false}}) {
+        auto msa = make_msa(4, 2, rng, true, nullptr, 0, 0, true);
+        check_gradients([&](const std::vector<Tensor>& xs) { return msa->forward(xs[0], mask); },
+                        with_parameters(rand_tensor({2, 4, 4}, rng), *msa), 82);
+    }
+}
+
 TEST_CASE("MultiHeadSelfAttention: errors name the sizes", "[layer:MultiHeadSelfAttention][errors]") {
     Rng rng(75);
     require_error([&] { MultiHeadSelfAttention(10, 3, rng, nullptr); },
@@ -355,6 +390,19 @@ TEST_CASE("MultiHeadSelfAttention: errors name the sizes", "[layer:MultiHeadSelf
         },
         {"MultiHeadSelfAttention", "3 entries", "4 patches"});
     require_error([&] { MultiHeadSelfAttention(8, 2, rng, nullptr, true, 0.1); }, {"Dropout", "Rng"});
+    // LSA masks a token's own score: a lone token, or a class token whose patches are all
+    // hidden, would have nothing left to attend to.
+    MultiHeadSelfAttention lsa(8, 2, rng, nullptr, true, 0, 0, true);
+    require_error(
+        [&] {
+            lsa.forward(Tensor::zeros({2, 1, 8}));
+        },
+        {"MultiHeadSelfAttention", "LSA", "[2, 1, 8]", "one token"});
+    require_error(
+        [&] {
+            lsa.forward(Tensor::zeros({2, 3, 8}), {false, false});
+        },
+        {"MultiHeadSelfAttention", "LSA", "[2, 3, 8]", "every patch hidden"});
 }
 
 }  // namespace patchgrad

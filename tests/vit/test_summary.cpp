@@ -43,7 +43,7 @@ std::map<std::string, Shape> actual_shapes(VisionTransformer& model) {
     Tensor ln1 = block.norm1->forward(z);
     s["norm1"] = ln1.shape();
     s["attn.qkv"] = block.attn->qkv->forward(ln1).shape();
-    s["attn.proj"] = s["attn.proj_drop"] = s["drop_path1"] = block.attn->forward(ln1).shape();
+    s["attn"] = s["attn.proj"] = s["attn.proj_drop"] = s["drop_path1"] = block.attn->forward(ln1).shape();
     s["attn.attn_drop"] = block.attn->attention().shape();
     Tensor ln2 = block.norm2->forward(z);
     s["norm2"] = ln2.shape();
@@ -51,6 +51,7 @@ std::map<std::string, Shape> actual_shapes(VisionTransformer& model) {
     s["mlp.fc1"] = h.shape();
     s["mlp.act"] = s["mlp.drop1"] = block.mlp->act->forward(h).shape();
     s["mlp.fc2"] = s["mlp.drop2"] = s["drop_path2"] = block.mlp->forward(ln2).shape();
+    if (model.attention_pool) s["attention_pool"] = model.attention_pool->forward(z).shape();
     Tensor pooled = select(model.blocks->forward(z), 1, 0);
     s["pool"] = s["norm"] = pooled.shape();
     if (model.pre_logits) s["pre_logits.fc"] = s["pre_logits.act"] = model.pre_logits->forward(pooled).shape();
@@ -133,6 +134,10 @@ TEST_CASE("summary: the rows are the real model's modules, parameters and output
     c.mlp_ratio = 3;
     c.channels = 1;
     c.patch_dropout = static_cast<real>(0.25);  // adds the patch_drop row
+    require_summary_matches_model(c);
+    c.pool = Pool::Seq;  // adds the attention_pool row and its D + 1 parameters
+    require_summary_matches_model(c);
+    c.lsa = true;  // adds a row per block for the attention's own parameters, LSA's scale
     require_summary_matches_model(c);
     auto has_patch_drop = [](const ModelSummary& m) {
         return std::any_of(m.rows.begin(), m.rows.end(), [](const SummaryRow& r) { return r.name == "patch_drop"; });

@@ -20,10 +20,11 @@ Tensor small_images(uint64_t seed, int64_t batch = 2) {
 
 // The whole small ViT (2 images 3 x 8 x 12, every parameter, ~2,300 numbers), checked element
 // by element without sampling.
-void check_vit_gradients(Pool pool, Head head, const std::vector<bool>& mask) {
+void check_vit_gradients(Pool pool, Head head, const std::vector<bool>& mask, bool lsa = false) {
     ViTConfig c = small_config();
     c.pool = pool;
     c.head = head;
+    c.lsa = lsa;
     VisionTransformer model(c, 20);
     Rng rng(21);
     scramble_parameters(model, rng);
@@ -101,9 +102,9 @@ TEST_CASE("VisionTransformer: the same seed gives the same weights, another seed
     CHECK(max_abs_difference(a.parameter("head.weight"), c.parameter("head.weight")) > 0);
 }
 
-TEST_CASE("VisionTransformer: forward is eqs. (1)-(4) composed from the children, for both poolings",
+TEST_CASE("VisionTransformer: forward is eqs. (1)-(4) composed from the children, for every pooling",
           "[vit][layer:VisionTransformer][forward][ex:vit-pooling]") {
-    for (Pool pool : {Pool::Cls, Pool::Mean}) {
+    for (Pool pool : {Pool::Cls, Pool::Mean, Pool::Seq}) {
         for (Head head : {Head::Linear, Head::Mlp}) {
             INFO("pool " << enum_name(pool) << ", head " << enum_name(head));
             ViTConfig c = small_config();
@@ -118,12 +119,28 @@ TEST_CASE("VisionTransformer: forward is eqs. (1)-(4) composed from the children
             z = concat({broadcast_to(model.cls_token, {3, 1, 8}), z}, 1) + model.pos_encoding->table;  // (1)
             for (auto& block : model.blocks->layers) z = block->forward(z);                            // (2), (3)
             Tensor pooled = Tensor::zeros({3, 8});                                                     // [B, D]
-            for (int64_t b = 0; b < 3; ++b)
+            for (int64_t b = 0; b < 3; ++b) {
+                // Token weights: 1 for the class token (cls), 1/7 each (mean), or the softmax of
+                // the attention_pool scores (seq).
+                std::vector<double> weight(7, pool == Pool::Mean ? 1.0 / 7 : 0.0);
+                if (pool == Pool::Cls) weight[0] = 1;
+                if (pool == Pool::Seq) {
+                    double total = 0;
+                    for (int64_t n = 0; n < 7; ++n) {
+                        double score = model.attention_pool->bias.at({0});
+                        for (int64_t d = 0; d < 8; ++d)
+                            score += model.attention_pool->weight.at({0, d}) * z.at({b, n, d});
+                        weight[n] = std::exp(score);
+                        total += weight[n];
+                    }
+                    for (double& w : weight) w /= total;
+                }
                 for (int64_t d = 0; d < 8; ++d) {
                     double acc = 0;
-                    for (int64_t n = 0; n < 7; ++n) acc += z.at({b, n, d});
-                    pooled.at({b, d}) = static_cast<real>(pool == Pool::Cls ? z.at({b, 0, d}) : acc / 7);
+                    for (int64_t n = 0; n < 7; ++n) acc += weight[n] * z.at({b, n, d});
+                    pooled.at({b, d}) = static_cast<real>(acc);
                 }
+            }
             Tensor y = model.norm->forward(pooled);  // (4)
             if (head == Head::Mlp) y = tanh(model.pre_logits->fc->forward(y));
             Tensor logits = model.head->forward(y);
@@ -235,6 +252,21 @@ TEST_CASE("VisionTransformer: gradcheck w.r.t. the images and every parameter, c
 TEST_CASE("VisionTransformer: gradcheck w.r.t. the images and every parameter, mean pooling, linear head",
           "[vit][layer:VisionTransformer][gradcheck][ex:vit-pooling]") {
     check_vit_gradients(Pool::Mean, Head::Linear, {});
+}
+
+TEST_CASE("VisionTransformer: gradcheck w.r.t. the images and every parameter, seq pooling, linear head",
+          "[vit][layer:VisionTransformer][gradcheck][ex:vit-pooling]") {
+    check_vit_gradients(Pool::Seq, Head::Linear, {});
+}
+
+TEST_CASE("VisionTransformer: gradcheck w.r.t. the images and every parameter, seq pooling, mlp head, mask",
+          "[vit][layer:VisionTransformer][gradcheck]") {
+    check_vit_gradients(Pool::Seq, Head::Mlp, kMask);
+}
+
+TEST_CASE("VisionTransformer: gradcheck w.r.t. the images and every parameter, LSA in every block, mask",
+          "[vit][layer:VisionTransformer][gradcheck][lsa]") {
+    check_vit_gradients(Pool::Cls, Head::Linear, kMask, true);
 }
 
 TEST_CASE("VisionTransformer: gradcheck w.r.t. the images and every parameter, mean pooling, mlp head, mask",
@@ -404,7 +436,7 @@ TEST_CASE("VisionTransformer: configuration errors name the sizes", "[vit][layer
                   })),
                   {"ViTConfig", "mlp_ratio"});
     require_error(build(with([](ViTConfig& c) { c.dropout = 1; })), {"ViTConfig", "dropout", "[0, 1)"});
-    require_error([] { parse_enum<Pool>("max", "ViTConfig: pool"); }, {"ViTConfig: pool 'max' is not cls or mean"});
+    require_error([] { parse_enum<Pool>("max", "ViTConfig: pool"); }, {"ViTConfig: pool 'max' is not cls, mean or seq"});
     require_error([] { parse_enum<Head>("conv", "ViTConfig: head"); }, {"ViTConfig: head 'conv' is not linear or mlp"});
     ViTConfig ratio = with([](ViTConfig& c) {
         c.mlp_dim = 0;
@@ -421,6 +453,8 @@ TEST_CASE("for_each_parameter and parameter_count describe the model the constru
     unusual.learnable_pos_embed = false;
     unusual.mlp_dim = 0;
     unusual.mlp_ratio = 2.5f;
+    unusual.pool = Pool::Seq;  // attention_pool between the blocks and norm
+    unusual.lsa = true;        // blocks.l.attn.scale before blocks.l.attn.qkv
     for (const ViTConfig& c : {small_config(), unusual, vit_config("cifar-tiny")}) {
         INFO(describe(c));
         std::vector<std::pair<std::string, Shape>> listed;
@@ -498,17 +532,18 @@ TEST_CASE("VisionTransformer: input errors name the sizes", "[vit][layer:VisionT
 
 TEST_CASE("Pool and Head: names round-trip, describe() uses them, other names are refused",
           "[vit][layer:VisionTransformer]") {
-    for (Pool pool : {Pool::Cls, Pool::Mean}) CHECK(parse_enum<Pool>(enum_name(pool), "pool") == pool);
+    for (Pool pool : {Pool::Cls, Pool::Mean, Pool::Seq}) CHECK(parse_enum<Pool>(enum_name(pool), "pool") == pool);
     for (Head head : {Head::Linear, Head::Mlp}) CHECK(parse_enum<Head>(enum_name(head), "head") == head);
     CHECK(enum_name(Pool::Cls) == "cls");
     CHECK(enum_name(Pool::Mean) == "mean");
+    CHECK(enum_name(Pool::Seq) == "seq");
     CHECK(enum_name(Head::Linear) == "linear");
     CHECK(enum_name(Head::Mlp) == "mlp");
     ViTConfig c = small_config();
     c.pool = Pool::Mean;
     c.head = Head::Mlp;
     CHECK(describe(c).find("pool mean, head mlp") != std::string::npos);
-    require_error([] { parse_enum<Pool>("CLS", "pool"); }, {"pool 'CLS' is not cls or mean"});
+    require_error([] { parse_enum<Pool>("CLS", "pool"); }, {"pool 'CLS' is not cls, mean or seq"});
     require_error([] { parse_enum<Head>("", "head"); }, {"head '' is not linear or mlp"});
 }
 

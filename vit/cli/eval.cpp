@@ -2,7 +2,8 @@
 // its format. The model is rebuilt from the checkpoint's own metadata, so the file is all
 // it needs.
 //
-//   patchgrad eval --checkpoint PATH [--data DIR | --file FILE.bin] [--tta NAME] [--batch N] [--threads T]
+//   patchgrad eval --checkpoint PATH [--data DIR [--split NAME] | --file FILE.bin] [--tta NAME] [--batch N]
+//                  [--threads T]
 #include <iostream>
 #include <string>
 #include <vector>
@@ -10,9 +11,11 @@
 #include "autograd/cpu/parallel.h"
 #include "datasets/cifar10.h"
 #include "datasets/normalize.h"
+#include "datasets/split.h"
 #include "vit/cli/cli.h"
 #include "vit/train/checkpoint.h"
 #include "vit/train/evaluation.h"
+#include "vit/train/train_options.h"
 
 namespace patchgrad::cli {
 
@@ -20,16 +23,20 @@ namespace {
 
 void print_help() {
     std::cout
-        << "usage: patchgrad eval --checkpoint PATH [--data DIR | --file FILE.bin] [--tta NAME] [--batch N]\n"
-           "                      [--threads T]\n"
+        << "usage: patchgrad eval --checkpoint PATH [--data DIR [--split NAME] | --file FILE.bin] [--tta NAME]\n"
+           "                      [--batch N] [--threads T]\n"
            "\n"
            "Evaluates a checkpoint written by 'patchgrad train' (last.safetensors, best.safetensors) and\n"
-           "prints the accuracy, the accuracy of every class and the confusion matrix.\n"
+           "prints the accuracy, the accuracy of every class and the confusion matrix. A run's resume file\n"
+           "(last.state.safetensors) holds its trained weights: with --ema they differ from last.safetensors,\n"
+           "which holds their moving average.\n"
            "\n"
            "  --checkpoint PATH   the checkpoint; the model is rebuilt from its metadata\n"
            "  --data DIR          evaluate on DIR/test_batch.bin (default: $PATCHGRAD_DATA, else "
         << kDefaultDataDir
         << ")\n"
+           "  --split NAME        test (test_batch.bin, the default) or validation: the images the run held\n"
+           "                      out of data_batch_1..5 (its --validation count, chosen by its --seed)\n"
            "  --file FILE.bin     evaluate on any file of CIFAR-10 binary records instead\n"
            "  --tta NAME          test-time augmentation: none, or flip (mean logits of each image and its\n"
            "                      mirror image); default: the one the run was trained with (train --tta)\n"
@@ -49,7 +56,8 @@ std::string training_so_far(const TrainingState& state) {
 }  // namespace
 
 int eval_command(const std::vector<std::string>& args) {
-    const Flags flags = parse_flags(args, {"--checkpoint", "--data", "--file", "--tta", "--batch", "--threads"});
+    const Flags flags =
+        parse_flags(args, {"--checkpoint", "--data", "--split", "--file", "--tta", "--batch", "--threads"});
     if (flags.help) {
         print_help();
         return 0;
@@ -57,6 +65,10 @@ int eval_command(const std::vector<std::string>& args) {
     auto given = [&](const char* name) { return flags.values.count(name) > 0; };
     if (!given("--checkpoint")) throw UsageError("--checkpoint PATH is required");
     if (given("--data") && given("--file")) throw UsageError("give --data DIR or --file FILE.bin, not both");
+    if (given("--split") && given("--file")) throw UsageError("--split chooses images of --data, not of --file");
+    const std::string split = given("--split") ? flags.values.at("--split") : "test";
+    if (split != "test" && split != "validation")
+        throw UsageError("--split must be test or validation, got '" + split + "'");
     const int64_t batch = given("--batch") ? parse_positive_int("--batch", flags.values.at("--batch")) : 256;
     use_threads(given("--threads") ? parse_threads(flags.values.at("--threads")) : 1);
 
@@ -79,8 +91,19 @@ int eval_command(const std::vector<std::string>& args) {
         std::cout << "data: " << flags.values.at("--file");
     } else {
         const DataDir dir = resolve_data_dir(given("--data") ? flags.values.at("--data") : "");
-        set = load_cifar10_test(dir.path, &std::cerr);
-        std::cout << "data: " << kCifar10TestFile << " in " << dir.path << " (" << dir.source << ")";
+        if (split == "test") {
+            set = load_cifar10_test(dir.path, &std::cerr);
+            std::cout << "data: " << kCifar10TestFile << " in " << dir.path << " (" << dir.source << ")";
+        } else {
+            // The run's own split, from its recipe: split_validation as train() calls it.
+            TrainOptions recipe;
+            apply_checkpoint_recipe(recipe, checkpoint);
+            if (recipe.validation == 0)
+                throw UsageError("--split validation: the run held no images out (--validation 0)");
+            set = split_validation(load_cifar10_train(dir.path, &std::cerr), recipe.validation, recipe.seed).validation;
+            std::cout << "data: the run's validation split (--validation " << recipe.validation << ", --seed "
+                      << recipe.seed << ") of the training files in " << dir.path << " (" << dir.source << ")";
+        }
     }
     std::cout << ", " << set.size() << " images; test-time augmentation " << enum_name(tta) << "\n\n" << std::flush;
     VisionTransformer model(checkpoint.config, 0);

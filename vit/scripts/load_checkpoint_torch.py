@@ -50,7 +50,8 @@ def config_from(meta):
                 layer_norm_eps=float(get("layer_norm_eps")), pool=get("pool"), head=get("head"),
                 qkv_bias=truth("qkv_bias"), gelu=get("gelu"), learnable_pos_embed=truth("learnable_pos_embed"),
                 patch_size=int(get("patch_size")), dim=int(get("dim")), depth=int(get("depth")),
-                heads=int(get("heads")), mlp_dim=int(get("mlp_dim")))
+                heads=int(get("heads")), mlp_dim=int(get("mlp_dim")),
+                lsa=meta.get("config.lsa") == "true")  # absent before patchgrad 0.10
 
 
 def main():

@@ -13,10 +13,10 @@ The model below is an independent ViT in plain PyTorch, written from the paper a
 VisionTransformer, not from patchgrad's code: same parameter names and semantics as timm
 (cls_token, pos_embed, patch_embed.proj as a Conv2d with kernel = stride = patch,
 blocks.N.norm1 / attn.qkv / attn.proj / norm2 / mlp.fc1 / mlp.fc2, norm, [pre_logits.fc],
-head), pre-norm blocks, one fused qkv projection, scores scaled by 1/sqrt(head_dim) before
+[attention_pool], head), pre-norm blocks, one fused qkv projection, scores scaled by 1/sqrt(head_dim) before
 the softmax, LayerNorm eps 1e-6, no dropout.
 
-Two cases, one file each in tests/data/:
+Three cases, one file each in tests/data/:
 
   vit_golden.safetensors           cls pooling, linear head, qkv bias, exact-erf GELU,
                                    learnable pos_embed: timm's ViT exactly.
@@ -24,6 +24,12 @@ Two cases, one file each in tests/data/:
                                    then head), no qkv bias, tanh GELU, fixed sinusoidal
                                    position table (not a parameter), and a patch mask
                                    hiding some patches from attention.
+  vit_golden_seq_lsa.safetensors   sequence pooling (Compact Transformers: softmax of
+                                   attention_pool, a Linear D -> 1, over the tokens, then
+                                   the weighted mean) and Locality Self-Attention (Lee et
+                                   al. 2021: a learned scale per head, blocks.N.attn.scale,
+                                   and the diagonal of the scores masked), otherwise the
+                                   first case, with a mask.
 
 Where patchgrad's options go beyond timm, this script follows patchgrad's documented
 semantics (vit/vision_transformer.h): "mean" pooling averages all N+1 tokens, the class
@@ -72,6 +78,9 @@ CASES = [
     ("vit_golden_mean_mlp.safetensors", 5678,
      dict(BASE, pool="mean", head="mlp", qkv_bias=False, gelu="tanh", learnable_pos_embed=False),
      [1, 0, 1, 1, 0, 1]),
+    ("vit_golden_seq_lsa.safetensors", 9012,
+     dict(BASE, pool="seq", head="linear", qkv_bias=True, gelu="none", learnable_pos_embed=True, lsa=True),
+     [1, 1, 0, 1, 1, 1]),
 ]
 BATCH = 3
 
@@ -88,11 +97,15 @@ def sinusoidal_table(positions, dim):
 
 
 class Attention(nn.Module):
-    def __init__(self, dim, heads, qkv_bias):
+    def __init__(self, dim, heads, qkv_bias, lsa=False):
         super().__init__()
         self.heads = heads
         self.head_dim = dim // heads
-        self.scale = self.head_dim ** -0.5
+        # LSA (Lee et al. 2021): the scale is a learned parameter per head, and the diagonal
+        # of the scores is masked. Registered first, as patchgrad lists a module's own
+        # parameters before its children's.
+        self.scale = nn.Parameter(torch.full((heads,), self.head_dim ** -0.5)) if lsa else self.head_dim ** -0.5
+        self.lsa = lsa
         self.qkv = nn.Linear(dim, 3 * dim, bias=qkv_bias)
         self.proj = nn.Linear(dim, dim)
 
@@ -100,7 +113,11 @@ class Attention(nn.Module):
         B, N, C = x.shape
         qkv = self.qkv(x).reshape(B, N, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
         q, k, v = qkv.unbind(0)
-        attn = (q @ k.transpose(-2, -1)) * self.scale
+        if self.lsa:
+            attn = (q @ k.transpose(-2, -1)) * self.scale.view(1, -1, 1, 1)
+            attn = attn.masked_fill(torch.eye(N, dtype=torch.bool), float("-inf"))
+        else:
+            attn = (q @ k.transpose(-2, -1)) * self.scale
         if key_visible is not None:
             attn = attn.masked_fill(~key_visible, float("-inf"))
         attn = attn.softmax(dim=-1)
@@ -131,7 +148,7 @@ class Block(nn.Module):
     def __init__(self, c, drop_path_rate=0.0):
         super().__init__()
         self.norm1 = nn.LayerNorm(c["dim"], eps=c["layer_norm_eps"])
-        self.attn = Attention(c["dim"], c["heads"], c["qkv_bias"])
+        self.attn = Attention(c["dim"], c["heads"], c["qkv_bias"], c.get("lsa", False))
         self.norm2 = nn.LayerNorm(c["dim"], eps=c["layer_norm_eps"])
         self.mlp = Mlp(c["dim"], c["mlp_dim"], c["gelu"])
         self.drop_path_rate = drop_path_rate
@@ -187,6 +204,9 @@ class ViT(nn.Module):
         p, depth = c.get("drop_path", 0.0), c["depth"]
         rates = [p * l / (depth - 1) if depth > 1 else p for l in range(depth)]
         self.blocks = nn.ModuleList([Block(c, rate) for rate in rates])
+        # Sequence pooling's token scores (Compact Transformers' attention_pool), before norm as
+        # in vit/vision_transformer.cpp.
+        self.attention_pool = nn.Linear(c["dim"], 1) if self.pool == "seq" else None
         self.norm = nn.LayerNorm(c["dim"], eps=c["layer_norm_eps"])
         self.pre_logits = PreLogits(c["dim"]) if c["head"] == "mlp" else None
         self.head = nn.Linear(c["dim"], c["num_classes"])
@@ -202,7 +222,10 @@ class ViT(nn.Module):
             key_visible = torch.cat([torch.ones(1, dtype=torch.bool), patch_mask.bool()])
         for block in self.blocks:
             x = block(x, key_visible)
-        x = x.mean(dim=1) if self.pool == "mean" else x[:, 0]
+        if self.pool == "seq":
+            x = (F.softmax(self.attention_pool(x), dim=1).transpose(1, 2) @ x).squeeze(1)
+        else:
+            x = x.mean(dim=1) if self.pool == "mean" else x[:, 0]
         x = self.norm(x)
         if self.pre_logits is not None:
             x = self.pre_logits(x)
@@ -274,9 +297,13 @@ def make_case(path, seed, c, mask):
     print(path)
     print("  loss %.6f, logits in [%.3f, %.3f]" % (loss.item(), logits.min().item(), logits.max().item()))
     print("  PyTorch's own float32 run vs the float64 golden values (max |diff| / max |golden|):")
-    print("    logits %.2e  loss %.2e  gradients (worst) %.2e" % (
+    # A gradient that is zero in exact arithmetic (attention_pool.bias: the softmax ignores a
+    # constant added to every score) has no relative error; it is listed instead.
+    zero = [n for n in grads if grads[n].abs().max() < 1e-12]
+    print("    logits %.2e  loss %.2e  gradients (worst) %.2e%s" % (
         rel_err(logits32.double(), logits), rel_err(loss32.double(), loss),
-        max(rel_err(grads32[n].double(), grads[n]) for n in grads)))
+        max(rel_err(grads32[n].double(), grads[n]) for n in grads if n not in zero),
+        "; zero in exact arithmetic: " + ", ".join(zero) if zero else ""))
 
     tensors = [(name, patchgrad_layout(name, p)) for name, p in model.named_parameters()]
     tensors += [("grad." + name, patchgrad_layout(name, grads[name])) for name, _ in model.named_parameters()]

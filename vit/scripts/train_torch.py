@@ -24,8 +24,9 @@ cannot drift apart. It trains the independent timm-style ViT of make_golden.py w
   - random erasing (datasets/augment.h: one rectangle of 2-33% of the image, aspect ratio
     log-uniform in [0.3, 1/0.3], filled with random bytes) and stochastic depth growing
     linearly to drop_path at the last block, when the preset asks for them;
-  - mean pooling (of all tokens, the class token included) and patch dropout after the position
-    encoding (make_golden.patch_dropout), when the recipe asks for them;
+  - mean or sequence pooling (over all tokens, the class token included), patch dropout after
+    the position encoding (make_golden.patch_dropout) and Locality Self-Attention, when the
+    recipe asks for them;
   - truncated-normal(0.02) weights, class token and position embedding; zero biases;
   - AdamW (betas 0.9/0.999, eps 1e-8) with no weight decay on biases, LayerNorm parameters,
     class token and position embedding; per-step linear warmup then cosine to min_lr
@@ -70,9 +71,9 @@ IMPLEMENTED = {
     "epochs": None, "batch": None, "optimizer": {"adamw"}, "lr": None, "weight-decay": None,
     "momentum": None,  # SGD's: unused by AdamW
     "nesterov": {False}, "warmup": None, "schedule": {"cosine", "constant"}, "min-lr": None,
-    "label-smoothing": None, "clip-grad": None, "pool": {"cls", "mean"}, "patch-dropout": None, "drop-path": None,
-    "dropout": {0}, "augment": {"crop-flip", "none"}, "rand-augment": {"none"}, "erasing": None, "mixup": {0},
-    "cutmix": {0}, "ema": None, "tta": {"none", "flip"},
+    "label-smoothing": None, "clip-grad": None, "pool": {"cls", "mean", "seq"}, "patch-dropout": None, "lsa": None,
+    "drop-path": None, "dropout": {0}, "augment": {"crop-flip", "none"}, "rand-augment": {"none"}, "erasing": None,
+    "mixup": {0}, "cutmix": {0}, "ema": None, "tta": {"none", "flip"},
     "validation": {5000},  # stratified_split's 500 per class
     "seed": None,
 }
@@ -248,7 +249,7 @@ def main():
     model = ViT(cifar_model_config(p["config"], {"dim": p["dim"], "depth": p["depth"], "heads": p["heads"],
                                                  "mlp_dim": p["mlp"], "patch_size": p["patch"],
                                                  "drop_path": p["drop-path"], "pool": p["pool"],
-                                                 "patch_dropout": p["patch-dropout"]}))
+                                                 "patch_dropout": p["patch-dropout"], "lsa": p["lsa"]}))
     for name, q in model.named_parameters():
         if name.endswith(".bias"):
             torch.nn.init.zeros_(q)

@@ -45,6 +45,7 @@ void for_each_config_field(C& c, F&& f) {
     f("drop_path", c.drop_path);
     f("patch_dropout", c.patch_dropout);
     f("qkv_bias", c.qkv_bias);
+    f("lsa", c.lsa);
     f("learnable_pos_embed", c.learnable_pos_embed);
     f("gelu", c.gelu);
     f("layer_norm_eps", c.layer_norm_eps);
@@ -220,7 +221,7 @@ ViTConfig config_from_metadata(const Metadata& fields, const std::string& where)
     ViTConfig config;
     for_each_config_field(config, [&](const std::string& key, auto& value) {
         // Fields added since 0.9.0 are missing from older files, which were trained without them.
-        if (key == "patch_dropout" && !fields.count(key)) return;
+        if ((key == "patch_dropout" || key == "lsa") && !fields.count(key)) return;
         read_metadata_text(required(fields, key, where, "config."), where, "config." + key, value);
     });
     return config;
@@ -293,13 +294,14 @@ Checkpoint checkpoint_from(NamedTensors file, const std::string& path) {
         fail(where, ": ", e.what());
     }
     // A resume file's optimizer state and weight average travel beside the weights.
-    for (auto [prefix, into] : {std::pair{std::string("optimizer."), &checkpoint.optimizer},
-                                std::pair{std::string("ema."), &checkpoint.ema}}) {
+    for (const auto& part : {std::pair{std::string("optimizer."), &checkpoint.optimizer},
+                             std::pair{std::string("ema."), &checkpoint.ema}}) {
+        const std::string& prefix = part.first;
         auto begin = std::stable_partition(file.tensors.begin(), file.tensors.end(), [&](const auto& named) {
             return named.first.compare(0, prefix.size(), prefix) != 0;
         });
         for (auto it = begin; it != file.tensors.end(); ++it)
-            into->emplace_back(it->first.substr(prefix.size()), it->second);
+            part.second->emplace_back(it->first.substr(prefix.size()), it->second);
         file.tensors.erase(begin, file.tensors.end());
     }
     // The tensors must be the ones the config describes before anyone builds its model: the

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "catch.h"
+#include "cli_test_util.h"
 #include "test_util.h"
 #include "vit/cli/cli.h"
 #include "vit/pictures/png.h"
@@ -18,17 +19,6 @@ namespace patchgrad::cli {
 namespace {
 
 using namespace patchgrad::test;
-
-// std::cout and std::cerr into strings while it lives.
-struct Captured {
-    std::ostringstream out, err;
-    std::streambuf* old_out = std::cout.rdbuf(out.rdbuf());
-    std::streambuf* old_err = std::cerr.rdbuf(err.rdbuf());
-    ~Captured() {
-        std::cout.rdbuf(old_out);
-        std::cerr.rdbuf(old_err);
-    }
-};
 
 // A checkpoint of an untrained tiny ViT (32x32 input, 10 classes) and three files: a
 // 48x40 RGB PNG, a 20x30 PPM and a file that is neither.

@@ -420,5 +420,5 @@ TEST_CASE("checkpoint: pool and head are the metadata text cls/mean and linear/m
     CHECK(config_to_metadata(tiny_vit_config()).at("pool") == "cls");
     CHECK(config_to_metadata(tiny_vit_config()).at("head") == "linear");
     fields["pool"] = "max";
-    require_error([&] { config_from_metadata(fields, "ckpt"); }, {"ckpt: config.pool 'max' is not cls or mean"});
+    require_error([&] { config_from_metadata(fields, "ckpt"); }, {"ckpt: config.pool 'max' is not cls, mean or seq"});
 }

@@ -12,6 +12,7 @@
 #include "autograd/optim/lr_schedule.h"
 #include "test_util.h"
 #include "vit/cli/cli.h"
+#include "vit/summary.h"
 #include "vit/trainer_test_util.h"
 
 using namespace patchgrad;
@@ -42,6 +43,7 @@ const std::vector<std::pair<std::string, std::string>> kGood = {
     {"clip-grad", "1"},
     {"pool", "mean"},
     {"patch-dropout", "0.375"},
+    {"lsa", "true"},
     {"drop-path", "0.25"},
     {"dropout", "0.125"},
     {"augment", "none"},
@@ -151,7 +153,8 @@ TEST_CASE("train options: every row is in --help, with its value name and help t
     CHECK(help.find("--threads T") > help.find("running:"));
     CHECK(help.find("default: cifar-tiny, 45 epochs, adamw lr 0.001, crop-flip, erasing 0.25, drop path 0.1") !=
           std::string::npos);
-    CHECK(help.find("quick:   cifar-micro, 16 epochs, adamw lr 0.002, crop-flip\n") != std::string::npos);
+    CHECK(help.find("quick:   cifar-micro, 33 epochs, adamw lr 0.002, crop-flip, mean pool, patch dropout 0.5, tta "
+                    "flip\n") != std::string::npos);
     CHECK(help.find(kDefaultDataDir) != std::string::npos);
 }
 
@@ -326,9 +329,15 @@ TEST_CASE("preset_options: the default and quick recipes", "[trainer][options]")
 
     const TrainOptions q = preset_options("quick");
     CHECK(q.config.name == "cifar-micro");
-    CHECK(q.epochs == 16);
+    CHECK(q.epochs == 33);
     CHECK(q.lr == 2e-3);
     CHECK(q.warmup_epochs == 1);
+    CHECK(q.config.pool == Pool::Mean);
+    CHECK(q.config.patch_dropout == static_cast<real>(0.5));
+    CHECK(q.tta == TestTimeAugment::Flip);
+    CHECK(q.ema == 0);
+    // Within issue 24's budget: 45,000 images x 33 epochs at most 16 epochs of cifar-micro.
+    CHECK(33 * training_gflop_per_image(q.config) <= 16 * training_gflop_per_image(vit_config("cifar-micro")));
     CHECK(q.rand_augment == "none");
     CHECK(q.erasing == 0);
     CHECK(q.config.drop_path == 0);

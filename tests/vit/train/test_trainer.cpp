@@ -121,6 +121,17 @@ TEST_CASE(
     }
     CHECK(moved > 1e-4);  // the average is not the trained weights
 
+    // The average never feeds back into training: without --ema the trained weights are the same bits.
+    TrainOptions no_average = straight;
+    no_average.ema = 0;
+    no_average.out_dir = run.out("no-average");
+    quiet(no_average);
+    const Checkpoint trained = load_resume_point(last_of(no_average));
+    REQUIRE(trained.ema.empty());
+    REQUIRE(trained.weights.tensors.size() == resume.weights.tensors.size());
+    for (size_t i = 0; i < trained.weights.tensors.size(); ++i)
+        require_close(trained.weights.tensors[i].second, resume.weights.tensors[i].second, 0);
+
     // The test result is last.safetensors' weights evaluated with flips.
     VisionTransformer model(last.config, 0);
     load_weights(model, last);

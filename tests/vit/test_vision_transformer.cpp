@@ -436,7 +436,8 @@ TEST_CASE("VisionTransformer: configuration errors name the sizes", "[vit][layer
                   })),
                   {"ViTConfig", "mlp_ratio"});
     require_error(build(with([](ViTConfig& c) { c.dropout = 1; })), {"ViTConfig", "dropout", "[0, 1)"});
-    require_error([] { parse_enum<Pool>("max", "ViTConfig: pool"); }, {"ViTConfig: pool 'max' is not cls, mean or seq"});
+    require_error([] { parse_enum<Pool>("max", "ViTConfig: pool"); },
+                  {"ViTConfig: pool 'max' is not cls, mean or seq"});
     require_error([] { parse_enum<Head>("conv", "ViTConfig: head"); }, {"ViTConfig: head 'conv' is not linear or mlp"});
     ViTConfig ratio = with([](ViTConfig& c) {
         c.mlp_dim = 0;

@@ -129,4 +129,8 @@ double forward_multiply_adds(const ViTConfig& c, bool training) {
 
 double training_gflop_per_image(const ViTConfig& c) { return 3 * 2 * forward_multiply_adds(c, true) * 1e-9; }
 
+double training_tflop(const ViTConfig& c, double image_passes) {
+    return training_gflop_per_image(c) * image_passes * 1e-3;
+}
+
 }  // namespace patchgrad

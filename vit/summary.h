@@ -59,5 +59,8 @@ double forward_multiply_adds(const ViTConfig& c, bool training);
 // gradient, so 3x slightly overcounts it), the convention of PyTorch profilers and MFU
 // estimates. What `patchgrad bench` prints, and what a training budget is counted in.
 double training_gflop_per_image(const ViTConfig& c);
+// A run's training compute: training_gflop_per_image times its image passes (epochs times
+// training images), in TFLOP, the unit of issue 24's preset budgets.
+double training_tflop(const ViTConfig& c, double image_passes);
 
 }  // namespace patchgrad

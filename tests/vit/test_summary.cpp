@@ -191,8 +191,10 @@ TEST_CASE("summary: the table lists every layer with its type, shape and count",
     CHECK(with_thousands(632045800) == "632,045,800");
 }
 
-TEST_CASE("training_gflop_per_image: the matrix products' FLOPs of a training step, patch dropout's fewer tokens",
-          "[vit][summary]") {
+TEST_CASE(
+    "training_gflop_per_image, training_tflop: the matrix products' FLOPs of a training step, patch dropout's fewer "
+    "tokens",
+    "[vit][summary]") {
     // cifar-micro: 64 patches of 48 numbers, T = 65, D = 96, F = 192, 4 blocks, 10 classes.
     const double micro_block = 65.0 * 96 * 3 * 96 + 2.0 * 65 * 65 * 96 + 65.0 * 96 * 96 + 2.0 * 65 * 96 * 192;
     const double micro = 64.0 * 48 * 96 + 4 * micro_block + 96.0 * 10;
@@ -201,6 +203,9 @@ TEST_CASE("training_gflop_per_image: the matrix products' FLOPs of a training st
     CHECK(training_gflop_per_image(c) == Approx(6 * micro * 1e-9).epsilon(1e-12));
     CHECK(training_gflop_per_image(c) == Approx(0.136).epsilon(0.01));  // issue 24's budget unit
     CHECK(training_gflop_per_image(vit_config("cifar-tiny")) == Approx(0.348).epsilon(0.01));
+    // The quick budget: 16 epochs of the 45,000 training images, 98 TFLOP.
+    CHECK(training_tflop(c, 16 * 45000.0) == Approx(6 * micro * 16 * 45000 * 1e-12).epsilon(1e-12));
+    CHECK(training_tflop(c, 16 * 45000.0) == Approx(98).epsilon(0.01));
     // Patch dropout 0.25 keeps 48 of 64 patches in training: the blocks see T = 49 tokens.
     c.patch_dropout = static_cast<real>(0.25);
     const double kept_block = 49.0 * 96 * 3 * 96 + 2.0 * 49 * 49 * 96 + 49.0 * 96 * 96 + 2.0 * 49 * 96 * 192;

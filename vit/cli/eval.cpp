@@ -75,11 +75,8 @@ int eval_command(const std::vector<std::string>& args) {
     // load_checkpoint checks the file's tensors against its config, so the model built below
     // is no bigger than the file, whatever its metadata says.
     const Checkpoint checkpoint = load_checkpoint(flags.values.at("--checkpoint"));
-    // The run's own test-time augmentation unless told otherwise (none before train --tta existed).
-    const auto trained_tta = checkpoint.options.find("tta");
-    const std::string tta_name = given("--tta")                            ? flags.values.at("--tta")
-                                 : trained_tta != checkpoint.options.end() ? trained_tta->second
-                                                                           : "none";
+    // The run's own test-time augmentation unless told otherwise.
+    const std::string tta_name = given("--tta") ? flags.values.at("--tta") : checkpoint_recipe_entry(checkpoint, "tta");
     const TestTimeAugment tta =
         parse_enum<TestTimeAugment>(tta_name, given("--tta") ? "--tta" : "checkpoint train.tta");
     std::cout << "checkpoint " << checkpoint.path << ": " << describe(checkpoint.config) << "; "

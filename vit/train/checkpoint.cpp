@@ -218,11 +218,16 @@ Metadata config_to_metadata(const ViTConfig& config) {
 }
 
 ViTConfig config_from_metadata(const Metadata& fields, const std::string& where) {
+    // Config fields added since 0.9.0, and what a file written without them was trained with
+    // (train_options.cpp keeps the same for the recipe).
+    static const Metadata kAddedSince090 = {{"patch_dropout", "0"}, {"lsa", "false"}};
     ViTConfig config;
     for_each_config_field(config, [&](const std::string& key, auto& value) {
-        // Fields added since 0.9.0 are missing from older files, which were trained without them.
-        if ((key == "patch_dropout" || key == "lsa") && !fields.count(key)) return;
-        read_metadata_text(required(fields, key, where, "config."), where, "config." + key, value);
+        const auto added = kAddedSince090.find(key);
+        const std::string& text = fields.count(key) || added == kAddedSince090.end()
+                                      ? required(fields, key, where, "config.")
+                                      : added->second;
+        read_metadata_text(text, where, "config." + key, value);
     });
     return config;
 }

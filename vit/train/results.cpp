@@ -19,7 +19,7 @@ std::string results_json(const TrainOptions& options, int64_t parameters, const 
          << ", \"heads\": " << c.heads << ", \"mlp\": " << c.mlp_hidden() << "}"
          << ",\n  \"parameters\": " << parameters << ",\n  \"epochs\": " << options.epochs
          << ",\n  \"steps\": " << state.global_step << ",\n  \"image_passes\": " << image_passes
-         << ",\n  \"training_tflop\": " << exact_text(training_gflop_per_image(c) * double(image_passes) * 1e-3)
+         << ",\n  \"training_tflop\": " << exact_text(training_tflop(c, double(image_passes)))
          << ",\n  \"best_eval_accuracy\": " << exact_text(state.best_accuracy)
          << ",\n  \"eval_set\": " << json_string(eval_set) << ",\n  \"test_images\": " << test.images
          << ",\n  \"test_loss\": " << exact_text(test.loss) << ",\n  \"test_accuracy\": " << exact_text(test.accuracy)

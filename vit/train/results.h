@@ -3,7 +3,7 @@
 // model's shape (--dim and the other overrides keep the name), the parameters, epochs and
 // steps, the training images seen ("image_passes") and what they cost ("training_tflop",
 // training_gflop_per_image of vit/summary.h times the passes: what the presets' budgets are
-// counted in), the best evaluation accuracy, the final test images, loss and accuracy, and
+// counted in; training_tflop there), the best evaluation accuracy, the final test images, loss and accuracy, and
 // the wall time. Numbers are written to read back exactly (exact_text).
 #pragma once
 

@@ -296,7 +296,7 @@ void Trainer::print_header() const {
     const double passes = double(o.epochs) * double(data_.train.size());
     char work[160];
     std::snprintf(work, sizeof work, "%.4f GFLOP per training image, %.1f TFLOP for %.0f image passes",
-                  training_gflop_per_image(o.config), training_gflop_per_image(o.config) * passes * 1e-3, passes);
+                  training_gflop_per_image(o.config), training_tflop(o.config, passes), passes);
     out << "recipe:" << recipe_flags(o) << " (" << batcher_.num_batches() << " steps per epoch; " << work << ")\n";
     out << "compute: " << cpu_model() << "; gemm kernels " << gemm_kernel_description() << "; " << num_threads()
         << (num_threads() == 1 ? " thread" : " threads") << (o.threads == 0 ? " (auto)\n" : "\n");

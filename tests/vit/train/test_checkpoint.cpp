@@ -422,3 +422,22 @@ TEST_CASE("checkpoint: pool and head are the metadata text cls/mean and linear/m
     fields["pool"] = "max";
     require_error([&] { config_from_metadata(fields, "ckpt"); }, {"ckpt: config.pool 'max' is not cls, mean or seq"});
 }
+
+TEST_CASE("checkpoint: a config written before patch dropout and LSA existed reads them as off", "[checkpoint]") {
+    ViTConfig c = tiny_vit_config();
+    c.patch_dropout = static_cast<real>(0.5);
+    c.lsa = true;
+    Metadata fields = config_to_metadata(c);
+    CHECK(config_from_metadata(fields, "ckpt").patch_dropout == static_cast<real>(0.5));
+    CHECK(config_from_metadata(fields, "ckpt").lsa);
+    // What 0.9.0 wrote: neither key.
+    fields.erase("patch_dropout");
+    fields.erase("lsa");
+    const ViTConfig back = config_from_metadata(fields, "ckpt");
+    CHECK(back.patch_dropout == 0);
+    CHECK_FALSE(back.lsa);
+    CHECK(back.dim == c.dim);
+    // Any other field is required.
+    fields.erase("dim");
+    require_error([&] { config_from_metadata(fields, "ckpt"); }, {"ckpt", "config.dim"});
+}

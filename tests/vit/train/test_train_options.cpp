@@ -153,7 +153,7 @@ TEST_CASE("train options: every row is in --help, with its value name and help t
     CHECK(help.find("--threads T") > help.find("running:"));
     CHECK(help.find("default: cifar-tiny, 45 epochs, adamw lr 0.001, crop-flip, erasing 0.25, drop path 0.1") !=
           std::string::npos);
-    CHECK(help.find("quick:   cifar-micro, 33 epochs, adamw lr 0.002, crop-flip, mean pool, patch dropout 0.5, tta "
+    CHECK(help.find("quick:   cifar-micro, 33 epochs, adamw lr 0.002, crop-flip, seq pool, patch dropout 0.5, tta "
                     "flip\n") != std::string::npos);
     CHECK(help.find(kDefaultDataDir) != std::string::npos);
 }
@@ -228,6 +228,11 @@ TEST_CASE("train options: a recipe written by the code before the table still re
     CHECK(back.schedule == ScheduleKind::Cosine);
     CHECK(back.augment == AugmentKind::CropFlip);
     CHECK(back.min_lr == 1e-5);
+    // What eval reads for its default --tta, and the error for an entry that was always there.
+    CHECK(checkpoint_recipe_entry(checkpoint, "tta") == "none");
+    CHECK(checkpoint_recipe_entry(checkpoint, "lr") == "0.002");
+    checkpoint.options.erase("lr");
+    require_error([&] { checkpoint_recipe_entry(checkpoint, "lr"); }, {"checkpoint old", "train.lr is missing"});
 }
 
 TEST_CASE("train options: the command line reads each kind of value, naming the flag", "[trainer][options][cli]") {
@@ -332,7 +337,7 @@ TEST_CASE("preset_options: the default and quick recipes", "[trainer][options]")
     CHECK(q.epochs == 33);
     CHECK(q.lr == 2e-3);
     CHECK(q.warmup_epochs == 1);
-    CHECK(q.config.pool == Pool::Mean);
+    CHECK(q.config.pool == Pool::Seq);
     CHECK(q.config.patch_dropout == static_cast<real>(0.5));
     CHECK(q.tta == TestTimeAugment::Flip);
     CHECK(q.ema == 0);

@@ -1,10 +1,10 @@
 // results.h — results.json, the summary a finished run leaves in its output directory for
 // tables and scripts: format "patchgrad-results-1", the preset, the config's name and the
 // model's shape (--dim and the other overrides keep the name), the parameters, epochs and
-// steps, the training images seen ("image_passes") and what they cost ("training_tflop",
-// training_gflop_per_image of vit/summary.h times the passes: what the presets' budgets are
-// counted in; training_tflop there), the best evaluation accuracy, the final test images, loss and accuracy, and
-// the wall time. Numbers are written to read back exactly (exact_text).
+// steps, the training images seen ("image_passes") and what they cost ("training_tflop" of
+// vit/summary.h: what the presets' budgets are counted in), the best evaluation accuracy, the
+// final test images, loss and accuracy, and the wall time. Numbers are written to read back
+// exactly (exact_text).
 #pragma once
 
 #include <cstdint>

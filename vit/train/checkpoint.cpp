@@ -74,13 +74,6 @@ Metadata with_prefix_removed(const Metadata& metadata, const std::string& prefix
     return out;
 }
 
-const std::string& required(const Metadata& fields, const std::string& key, const std::string& where,
-                            const std::string& prefix) {
-    const auto it = fields.find(key);
-    check(it != fields.end(), where, ": metadata entry ", prefix, key, " is missing");
-    return it->second;
-}
-
 Metadata state_to_metadata(const TrainingState& state) {
     Metadata out;
     for_each_state_field(state, [&](const std::string& key, const auto& value) { out[key] = metadata_text(value); });
@@ -90,7 +83,7 @@ Metadata state_to_metadata(const TrainingState& state) {
 TrainingState state_from_metadata(const Metadata& fields, const std::string& where) {
     TrainingState state;
     for_each_state_field(state, [&](const std::string& key, auto& value) {
-        read_metadata_text(required(fields, key, where, "state."), where, "state." + key, value);
+        read_metadata_text(metadata_entry(fields, key, where, "state."), where, "state." + key, value);
     });
     return state;
 }
@@ -209,6 +202,15 @@ bool parse_bool(const std::string& text, const std::string& where, const std::st
     return text == "true";
 }
 
+const std::string& metadata_entry(const Metadata& fields, const std::string& key, const std::string& where,
+                                  const std::string& prefix, const Metadata& added_since) {
+    auto it = fields.find(key);
+    if (it != fields.end()) return it->second;
+    it = added_since.find(key);
+    check(it != added_since.end(), where, ": metadata entry ", prefix, key, " is missing");
+    return it->second;
+}
+
 // ---- configurations ----------------------------------------------------------------------
 
 Metadata config_to_metadata(const ViTConfig& config) {
@@ -218,16 +220,12 @@ Metadata config_to_metadata(const ViTConfig& config) {
 }
 
 ViTConfig config_from_metadata(const Metadata& fields, const std::string& where) {
-    // Config fields added since 0.9.0, and what a file written without them was trained with
-    // (train_options.cpp keeps the same for the recipe).
+    // Config fields added since 0.9.0, and what a file written without them was trained with.
     static const Metadata kAddedSince090 = {{"patch_dropout", "0"}, {"lsa", "false"}};
     ViTConfig config;
     for_each_config_field(config, [&](const std::string& key, auto& value) {
-        const auto added = kAddedSince090.find(key);
-        const std::string& text = fields.count(key) || added == kAddedSince090.end()
-                                      ? required(fields, key, where, "config.")
-                                      : added->second;
-        read_metadata_text(text, where, "config." + key, value);
+        read_metadata_text(metadata_entry(fields, key, where, "config.", kAddedSince090), where, "config." + key,
+                           value);
     });
     return config;
 }
@@ -352,7 +350,7 @@ std::vector<std::pair<std::string, Tensor>> read_optimizer_state(const std::stri
     const std::string where = "optimizer state " + path;
     check_format(file.metadata, where);
     const int64_t step =
-        parse_int64(required(file.metadata, "state.global_step", where, ""), where, "state.global_step");
+        parse_int64(metadata_entry(file.metadata, "state.global_step", where, ""), where, "state.global_step");
     check(step == global_step, where, ": global step ", step, " but ", weights_path, " is at step ", global_step,
           ": the two files are from different saves");
     const bool resume_file = file.metadata.count("config.dim") > 0;

@@ -138,6 +138,13 @@ Checkpoint load_resume_point(const std::string& weights_path);
 // step other than `global_step` (the two files of a checkpoint are from different saves).
 void load_optimizer_state(Optimizer& optimizer, const std::string& weights_path, int64_t global_step);
 
+// The entry `key` of `fields` (a checkpoint's "config.", "train." or "state." entries with the
+// prefix removed). A key of `added_since` (an entry added in a later version, mapped to what a
+// file written before it was trained with) falls back to that value; any other missing key
+// throws "<where>: metadata entry <prefix><key> is missing".
+const std::string& metadata_entry(const Metadata& fields, const std::string& key, const std::string& where,
+                                  const std::string& prefix, const Metadata& added_since = Metadata{});
+
 // Every ViTConfig field as text ("dim" -> "192", "gelu" -> "none"), and back. A missing or
 // malformed field throws naming `where` and the field.
 Metadata config_to_metadata(const ViTConfig& config);

@@ -328,18 +328,10 @@ void validate(const TrainOptions& o) {
 
 // ---- the recipe in checkpoints -------------------------------------------------------------
 
-namespace {
-// Recipe options added since 0.9.0, and what a checkpoint written without them was trained with.
-const std::map<std::string, std::string> kAddedSince090 = {{"ema", "0"}, {"tta", "none"}};
-}  // namespace
-
 const std::string& checkpoint_recipe_entry(const Checkpoint& checkpoint, const std::string& flag) {
-    const auto it = checkpoint.options.find(flag);
-    if (it != checkpoint.options.end()) return it->second;
-    const auto added = kAddedSince090.find(flag);
-    check(added != kAddedSince090.end(), "checkpoint ", checkpoint.path, ": metadata entry train.", flag,
-          " is missing");
-    return added->second;
+    // Recipe options added since 0.9.0, and what a checkpoint written without them was trained with.
+    static const Metadata kAddedSince090 = {{"ema", "0"}, {"tta", "none"}};
+    return metadata_entry(checkpoint.options, flag, "checkpoint " + checkpoint.path, "train.", kAddedSince090);
 }
 
 std::string recipe_flags(const TrainOptions& options) {

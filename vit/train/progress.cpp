@@ -1,4 +1,4 @@
-// progress.cpp — the progress line's formatting and when ProgressReporter draws it (see progress.h).
+// progress.cpp — the progress and epoch lines' formatting and when ProgressReporter draws (see progress.h).
 #include "vit/train/progress.h"
 
 #include <algorithm>
@@ -52,6 +52,20 @@ std::string format_progress(const ProgressLine& line, bool with_bar) {
     std::snprintf(tail, sizeof tail, " loss %.3f acc %.1f%% %.0f img/s ETA %s", line.loss, 100 * line.accuracy,
                   line.images_per_second, format_duration(line.eta_seconds).c_str());
     return std::string(head) + tail;
+}
+
+std::string format_epoch_line(const EpochRecord& r, int64_t epochs, bool best, double seconds_to_go) {
+    char line[256];
+    std::snprintf(
+        line, sizeof line,
+        "epoch %lld/%lld: train loss %.4f acc %.1f%% | %s loss %.4f acc %.1f%%%s | lr %.3g | %s (%.0f img/s), "
+        "elapsed %s",
+        static_cast<long long>(r.epoch), static_cast<long long>(epochs), r.train_loss, 100 * r.train_acc,
+        r.eval_set.c_str(), r.eval_loss, 100 * r.eval_acc, best ? " (best)" : "", r.lr,
+        format_duration(r.epoch_seconds).c_str(), r.img_per_s, format_duration(r.elapsed_seconds).c_str());
+    std::string out = line;
+    if (r.epoch < epochs && std::isfinite(seconds_to_go)) out += ", " + format_duration(seconds_to_go) + " to go";
+    return out;
 }
 
 int64_t default_log_every(int64_t steps_per_epoch) { return std::max<int64_t>(1, (steps_per_epoch + 9) / 10); }

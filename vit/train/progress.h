@@ -1,5 +1,5 @@
-// progress.h — what `patchgrad train` shows while an epoch runs: a live progress bar on a
-// terminal, plain periodic lines in a pipe or CI log.
+// progress.h — what `patchgrad train` shows while an epoch runs (a live progress bar on a
+// terminal, plain periodic lines in a pipe or CI log) and the line that ends each epoch.
 //
 //   epoch 3/100 [#########.........] 170/352 loss 1.234 acc 45.6% 812 img/s ETA 0:42
 //
@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+
+#include "vit/train/metrics.h"
 
 namespace patchgrad {
 
@@ -46,6 +48,12 @@ struct ProgressLine {
 // The terminal form (with the bar) or the log form: "epoch 3/100 step 170/352 loss 1.234
 // acc 45.6% 812 img/s ETA 0:42".
 std::string format_progress(const ProgressLine& line, bool with_bar);
+
+// The line printed after each epoch of `epochs`: "epoch 2/33: train loss 1.8686 acc 35.3% |
+// validation loss 1.5705 acc 44.0% (best) | lr 0.002 | 0:57 (887 img/s), elapsed 2:00, 31:20
+// to go". `best` adds "(best)"; the time to go is left out after the last epoch and while it
+// cannot be estimated (not finite).
+std::string format_epoch_line(const EpochRecord& r, int64_t epochs, bool best, double seconds_to_go);
 
 // About ten log lines per epoch: ceil(steps / 10), at least 1.
 int64_t default_log_every(int64_t steps_per_epoch);

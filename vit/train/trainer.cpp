@@ -222,6 +222,7 @@ private:
     double last_lr_ = 0;
     Clock::time_point session_start_ = Clock::now();
     double elapsed_base_ = 0;           // elapsed seconds of earlier sessions
+    int64_t session_first_step_ = 0;    // the global step this session started from
     Clock::time_point epoch_start_;     // when this session began the current epoch
     double epoch_base_ = 0;             // training seconds the epoch had before that
     int64_t epoch_first_step_ = 0;      // the epoch's step at epoch_start_
@@ -246,6 +247,7 @@ Trainer::Trainer(const TrainOptions& options, const TrainOutput& output, Data da
     }
     if (options.resume) resume();
     elapsed_base_ = state_.elapsed_seconds;
+    session_first_step_ = state_.global_step;
 }
 
 void Trainer::resume() {
@@ -427,15 +429,11 @@ void Trainer::end_epoch() {
     write_metrics_chart(path("metrics.png"), history_);
     save("last.safetensors", true);
 
-    char line[256];
-    std::snprintf(
-        line, sizeof line,
-        "epoch %lld/%lld: train loss %.4f acc %.1f%% | %s loss %.4f acc %.1f%%%s | lr %.3g | %s (%.0f img/s), "
-        "elapsed %s\n",
-        static_cast<long long>(r.epoch), static_cast<long long>(options_.epochs), r.train_loss, 100 * r.train_acc,
-        r.eval_set.c_str(), r.eval_loss, 100 * r.eval_acc, improved ? " (best)" : "", r.lr,
-        format_duration(r.epoch_seconds).c_str(), r.img_per_s, format_duration(r.elapsed_seconds).c_str());
-    *output_.out << line << std::flush;
+    // At this session's pace, evaluations included: an earlier session may have run on other threads.
+    const int64_t steps = options_.epochs * batcher_.num_batches();
+    const double to_go =
+        eta_seconds(r.step - session_first_step_, steps - session_first_step_, seconds_since(session_start_));
+    *output_.out << format_epoch_line(r, options_.epochs, improved, to_go) << '\n' << std::flush;
 }
 
 void Trainer::save(const std::string& file, bool with_optimizer) {

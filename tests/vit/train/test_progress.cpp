@@ -1,5 +1,6 @@
-// test_progress.cpp — the progress bar and its timing rules (vit/train/progress.h): pure functions
-// of counts and times, and a reporter driven with explicit clock values.
+// test_progress.cpp — the progress bar, the epoch line and their timing rules
+// (vit/train/progress.h): pure functions of counts and times, and a reporter driven with
+// explicit clock values.
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -67,6 +68,27 @@ TEST_CASE("eta_seconds and per_second: the average pace so far", "[progress]") {
     CHECK(eta_seconds(12, 10, 5) == 0);
     CHECK(per_second(128, 0.5) == 256);
     CHECK(per_second(128, 0) == 0);
+}
+
+TEST_CASE("format_epoch_line: the evaluation, the times, and the time to go until the last epoch", "[progress]") {
+    EpochRecord r;
+    r.epoch = 2;
+    r.train_loss = 1.86861;
+    r.train_acc = 0.3531;
+    r.eval_set = "validation";
+    r.eval_loss = 1.57049;
+    r.eval_acc = 0.4402;
+    r.lr = 0.002;
+    r.epoch_seconds = 57.2;
+    r.img_per_s = 887.3;
+    r.elapsed_seconds = 120.4;
+    const std::string head = "epoch 2/33: train loss 1.8686 acc 35.3% | validation loss 1.5705 acc 44.0%";
+    const std::string tail = " | lr 0.002 | 0:57 (887 img/s), elapsed 2:00";
+    CHECK(format_epoch_line(r, 33, true, 1880.4) == head + " (best)" + tail + ", 31:20 to go");
+    CHECK(format_epoch_line(r, 33, false, 3 * 3600 + 61) == head + tail + ", 3:01:01 to go");
+    CHECK(format_epoch_line(r, 33, false, std::nan("")) == head + tail);
+    r.epoch = 33;
+    CHECK(format_epoch_line(r, 33, false, 0) == "epoch 33/33" + head.substr(std::string("epoch 2/33").size()) + tail);
 }
 
 TEST_CASE("format_progress: the terminal line with a bar, the log line without", "[progress]") {

@@ -29,10 +29,13 @@ cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE="$PWD/tests/aarch64-linux-gnu.cmak
 cmake --build "$build" -j "$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)" --target patchgrad_tests32 patchgrad_tests64 patchgrad
 
 run() { qemu-aarch64-static -L /usr/aarch64-linux-gnu "$@"; }
-echo "== the CPU as the binary sees it"
+# Each heading names the seconds since the script started: the build and the emulated runs
+# take minutes each, and CI's log should show which.
+step() { echo "== [$SECONDS s] $*"; }
+step "the CPU as the binary sees it"
 run "$build/patchgrad" bench matmul 96 96 96 --repeats 1 | head -n 1
-echo "== float32: every test"
+step "float32: every test"
 run "$build/tests/patchgrad_tests32"
-echo "== float64: gemm, matmul, the ops' gradient checks, threads"
+step "float64: gemm, matmul, the ops' gradient checks, threads"
 run "$build/tests/patchgrad_tests64" "[op:gemm],[op:matmul],[gradcheck],[parallel]"
-echo "tests/arm64.sh: all passed"
+echo "tests/arm64.sh: all passed in $SECONDS s"

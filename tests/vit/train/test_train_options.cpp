@@ -151,8 +151,8 @@ TEST_CASE("train options: every row is in --help, with its value name and help t
     // The running options come after the recipe, the presets are summarised under --preset.
     CHECK(help.find("running:") > help.find("--seed S"));
     CHECK(help.find("--threads T") > help.find("running:"));
-    CHECK(help.find("default: cifar-tiny, 45 epochs, adamw lr 0.001, crop-flip, erasing 0.25, drop path 0.1") !=
-          std::string::npos);
+    CHECK(help.find("default: cifar-tiny, 101 epochs, adamw lr 0.001, crop-flip, erasing 0.25, drop path 0.1, seq "
+                    "pool, patch dropout 0.5, tta flip\n") != std::string::npos);
     CHECK(help.find("quick:   cifar-micro, 33 epochs, adamw lr 0.002, crop-flip, seq pool, patch dropout 0.5, tta "
                     "flip\n") != std::string::npos);
     CHECK(help.find(kDefaultDataDir) != std::string::npos);
@@ -314,7 +314,7 @@ TEST_CASE("recipe_json: every recipe and model row under its flag, valued as the
 TEST_CASE("preset_options: the default and quick recipes", "[trainer][options]") {
     const TrainOptions d = preset_options("default");
     CHECK(d.config.name == "cifar-tiny");
-    CHECK(d.epochs == 45);
+    CHECK(d.epochs == 101);
     CHECK(d.optimizer == OptimizerKind::AdamW);
     CHECK(d.lr == 1e-3);
     CHECK(d.weight_decay == 0.05);
@@ -329,7 +329,13 @@ TEST_CASE("preset_options: the default and quick recipes", "[trainer][options]")
     CHECK(d.erasing == 0.25);
     CHECK(d.config.drop_path == static_cast<real>(0.1));
     CHECK(d.config.dropout == 0);
+    CHECK(d.config.pool == Pool::Seq);
+    CHECK(d.config.patch_dropout == static_cast<real>(0.5));
+    CHECK(d.tta == TestTimeAugment::Flip);
+    CHECK(d.ema == 0);
     CHECK(d.out_dir == "runs/cifar-tiny");
+    // Within issue 24's budget: 45,000 images x 101 epochs at most 49 epochs of cifar-tiny.
+    CHECK(101 * training_gflop_per_image(d.config) <= 49 * training_gflop_per_image(vit_config("cifar-tiny")));
     validate(d);
 
     const TrainOptions q = preset_options("quick");
@@ -351,7 +357,7 @@ TEST_CASE("preset_options: the default and quick recipes", "[trainer][options]")
     // Another model keeps the preset's recipe.
     const TrainOptions other_model = preset_options("default", "cifar-small");
     CHECK(other_model.config.dim == 192);
-    CHECK(other_model.epochs == 45);
+    CHECK(other_model.epochs == 101);
     CHECK(other_model.out_dir == "runs/cifar-small");
 }
 

@@ -2,7 +2,7 @@
 // kernels are. It prints numbers; it checks nothing (the tests do that).
 //
 //   patchgrad bench [--config NAME] [--dim D] [--depth L] [--heads H] [--mlp M] [--patch P]
-//                   [--batch B] [--steps S] [--warmup W] [--threads T]
+//                   [--pool NAME] [--patch-dropout P] [--batch B] [--steps S] [--warmup W] [--threads T]
 //   patchgrad bench matmul [M N K] [--repeats R]
 //
 // The first times full training steps on one random batch: forward, cross-entropy,
@@ -50,6 +50,7 @@ using Clock = std::chrono::steady_clock;
 
 void print_help() {
     std::cout << "usage: patchgrad bench [--config NAME] [--dim D] [--depth L] [--heads H] [--mlp M] [--patch P]\n"
+                 "                       [--pool NAME] [--patch-dropout P]\n"
                  "                       [--batch B] [--steps S] [--warmup W] [--threads T] [--precision P]\n"
                  "       patchgrad bench matmul [M N K] [--repeats R]\n"
                  "\n"
@@ -62,6 +63,10 @@ void print_help() {
     std::cout << " (default: cifar-tiny)\n"
                  "  --dim D, --depth L, --heads H, --mlp M, --patch P\n"
                  "                  override the configuration's hidden size, blocks, heads, MLP size, patch size\n"
+                 "  --pool NAME     cls (the default), mean or seq, as patchgrad train's --pool\n"
+                 "  --patch-dropout P\n"
+                 "                  fraction of patch tokens each image drops (default: 0), as patchgrad train's:\n"
+                 "                  times a preset's step (the default preset: --pool seq --patch-dropout 0.5)\n"
                  "  --batch B       images per step (default: 128)\n"
                  "  --steps S       measured steps (default: 10)\n"
                  "  --warmup W      steps run first and not measured (default: 2)\n"
@@ -278,6 +283,8 @@ int run_training(const Flags& flags) {
                                       {"--patch", &config.patch_size}})
         if (flags.values.count(flag)) *field = parse_positive_int(flag, flags.values.at(flag));
     try {
+        config.pool = parse_enum<Pool>(value("--pool", enum_name(config.pool)), "--pool");
+        config.patch_dropout = static_cast<real>(parse_number("--patch-dropout", value("--patch-dropout", "0")));
         check_memory(config, 4);  // validates it; weights, gradients and AdamW's two moments
     } catch (const std::invalid_argument& e) {
         throw UsageError(e.what());
@@ -303,6 +310,11 @@ int run_training(const Flags& flags) {
     const double train_gflop_per_image = training_gflop_per_image(config);
     std::printf("patchgrad bench: %s, %lld parameters\n", describe(config).c_str(),
                 static_cast<long long>(model.num_parameters()));
+    if (config.patch_dropout > 0)
+        std::printf("patch dropout %g: each image keeps %lld of its %lld patch tokens in the step\n",
+                    double(config.patch_dropout),
+                    static_cast<long long>(patch_dropout_kept(config.patch_dropout, config.num_patches())),
+                    static_cast<long long>(config.num_patches()));
     std::printf(
         "batch %lld, %lld warm-up + %lld measured steps of forward, cross-entropy, backward, AdamW, "
         "zero_grad\n",
@@ -492,8 +504,9 @@ int run_one_matmul(int64_t M, int64_t N, int64_t K, int64_t repeats) {
 
 int bench_command(const std::vector<std::string>& args) {
     if (!args.empty() && args[0] == "matmul") return run_matmul(std::vector<std::string>(args.begin() + 1, args.end()));
-    const Flags flags = parse_flags(args, {"--config", "--dim", "--depth", "--heads", "--mlp", "--patch", "--batch",
-                                           "--steps", "--warmup", "--threads", "--precision"});
+    const Flags flags =
+        parse_flags(args, {"--config", "--dim", "--depth", "--heads", "--mlp", "--patch", "--pool", "--patch-dropout",
+                           "--batch", "--steps", "--warmup", "--threads", "--precision"});
     if (flags.help) {
         print_help();
         return 0;

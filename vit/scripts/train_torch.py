@@ -24,6 +24,8 @@ cannot drift apart. It trains the independent timm-style ViT of make_golden.py w
   - random erasing (datasets/augment.h: one rectangle of 2-33% of the image, aspect ratio
     log-uniform in [0.3, 1/0.3], filled with random bytes) and stochastic depth growing
     linearly to drop_path at the last block, when the preset asks for them;
+  - mixup and cutmix on the normalised batch (datasets/mixup.h, timm's Mixup in 'batch' mode),
+    when the recipe asks for them;
   - mean or sequence pooling (over all tokens, the class token included), patch dropout after
     the position encoding (make_golden.patch_dropout) and Locality Self-Attention, when the
     recipe asks for them;
@@ -38,7 +40,7 @@ It prints one line per epoch, then the test accuracy and wall time. After each e
 metrics.csv and state.pt (model, optimiser, random-number generators, position) in --out, so an
 interrupted run continues with --resume and ends with the same weights as an uninterrupted one;
 its elapsed times then count only the time spent training. At the end it writes results.json.
-Recipes with an option this script does not implement (RandAugment, mixup, cutmix, dropout, SGD,
+Recipes with an option this script does not implement (RandAugment, dropout, SGD,
 Adam, the step schedule, another validation split; see IMPLEMENTED), or with an option it does
 not know (one added to patchgrad since), are refused.
 """
@@ -73,7 +75,7 @@ IMPLEMENTED = {
     "nesterov": {False}, "warmup": None, "schedule": {"cosine", "constant"}, "min-lr": None,
     "label-smoothing": None, "clip-grad": None, "pool": {"cls", "mean", "seq"}, "patch-dropout": None, "lsa": None,
     "drop-path": None, "dropout": {0}, "augment": {"crop-flip", "none"}, "rand-augment": {"none"}, "erasing": None,
-    "mixup": {0}, "cutmix": {0}, "ema": None, "tta": {"none", "flip"},
+    "mixup": None, "cutmix": None, "ema": None, "tta": {"none", "flip"},
     "validation": {5000},  # stratified_split's 500 per class
     "seed": None,
 }
@@ -160,6 +162,32 @@ def random_erasing(images, prob, generator):
                                                                       dtype=torch.uint8)
                 break
     return out
+
+
+def mix(x, y, p, generator):
+    """datasets/mixup.h's Mixup (timm's, mode 'batch') on a normalised batch: one lam ~ Beta(alpha,
+    alpha) per batch, image i paired with image B-1-i; cutmix with probability 1/2 when both are on,
+    its box timm's rand_bbox and lam corrected to the box's area. Returns (x, y_a, y_b, lam): the
+    loss is lam CE(y_a) + (1 - lam) CE(y_b). (Beta draws from torch's global generator, which
+    state.pt keeps with the others.)"""
+    if p["mixup"] == 0 and p["cutmix"] == 0:
+        return x, y, y, 1.0
+    use_cutmix = p["cutmix"] > 0 and (p["mixup"] == 0 or torch.rand(1, generator=generator).item() < 0.5)
+    alpha = p["cutmix"] if use_cutmix else p["mixup"]
+    lam = torch.distributions.Beta(alpha, alpha).sample().item()
+    partner = x.flip(0)
+    if not use_cutmix:
+        return lam * x + (1 - lam) * partner, y, y.flip(0), lam
+    H, W = x.shape[2:]
+    ratio = math.sqrt(1 - lam)
+    cut_h, cut_w = int(H * ratio), int(W * ratio)
+    cy = torch.randint(0, H, (1,), generator=generator).item()
+    cx = torch.randint(0, W, (1,), generator=generator).item()
+    top, bottom = min(max(cy - cut_h // 2, 0), H), min(max(cy + cut_h // 2, 0), H)
+    left, right = min(max(cx - cut_w // 2, 0), W), min(max(cx + cut_w // 2, 0), W)
+    out = x.clone()
+    out[:, :, top:bottom, left:right] = partner[:, :, top:bottom, left:right]
+    return out, y, y.flip(0), 1 - (bottom - top) * (right - left) / (H * W)
 
 
 def lr_at(step, p, total, warmup):
@@ -302,11 +330,14 @@ def main():
             if p["erasing"] > 0:
                 x = random_erasing(x, p["erasing"], generator)
             y = train_labels[idx]
+            x, y_a, y_b, lam = mix(normalise(x), y, p, generator)
             for group in optimizer.param_groups:
                 group["lr"] = lr_at(step, p, total, warmup)
             with autocast:
-                logits = model(normalise(x))
-                loss = F.cross_entropy(logits, y, label_smoothing=p["label-smoothing"])
+                logits = model(x)
+                loss = lam * F.cross_entropy(logits, y_a, label_smoothing=p["label-smoothing"])
+                if lam < 1:
+                    loss = loss + (1 - lam) * F.cross_entropy(logits, y_b, label_smoothing=p["label-smoothing"])
             loss.backward()
             if p["clip-grad"] > 0:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), p["clip-grad"])
@@ -320,7 +351,9 @@ def main():
             step += 1
             seen += len(idx)
             loss_sum += loss.item() * len(idx)
-            correct += (logits.argmax(1) == y).sum().item()
+            # A mixed image counts in proportion to the share of the label it was predicted as (trainer.cpp).
+            predicted = logits.argmax(1)
+            correct += lam * (predicted == y_a).sum().item() + (1 - lam) * (predicted == y_b).sum().item()
         val_loss, val_acc = evaluate(evaluated, val_images, val_labels, autocast, p["tta"])
         elapsed = time.time() - start
         rows.append(dict(epoch=epoch + 1, train_loss=loss_sum / seen, train_acc=correct / seen, val_loss=val_loss,

@@ -155,6 +155,8 @@ TEST_CASE("train options: every row is in --help, with its value name and help t
                     "pool, patch dropout 0.5, tta flip\n") != std::string::npos);
     CHECK(help.find("quick:   cifar-micro, 33 epochs, adamw lr 0.002, crop-flip, seq pool, patch dropout 0.5, tta "
                     "flip\n") != std::string::npos);
+    CHECK(help.find("long:    cifar-small, 210 epochs, adamw lr 0.001, crop-flip, mixup 0.8, cutmix 1, drop path 0.1, "
+                    "seq pool, patch dropout 0.75, tta flip\n") != std::string::npos);
     CHECK(help.find(kDefaultDataDir) != std::string::npos);
 }
 
@@ -311,7 +313,7 @@ TEST_CASE("recipe_json: every recipe and model row under its flag, valued as the
     }
 }
 
-TEST_CASE("preset_options: the default and quick recipes", "[trainer][options]") {
+TEST_CASE("preset_options: the default, quick and long recipes", "[trainer][options]") {
     const TrainOptions d = preset_options("default");
     CHECK(d.config.name == "cifar-tiny");
     CHECK(d.epochs == 101);
@@ -353,6 +355,24 @@ TEST_CASE("preset_options: the default and quick recipes", "[trainer][options]")
     CHECK(q.erasing == 0);
     CHECK(q.config.drop_path == 0);
     validate(q);
+
+    // The overnight recipe: the bigger model, three quarters of the patches dropped, mixup and
+    // cutmix (timm's DeiT values).
+    const TrainOptions l = preset_options("long");
+    CHECK(l.config.name == "cifar-small");
+    CHECK(l.epochs == 210);
+    CHECK(l.lr == 1e-3);
+    CHECK(l.warmup_epochs == 5);
+    CHECK(l.mixup == 0.8);
+    CHECK(l.cutmix == 1.0);
+    CHECK(l.erasing == 0);
+    CHECK(l.rand_augment == "none");
+    CHECK(l.config.drop_path == static_cast<real>(0.1));
+    CHECK(l.config.pool == Pool::Seq);
+    CHECK(l.config.patch_dropout == static_cast<real>(0.75));
+    CHECK(l.tta == TestTimeAugment::Flip);
+    CHECK(l.out_dir == "runs/cifar-small");
+    validate(l);
 
     // Another model keeps the preset's recipe.
     const TrainOptions other_model = preset_options("default", "cifar-small");

@@ -90,5 +90,6 @@ int train_command(const std::vector<std::string>& args);
 int eval_command(const std::vector<std::string>& args);
 int predict_command(const std::vector<std::string>& args);
 int inspect_command(const std::vector<std::string>& args);
+int compare_command(const std::vector<std::string>& args);
 
 }  // namespace patchgrad::cli

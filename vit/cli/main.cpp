@@ -27,6 +27,8 @@ const Command commands[] = {
      patchgrad::cli::train_command},
     {"eval", "accuracy, per-class accuracy and confusion matrix of a checkpoint on CIFAR-10",
      patchgrad::cli::eval_command},
+    {"compare", "several runs' accuracy curves in one chart, against epochs or training compute (TFLOP)",
+     patchgrad::cli::compare_command},
     {"predict", "the five most probable classes of your own pictures (PNG, PPM) under a checkpoint",
      patchgrad::cli::predict_command},
     {"inspect", "pictures of a ViT's patches, position embeddings, attention and filters (paper 4.5)",

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/check.h"
 #include "datasets/cifar10.h"
 #include "vit/cli/cli.h"
 #include "vit/pictures/chart.h"
@@ -85,16 +86,15 @@ void read_torch_metrics(std::istream& in, const std::string& path, Run& run) {
     std::string line;
     for (int n = 2; getline_crlf(in, line); ++n) {
         if (line.empty()) continue;
+        // Read as metrics.cpp reads patchgrad's rows, with the checkpoint metadata's parsers.
+        const std::string where = path + " line " + std::to_string(n);
         std::vector<std::string> cells;
         std::istringstream row(line);
         for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
-        double epoch = 0, acc = 0;
-        char rest = 0;
-        const bool ok = cells.size() == 7 && std::sscanf(cells[0].c_str(), "%lf%c", &epoch, &rest) == 1 &&
-                        std::sscanf(cells[4].c_str(), "%lf%c", &acc, &rest) == 1 && std::isfinite(acc);
-        if (!ok)
-            throw std::invalid_argument(path + " line " + std::to_string(n) + ": not a row of " + kTorchMetricsHeader);
-        run.epochs.push_back(epoch);
+        check(cells.size() == 7, where, ": ", cells.size(), " fields, expected 7 (", kTorchMetricsHeader, ")");
+        const double acc = parse_double(cells[4], where, "val_acc");
+        check(std::isfinite(acc), where, ": val_acc '", cells[4], "' is not finite");
+        run.epochs.push_back(double(parse_int64(cells[0], where, "epoch")));
         run.accuracy.push_back(acc);
     }
 }
@@ -125,8 +125,8 @@ Run read_run(const std::string& dir, const std::string& label) {
     return run;
 }
 
-// The run's training compute per epoch, in TFLOP, from its checkpoint: its model's GFLOP per
-// image pass (patch dropout included) times the images of an epoch. Without
+// The run's training compute per epoch, in TFLOP, from its checkpoint: training_tflop of its
+// model (patch dropout included) for the images of an epoch. Without
 // --images-per-epoch those are CIFAR-10's 50,000 less the run's validation split, which
 // must agree with the steps of batch `batch` that its epochs took.
 double tflop_per_epoch(const Run& run, int64_t images_per_epoch, double& gflop) {
@@ -149,7 +149,7 @@ double tflop_per_epoch(const Run& run, int64_t images_per_epoch, double& gflop) 
                 " training images; give the run's --images-per-epoch");
         images_per_epoch = train_images;
     }
-    return gflop * double(images_per_epoch) / 1000;
+    return training_tflop(checkpoint.config, double(images_per_epoch));
 }
 
 std::string percent(double fraction, int decimals = 2) {

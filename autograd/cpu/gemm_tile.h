@@ -52,6 +52,20 @@ inline void store(real* p, Vector v) {
 
 inline int64_t smaller(int64_t a, int64_t b) { return a < b ? a : b; }
 
+// dst[0, n) = src[0, n) for n <= W. A whole sliver's run (n == W, all but the last sliver of
+// a block) is one copy of a size known at compile time, which becomes a few vector moves; a
+// loop with a run-time count stays scalar (pack_a's share of a one-thread cifar-tiny step, in
+// perf on an AVX2 AMD EPYC: 5.8% with the loop, 4.9% with this; what remains is mostly the
+// wait for A's first read from memory, which packing or not, the product must pay).
+template <int64_t W>
+inline void copy_run(real* dst, const real* src, int64_t n) {
+    if (n == W) {
+        std::memcpy(dst, src, W * sizeof(real));
+        return;
+    }
+    for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
+}
+
 // What C[i, j] becomes for the product `ab` (alpha * op(A) @ op(B) there), by the same formula
 // as gemm_reference. beta == 0 never reads c, which may hold garbage.
 inline real c_update(real ab, real beta, const real& c, const real* bias, int64_t j) {
@@ -77,8 +91,7 @@ struct Tile {
             const int64_t n = smaller(MR, rows - s);
             real* dst = Ap + s * kc;
             if (trans_a)  // op(A) = A^T: a column of the sliver is a contiguous run of A
-                for (int64_t p = 0; p < kc; ++p)
-                    for (int64_t i = 0; i < n; ++i) dst[p * MR + i] = A[(k0 + p) * lda + r0 + s + i];
+                for (int64_t p = 0; p < kc; ++p) copy_run<MR>(dst + p * MR, A + (k0 + p) * lda + r0 + s, n);
             else  // read each row of A once, front to back
                 for (int64_t i = 0; i < n; ++i)
                     for (int64_t p = 0; p < kc; ++p) dst[p * MR + i] = A[(r0 + s + i) * lda + k0 + p];
@@ -108,8 +121,7 @@ struct Tile {
                 for (int64_t p = 0; p < kc; ++p)
                     for (int64_t j = 0; j < n; ++j) dst[p * NR + j] = B[(c0 + s + j) * ldb + k0 + p];
             else
-                for (int64_t p = 0; p < kc; ++p)
-                    for (int64_t j = 0; j < n; ++j) dst[p * NR + j] = B[(k0 + p) * ldb + c0 + s + j];
+                for (int64_t p = 0; p < kc; ++p) copy_run<NR>(dst + p * NR, B + (k0 + p) * ldb + c0 + s, n);
             for (int64_t p = 0; p < kc; ++p)
                 for (int64_t j = n; j < NR; ++j) dst[p * NR + j] = 0;
         }

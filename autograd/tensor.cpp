@@ -250,8 +250,10 @@ void Tensor::add_to_grad(const real* g) const {
     const GradOverwrite target = grad_for_overwrite();
     real* dx = target.data;
     parallel_for(numel(), 1 << 16, [=](int64_t begin, int64_t end) {
-        // beta == 0 never reads dx, which is then uninitialised.
-        for (int64_t i = begin; i < end; ++i) dx[i] = (target.beta == 0 ? 0 : dx[i]) + g[i];
+        if (target.beta == 0)  // the first gradient to arrive: a copy (dx is uninitialised)
+            std::copy(g + begin, g + end, dx + begin);
+        else
+            for (int64_t i = begin; i < end; ++i) dx[i] += g[i];
     });
 }
 

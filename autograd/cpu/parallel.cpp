@@ -190,4 +190,19 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
     // [/exercise:parallel-chunks]
 }
 
+std::vector<real> sum_rows(int64_t rows, int64_t width,
+                           const std::function<void(int64_t r0, int64_t r1, real* acc)>& add_rows) {
+    std::vector<real> total(static_cast<size_t>(std::max<int64_t>(width, 0)), real(0));
+    if (rows <= 0 || width <= 0) return total;
+    const int64_t blocks = (rows + kSumRowBlock - 1) / kSumRowBlock;
+    std::vector<real> partial(static_cast<size_t>(blocks * width), real(0));  // [blocks, width]
+    parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+        for (int64_t b = b0; b < b1; ++b)
+            add_rows(b * kSumRowBlock, std::min(rows, (b + 1) * kSumRowBlock), partial.data() + b * width);
+    });
+    for (int64_t b = 0; b < blocks; ++b)
+        for (int64_t j = 0; j < width; ++j) total[j] += partial[b * width + j];
+    return total;
+}
+
 }  // namespace patchgrad

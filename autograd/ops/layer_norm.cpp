@@ -63,25 +63,25 @@ PATCHGRAD_MULTIVERSION(backward_rows,
                         int64_t r0, int64_t r1, real* dx),
                        (xd, dy, w, mu, rs, D, r0, r1, dx))
 
-// dweight and dbias of columns [j0, j1), summed over all rows in row order.
-PATCHGRAD_LOOP void backward_affine_loop(const real* xd, const real* dy, const real* mu, const real* rs, int64_t rows,
-                                         int64_t D, int64_t j0, int64_t j1, real* dw, real* db) {
+// Rows [r0, r1)'s terms of dweight and dbias, added into sw [D] and sb [D].
+PATCHGRAD_LOOP void backward_affine_loop(const real* xd, const real* dy, const real* mu, const real* rs, int64_t D,
+                                         int64_t r0, int64_t r1, real* sw, real* sb) {
     // [snippet:layernorm-backward-affine]
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = r0; r < r1; ++r) {
         const real* xr = xd + r * D;
         const real* dyr = dy + r * D;
-        for (int64_t j = j0; j < j1; ++j) {
+        for (int64_t j = 0; j < D; ++j) {
             const real xhat = (xr[j] - mu[r]) * rs[r];
-            if (dw) dw[j] += dyr[j] * xhat;
-            if (db) db[j] += dyr[j];
+            sw[j] += dyr[j] * xhat;
+            sb[j] += dyr[j];
         }
     }
     // [/snippet:layernorm-backward-affine]
 }
 PATCHGRAD_MULTIVERSION(backward_affine,
-                       (const real* xd, const real* dy, const real* mu, const real* rs, int64_t rows, int64_t D,
-                        int64_t j0, int64_t j1, real* dw, real* db),
-                       (xd, dy, mu, rs, rows, D, j0, j1, dw, db))
+                       (const real* xd, const real* dy, const real* mu, const real* rs, int64_t D, int64_t r0,
+                        int64_t r1, real* sw, real* sb),
+                       (xd, dy, mu, rs, D, r0, r1, sw, sb))
 }  // namespace
 
 // x [..., D], weight [D] or undefined (= 1), bias [D] or undefined (= 0) -> y [..., D]
@@ -114,8 +114,8 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, rea
     parallel_for(rows, grain,
                  [=](int64_t r0, int64_t r1) { forward_rows(xd, w, b, eps, D, r0, r1, yd, mean_d, rstd_d); });
 
-    // Rows go to threads for dx; columns for dweight and dbias, whose sums over the rows then
-    // run in row order whatever the thread count.
+    // Rows go to threads for dx, and for dweight and dbias in sum_rows's fixed blocks, so
+    // their sums over the rows run in one order whatever the thread count.
     record(out, "layer_norm", {x, weight, bias},
            [x, weight, bias, rows, D, grain, mean = std::move(mean), rstd = std::move(rstd)](Tensor& o) mutable {
                const real* dy = o.grad_data();
@@ -131,8 +131,14 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, rea
                real* dw = weight.defined() && weight.requires_grad() ? weight.grad_data() : nullptr;
                real* db = bias.defined() && bias.requires_grad() ? bias.grad_data() : nullptr;
                if (!dw && !db) return;
-               parallel_for(D, 16,
-                            [=](int64_t j0, int64_t j1) { backward_affine(xd, dy, mu, rs, rows, D, j0, j1, dw, db); });
+               // [dweight terms | dbias terms] summed over the rows
+               const std::vector<real> sum = sum_rows(rows, 2 * D, [=](int64_t r0, int64_t r1, real* acc) {
+                   backward_affine(xd, dy, mu, rs, D, r0, r1, acc, acc + D);
+               });
+               for (int64_t j = 0; j < D; ++j) {
+                   if (dw) dw[j] += sum[j];
+                   if (db) db[j] += sum[D + j];
+               }
            });
     return out;
 }

@@ -3,6 +3,7 @@
 // and a column sum.
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "autograd/cpu/gemm.h"
 #include "autograd/cpu/parallel.h"
@@ -46,12 +47,12 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
             gemm(true, false, out, in, rows, 1, dy, out, x.data(), in, dw.beta, dw.data, in);
         }
         if (bias.defined() && bias.requires_grad()) {
-            // Threads take columns, each summed over the rows in row order as on one thread.
-            real* db = bias.grad_data();
-            parallel_for(out, 16, [=](int64_t j0, int64_t j1) {
-                for (int64_t r = 0; r < rows; ++r)
-                    for (int64_t j = j0; j < j1; ++j) db[j] += dy[r * out + j];
+            const std::vector<real> sum = sum_rows(rows, out, [=](int64_t r0, int64_t r1, real* acc) {
+                for (int64_t r = r0; r < r1; ++r)
+                    for (int64_t j = 0; j < out; ++j) acc[j] += dy[r * out + j];
             });
+            real* db = bias.grad_data();
+            for (int64_t j = 0; j < out; ++j) db[j] += sum[j];
         }
     });
     return y;

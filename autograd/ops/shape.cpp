@@ -83,12 +83,14 @@ Tensor permute_as(const Tensor& a, const std::vector<int64_t>& dims, const char*
         in_strides[m] = dims_product(in_shape, axes[m] + 1, ndim);
     }
     // When the last axis stays last (attention's head split and merge), the copy moves whole
-    // rows of it: visit the permutation with that axis as one block of `run` elements.
+    // rows of it: visit the permutation of the other axes, each element a block of `run`.
+    // (Visiting it as an axis of length 1 instead ran the odometer once per block.)
     int64_t run = 1;
     Shape visit_shape = out_shape, visit_strides = in_strides;
     if (ndim > 0 && axes[ndim - 1] == ndim - 1) {
         run = out_shape[ndim - 1];
-        visit_shape.back() = 1;
+        visit_shape.pop_back();
+        visit_strides.pop_back();
     }
     Tensor out = Tensor::empty(out_shape);
     const real* x = a.data();

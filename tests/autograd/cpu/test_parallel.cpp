@@ -1,6 +1,7 @@
 // parallel_for, and the promise that the thread count changes speed, never results: every
 // op that uses threads gives the same bits with 1, 2 and 3 threads (a whole ViT is checked in
 // tests/vit/test_vision_transformer.cpp).
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
@@ -32,6 +33,41 @@ TEST_CASE("parallel: parallel_for covers every index exactly once, in chunks of 
             REQUIRE(chunks <= std::max<int64_t>(1, std::min<int64_t>(threads, n / 10)));
         }
     }
+}
+
+TEST_CASE("parallel: sum_rows adds each row once, in fixed blocks of rows added in block order, for any thread count",
+          "[parallel]") {
+    Rng rng(17);
+    for (int64_t rows : {int64_t(0), int64_t(1), kSumRowBlock - 1, kSumRowBlock, kSumRowBlock + 1, int64_t(1000)})
+        for (int64_t width : {0, 1, 5}) {
+            INFO(rows << " rows of width " << width);
+            std::vector<real> x(static_cast<size_t>(rows * width));
+            for (real& v : x) v = static_cast<real>(rng.uniform(-1, 1));
+            // The documented order: each block's rows in order from zero, then the blocks in order.
+            std::vector<real> expected(static_cast<size_t>(width), real(0));
+            for (int64_t b0 = 0; b0 < rows; b0 += kSumRowBlock) {
+                std::vector<real> block(static_cast<size_t>(width), real(0));
+                for (int64_t r = b0; r < std::min(rows, b0 + kSumRowBlock); ++r)
+                    for (int64_t j = 0; j < width; ++j) block[j] += x[r * width + j];
+                for (int64_t j = 0; j < width; ++j) expected[j] += block[j];
+            }
+            for (int threads : {1, 2, 3}) {
+                ThreadCount guard(threads);
+                std::vector<int> seen(static_cast<size_t>(rows), 0);  // blocks touch disjoint rows
+                std::atomic<bool> aligned{true};                      // (REQUIRE is not for worker threads)
+                const std::vector<real> sum = sum_rows(rows, width, [&](int64_t r0, int64_t r1, real* acc) {
+                    if (r0 % kSumRowBlock != 0 || r1 - r0 > kSumRowBlock) aligned = false;
+                    for (int64_t r = r0; r < r1; ++r) {
+                        ++seen[r];
+                        for (int64_t j = 0; j < width; ++j) acc[j] += x[r * width + j];
+                    }
+                });
+                REQUIRE(aligned);
+                REQUIRE(sum == expected);
+                if (width > 0)
+                    for (int64_t r = 0; r < rows; ++r) REQUIRE(seen[r] == 1);
+            }
+        }
 }
 
 TEST_CASE("parallel: a nested parallel_for runs inside its chunk, exceptions reach the caller",

@@ -4,8 +4,9 @@
 // index is processed exactly as it would be on one thread: the ops only parallelise over
 // independent outputs (rows of a matmul result, rows of a softmax, elements of GELU); a sum
 // over rows goes to the threads only through sum_rows, whose blocks of rows are fixed. So the
-// thread count changes speed, never a single bit of a result (tests/autograd/cpu/test_parallel.cpp runs the ops with 1, 2 and 3 threads and
-// compares bit for bit).
+// thread count changes speed, never a single bit of a result
+// (tests/autograd/cpu/test_parallel.cpp runs the ops with 1, 2 and 3 threads and compares
+// bit for bit).
 //
 // The workers are started on first use. Between loops they spin for a moment, then sleep
 // (parallel.cpp says why). A parallel_for called from inside another one runs serially on

@@ -257,6 +257,20 @@ void Tensor::add_to_grad(const real* g) const {
     });
 }
 
+void Tensor::add_grad_from(const Tensor& out) const {
+    if (!impl_ || !out.impl_) throw std::logic_error("Tensor: use of an undefined tensor");
+    Storage& theirs = out.impl_->grad;
+    if (theirs.empty())
+        throw std::logic_error(std::string("add_grad_from: the result of '") + (out.op() ? out.op() : "?") +
+                               "' has no gradient (already handed over?)");
+    Storage& mine = impl_->grad;
+    if (mine.empty() && out.impl_->grad_expendable && theirs.size() == numel() && impl_ != out.impl_) {
+        mine = std::move(theirs);  // reshape's or a residual add's dOut, 6% of its step as copies
+        return;
+    }
+    add_to_grad(theirs.data());
+}
+
 void Tensor::zero_grad() { impl().grad.reset(); }
 
 Tensor Tensor::detach() const {
@@ -316,7 +330,11 @@ void Tensor::backward(const Tensor& seed) {
         TensorImpl& node = **it;
         if (!node.backward) continue;  // a leaf
         Tensor out(*it);
-        if (!node.grad.empty()) node.backward(out);
+        if (!node.grad.empty()) {
+            // .grad is dropped below, so an input may take the buffer (Tensor::add_grad_from).
+            node.grad_expendable = !node.retain_grad && &node != impl_.get();
+            node.backward(out);
+        }
         node.backward = nullptr;
         node.inputs.clear();
         node.graph_freed = true;

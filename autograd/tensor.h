@@ -89,10 +89,11 @@ struct TensorImpl {
     bool retain_grad = false;  // keep .grad of a non-leaf after backward (leaves always keep it)
 
     // Autograd record, set only on results of differentiable ops while grad mode is on.
-    const char* op = nullptr;    // name of the op that made this tensor, e.g. "matmul"
-    std::vector<Tensor> inputs;  // the op's inputs that require grad
-    BackwardFn backward;         // pushes this->grad into inputs[i]->grad
-    bool graph_freed = false;    // set once backward() has consumed this node
+    const char* op = nullptr;      // name of the op that made this tensor, e.g. "matmul"
+    std::vector<Tensor> inputs;    // the op's inputs that require grad
+    BackwardFn backward;           // pushes this->grad into inputs[i]->grad
+    bool graph_freed = false;      // set once backward() has consumed this node
+    bool grad_expendable = false;  // set by backward() when it will drop .grad after this node's backward
 };
 // [/snippet:tensor-impl]
 
@@ -168,6 +169,11 @@ public:
     // .grad += g[0 .. numel), for a backward whose input gradient is dOut itself (reshape's):
     // a plain copy when no gradient has arrived yet, so .grad is never zero-filled first.
     void add_to_grad(const real* g) const;
+    // .grad += out.grad, out being the op's result (same number of elements): add_to_grad,
+    // except that when no gradient has arrived here yet and backward() is about to drop
+    // out.grad anyway (a non-leaf without retain_grad), the buffer itself moves over: no copy.
+    // Afterwards out.grad may be gone, so this is the last use of it in a backward.
+    void add_grad_from(const Tensor& out) const;
     void zero_grad();  // drops .grad (like set_to_none=True in PyTorch)
 
     // A new leaf holding a copy of the values, cut off from the graph.

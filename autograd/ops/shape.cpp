@@ -145,7 +145,7 @@ Tensor reshape(const Tensor& a, Shape shape) {
 
     // [snippet:reshape-view]
     Tensor out = Tensor::view(a, shape, 0);
-    record(out, "reshape", {a}, [a](Tensor& o) mutable { a.add_to_grad(o.grad_data()); });
+    record(out, "reshape", {a}, [a](Tensor& o) { a.add_grad_from(o); });
     // [/snippet:reshape-view]
     return out;
 }

@@ -7,7 +7,7 @@ blas_library), after building patchgrad:
     /usr/bin/python3 vit/scripts/bench_torch.py [--config cifar-tiny] [--batch 128] [--steps 10]
         [--warmup 2] [--rounds 2] [--patchgrad build/patchgrad] [--dim D --depth L --heads H --mlp M --patch P]
         [--precision fp32|bf16]
-    /usr/bin/python3 vit/scripts/bench_torch.py --matmul    # PyTorch's matrix products alone
+    OPENBLAS_NUM_THREADS=1 /usr/bin/python3 vit/scripts/bench_torch.py --matmul [--rounds 2] [--patchgrad PATH]
 
 Both sides time the same training step on one random batch: forward, mean cross-entropy,
 backward, AdamW (lr 1e-3, weight decay 0.05 on the matrices only, split like timm), and
@@ -28,8 +28,11 @@ OpenBLAS older than the CPU falls back to old, slow kernels (0.3.21 runs "Presco
 an Intel Xeon of CPU family 6 model 207), and OPENBLAS_CORETYPE=SkylakeX (or Haswell) chooses
 for it.
 
-With --matmul it times PyTorch's `a @ b` alone on one thread (set OPENBLAS_NUM_THREADS=1 too),
-float32 and bf16, on the sizes `patchgrad bench matmul` uses, best of 5 after a warm-up.
+With --matmul it times matrix products alone on one thread (set OPENBLAS_NUM_THREADS=1 too),
+on the sizes `patchgrad bench matmul` uses, best of 5 after a warm-up: PyTorch's float32
+`a @ b` alternating with `patchgrad bench matmul`, round after round, then the best round of
+each and their ratio per size; or, when there is no patchgrad binary, PyTorch's float32 and
+bf16 alone.
 """
 
 import argparse
@@ -166,13 +169,14 @@ def torch_worker(args):
                           torch=torch.__version__, blas=blas_library(), blas_core=blas_core(blas_library()))))
 
 
-def torch_matmul():
-    """PyTorch's float32 (OpenBLAS) and bf16 (oneDNN) products on bench matmul's sizes, one thread."""
+MATMUL_SIZES = [(1024, 1024, 1024), (8320, 384, 128), (8320, 128, 128), (8320, 256, 128), (8320, 128, 256)]
+MATMUL_FORMS = ["A @ B", "A @ B^T", "A^T @ B"]  # as `patchgrad bench matmul` names its rows
+
+
+def torch_matmul_rates(bf16):
+    """{(m, n, k): (float32 GFLOP/s, bf16 GFLOP/s or None)} of PyTorch's `a @ b` on one thread, best of 5."""
     import torch
     torch.set_num_threads(1)
-    blas = blas_library()
-    print("PyTorch %s, one thread; float32 by %s (kernels %s), bf16 by oneDNN; best of 5, GFLOP/s"
-          % (torch.__version__, blas, blas_core(blas)))
 
     def rate(product, flop):
         product()
@@ -184,12 +188,62 @@ def torch_matmul():
         product()
         return time.perf_counter() - t0
 
-    for m, n, k in [(1024, 1024, 1024), (8320, 384, 128), (8320, 128, 128), (8320, 256, 128), (8320, 128, 256)]:
+    rates = {}
+    for m, n, k in MATMUL_SIZES:
         a, b = torch.rand(m, k) * 2 - 1, torch.rand(k, n) * 2 - 1
-        a16, b16 = a.bfloat16(), b.bfloat16()
         flop = 2.0 * m * n * k
-        print("M=%-5d N=%-4d K=%-4d  float32 %6.1f   bf16 %6.1f" % (
-            m, n, k, rate(lambda: a @ b, flop), rate(lambda: a16 @ b16, flop)))
+        a16, b16 = a.bfloat16(), b.bfloat16()
+        rates[(m, n, k)] = (rate(lambda: a @ b, flop), rate(lambda: a16 @ b16, flop) if bf16 else None)
+    return rates
+
+
+def patchgrad_matmul_rates(binary):
+    """{(m, n, k): [GFLOP/s of gemm_blocked for each of MATMUL_FORMS]} from `patchgrad bench matmul`."""
+    cmd = [binary, "bench", "matmul"]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit("bench_torch.py: %s failed:\n%s" % (" ".join(cmd), result.stderr))
+    rates, size = {}, None
+    for line in result.stdout.splitlines():
+        match = re.match(r"^M=(\d+) N=(\d+) K=(\d+)$", line)
+        if match:
+            size = tuple(int(x) for x in match.groups())
+            rates[size] = []
+        elif size and any(line.startswith(form + " ") for form in MATMUL_FORMS):
+            rates[size].append(float(line[len("A^T @ B (weight grad)"):].split()[0]))
+    if sorted(rates) != sorted(MATMUL_SIZES) or any(len(r) != len(MATMUL_FORMS) for r in rates.values()):
+        sys.exit("bench_torch.py: unexpected output of %s:\n%s" % (" ".join(cmd), result.stdout))
+    return rates
+
+
+def torch_matmul(args):
+    """PyTorch's float32 (OpenBLAS) and bf16 (oneDNN) products on bench matmul's sizes, one thread; with a
+    patchgrad binary, float32 only, alternating with `patchgrad bench matmul` round after round."""
+    import torch
+    blas = blas_library()
+    if not os.access(args.patchgrad, os.X_OK):
+        print("PyTorch %s, one thread; float32 by %s (kernels %s), bf16 by oneDNN; best of 5, GFLOP/s"
+              % (torch.__version__, blas, blas_core(blas)))
+        for (m, n, k), (fp32, bf16) in torch_matmul_rates(bf16=True).items():
+            print("M=%-5d N=%-4d K=%-4d  float32 %6.1f   bf16 %6.1f" % (m, n, k, fp32, bf16))
+        return
+    best_torch, best_ours = {}, {}
+    for r in range(1, args.rounds + 1):
+        ours = patchgrad_matmul_rates(args.patchgrad)
+        theirs = torch_matmul_rates(bf16=False)
+        for size in MATMUL_SIZES:
+            best_torch[size] = max(best_torch.get(size, 0.0), theirs[size][0])
+            best_ours[size] = [max(a, b) for a, b in zip(best_ours.get(size, [0.0] * 3), ours[size])]
+            print("round %d  M=%-5d N=%-4d K=%-4d  OpenBLAS %6.1f   patchgrad %s" % (
+                r, *size, theirs[size][0], " ".join("%6.1f" % x for x in ours[size])), flush=True)
+    print()
+    print("float32 GFLOP/s on one thread, best of %d rounds (each the best of 5 runs): PyTorch's `a @ b` by %s "
+          "(kernels %s) and patchgrad's gemm_blocked (%s)" % (args.rounds, blas, blas_core(blas),
+                                                          ", ".join(MATMUL_FORMS)))
+    for size in MATMUL_SIZES:
+        print("M=%-5d N=%-4d K=%-4d  OpenBLAS %6.1f   patchgrad %s   ratio %s" % (
+            *size, best_torch[size], " ".join("%6.1f" % x for x in best_ours[size]),
+            " ".join("%.2f" % (x / best_torch[size]) for x in best_ours[size])))
 
 
 def run_torch(args, threads):
@@ -253,7 +307,9 @@ def main():
                         help="the patchgrad binary (default: build/patchgrad in the repository)")
     for flag, _ in OVERRIDES:
         parser.add_argument(flag, type=int)
-    parser.add_argument("--matmul", action="store_true", help="time PyTorch's matrix products alone, one thread")
+    parser.add_argument("--matmul", action="store_true",
+                        help="time the matrix products alone, one thread: PyTorch's, and patchgrad's if --patchgrad "
+                             "names a binary that exists")
     parser.add_argument("--torch-worker", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     for name in ("batch", "steps", "rounds"):
@@ -266,7 +322,7 @@ def main():
         torch_worker(args)
         return
     if args.matmul:
-        torch_matmul()
+        torch_matmul(args)
         return
     if not os.access(args.patchgrad, os.X_OK):
         sys.exit("bench_torch.py: no patchgrad binary at %s (build it, or pass --patchgrad PATH)" % args.patchgrad)

@@ -108,6 +108,37 @@ TEST_CASE("reshape: gradcheck on odd shapes", "[op:reshape][gradcheck]") {
         {rand_tensor({7, 11}, rng)}, 3);
 }
 
+// reshape's backward hands dOut to x: x takes the result's gradient buffer itself when backward()
+// would drop it (Tensor::add_grad_from), and copies it when the result keeps its own: when it
+// is the tensor backward() started from, or asked to with retain_grad. All three must agree.
+TEST_CASE("reshape: backward hands the gradient over, or copies it where the result keeps one",
+          "[op:reshape][gradcheck]") {
+    Rng rng(12);
+    const Tensor w = rand_tensor({12}, rng, -1, 1, false);
+    for (const std::string how : {"handed over", "retain_grad", "backward from the result"}) {
+        INFO(how);
+        Tensor x = rand_tensor({3, 4}, rng);
+        Tensor r = reshape(x, {12});
+        if (how == "backward from the result") {
+            r.backward(w);
+        } else {
+            if (how == "retain_grad") r.retain_grad();
+            sum(r * w).backward();
+        }
+        require_close(x.grad(), reshape(w, {3, 4}), 0);
+        REQUIRE(r.has_grad() == (how != "handed over"));
+        if (r.has_grad()) require_close(r.grad(), w, 0);
+    }
+    // Same for an add of two same-shape tensors: b copies dOut, a may take it.
+    Tensor a = rand_tensor({12}, rng), b = rand_tensor({12}, rng);
+    Tensor s = add(a, b);
+    s.retain_grad();
+    sum(s * w).backward();
+    require_close(a.grad(), w, 0);
+    require_close(b.grad(), w, 0);
+    require_close(s.grad(), w, 0);
+}
+
 TEST_CASE("reshape: errors", "[op:reshape][errors]") {
     Tensor a = Tensor::zeros({2, 3});
     require_error([&] { reshape(a, {4, 2}); }, {"reshape", "[2, 3]", "[4, 2]"});

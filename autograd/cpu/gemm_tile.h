@@ -162,8 +162,8 @@ struct Tile {
             }
         }
         // [/snippet:gemm-micro-kernel]
-        if (mr == MR && nr == NB * L) {  // a whole tile: whole vectors
-            for (int64_t i = 0; i < MR; ++i)
+        if (nr == NB * L) {  // whole vectors; a tile at the bottom edge writes only its mr rows
+            for (int64_t i = 0; i < MR && i < mr; ++i)
                 for (int64_t v = 0; v < NB; ++v) {
                     real* cv = c + i * ldc + v * L;
                     const Vector old = beta == 0 ? Vector{} : beta * load<Vector>(cv);
@@ -171,7 +171,7 @@ struct Tile {
                 }
             return;
         }
-        real tile[MR][NB * L];  // an edge tile: only part of it is C
+        real tile[MR][NB * L];  // a tile at the right edge: only part of its columns are C
         std::memcpy(tile, acc, sizeof tile);
         for (int64_t i = 0; i < mr; ++i)
             for (int64_t j = 0; j < nr; ++j)

@@ -265,7 +265,7 @@ void Tensor::add_grad_from(const Tensor& out) const {
                                "' has no gradient (already handed over?)");
     Storage& mine = impl_->grad;
     if (mine.empty() && out.impl_->grad_expendable && theirs.size() == numel() && impl_ != out.impl_) {
-        mine = std::move(theirs);  // reshape's or a residual add's dOut, 6% of its step as copies
+        mine = std::move(theirs);  // no copy: those were 2.5% of a cifar-tiny step
         return;
     }
     add_to_grad(theirs.data());

@@ -263,8 +263,10 @@ void Tensor::add_grad_from(const Tensor& out) const {
     if (theirs.empty())
         throw std::logic_error(std::string("add_grad_from: the result of '") + (out.op() ? out.op() : "?") +
                                "' has no gradient (already handed over?)");
+    check(theirs.size() == numel(), "add_grad_from: the result of '", out.op() ? out.op() : "?", "' has ",
+          theirs.size(), " gradient elements, this tensor ", numel());
     Storage& mine = impl_->grad;
-    if (mine.empty() && out.impl_->grad_expendable && theirs.size() == numel() && impl_ != out.impl_) {
+    if (mine.empty() && out.impl_->grad_expendable) {
         mine = std::move(theirs);  // no copy: those were 2.5% of a cifar-tiny step
         return;
     }

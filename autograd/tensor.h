@@ -166,8 +166,8 @@ public:
         real beta;
     };
     GradOverwrite grad_for_overwrite() const;
-    // .grad += g[0 .. numel), for a backward whose input gradient is dOut itself (reshape's):
-    // a plain copy when no gradient has arrived yet, so .grad is never zero-filled first.
+    // .grad += g[0 .. numel), for a backward whose input gradient is dOut itself (a same-shape
+    // add's): a plain copy when no gradient has arrived yet, so .grad is never zero-filled first.
     void add_to_grad(const real* g) const;
     // .grad += out.grad, out being the op's result (same number of elements): add_to_grad,
     // except that when no gradient has arrived here yet and backward() is about to drop

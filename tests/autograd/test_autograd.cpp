@@ -328,3 +328,13 @@ TEST_CASE("autograd: grad_data is zero-filled, grad_for_overwrite says when it i
     const real* g = b.grad_data();
     CHECK((g[0] == 0 && g[1] == 0 && g[2] == 0));
 }
+
+TEST_CASE("autograd: add_grad_from refuses a result without a gradient or of another size", "[autograd][errors]") {
+    Tensor x = Tensor::zeros({3}, true);
+    Tensor none = Tensor::zeros({3}, true);
+    require_error([&] { x.add_grad_from(none); }, {"add_grad_from", "no gradient"});
+    Tensor other = Tensor::zeros({4}, true);
+    other.grad_data();
+    require_error([&] { x.add_grad_from(other); }, {"add_grad_from", "4 gradient elements", "this tensor 3"});
+    CHECK(!x.has_grad());
+}

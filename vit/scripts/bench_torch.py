@@ -192,8 +192,11 @@ def torch_matmul_rates(bf16):
     for m, n, k in MATMUL_SIZES:
         a, b = torch.rand(m, k) * 2 - 1, torch.rand(k, n) * 2 - 1
         flop = 2.0 * m * n * k
-        a16, b16 = a.bfloat16(), b.bfloat16()
-        rates[(m, n, k)] = (rate(lambda: a @ b, flop), rate(lambda: a16 @ b16, flop) if bf16 else None)
+        half = None
+        if bf16:
+            a16, b16 = a.bfloat16(), b.bfloat16()
+            half = rate(lambda: a16 @ b16, flop)
+        rates[(m, n, k)] = (rate(lambda: a @ b, flop), half)
     return rates
 
 
@@ -209,8 +212,10 @@ def patchgrad_matmul_rates(binary):
         if match:
             size = tuple(int(x) for x in match.groups())
             rates[size] = []
-        elif size and any(line.startswith(form + " ") for form in MATMUL_FORMS):
-            rates[size].append(float(line[len("A^T @ B (weight grad)"):].split()[0]))
+            continue
+        row = re.match(r"^(.+?)\s{2,}([0-9.]+)", line)  # a form's label, then gemm_blocked's column
+        if size and row and row.group(1).split(" (")[0] in MATMUL_FORMS:
+            rates[size].append(float(row.group(2)))
     if sorted(rates) != sorted(MATMUL_SIZES) or any(len(r) != len(MATMUL_FORMS) for r in rates.values()):
         sys.exit("bench_torch.py: unexpected output of %s:\n%s" % (" ".join(cmd), result.stdout))
     return rates
@@ -233,7 +238,7 @@ def torch_matmul(args):
         theirs = torch_matmul_rates(bf16=False)
         for size in MATMUL_SIZES:
             best_torch[size] = max(best_torch.get(size, 0.0), theirs[size][0])
-            best_ours[size] = [max(a, b) for a, b in zip(best_ours.get(size, [0.0] * 3), ours[size])]
+            best_ours[size] = [max(a, b) for a, b in zip(best_ours.get(size, [0.0] * len(MATMUL_FORMS)), ours[size])]
             print("round %d  M=%-5d N=%-4d K=%-4d  OpenBLAS %6.1f   patchgrad %s" % (
                 r, *size, theirs[size][0], " ".join("%6.1f" % x for x in ours[size])), flush=True)
     print()

@@ -106,6 +106,17 @@ Tensor unfold(const Tensor& x, int64_t kh, int64_t kw, int64_t sh, int64_t sw);
 Tensor softmax(const Tensor& x, int64_t axis);
 Tensor log_softmax(const Tensor& x, int64_t axis);
 
+// ---- attention (attention.cpp) -----------------------------------------------------------
+// qkv [B, N, 3D] as the qkv projection writes it (q, k, v side by side, each `heads` heads of
+// d = D / heads) -> [B, N, D], every head's output in its d columns:
+//   per image and head  A = softmax(q k^T / sqrt(d) + key_bias) [N, N],  out = A v
+// MultiHeadSelfAttention's step-by-step forward in one op, without its permuted copies.
+// key_bias [N] (no gradient) is added to every row of scores: -inf hides a key. head_scale
+// [heads], when defined, replaces 1/sqrt(d) by a learned scale per head and masks the
+// diagonal (LSA). `attention`, when not null, receives a copy of A [B, heads, N, N].
+Tensor scaled_dot_product_attention(const Tensor& qkv, int64_t heads, const Tensor& key_bias = Tensor(),
+                                    const Tensor& head_scale = Tensor(), Tensor* attention = nullptr);
+
 // ---- layer normalisation (layer_norm.cpp) -----------------------------------------------
 // Over the last dimension D: (x - mean) / sqrt(var + eps) * weight + bias, with the biased
 // variance like PyTorch. weight and bias are [D] or undefined (then 1 and 0).

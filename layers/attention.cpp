@@ -71,6 +71,15 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<bool>&
             "MultiHeadSelfAttention: with LSA every token must see another, but x ", x.shape(),
             N >= 2 ? " has every patch hidden" : " has one token");
 
+    // The same computation as the steps below, in one op that reads q, k and v where the qkv
+    // projection wrote them (chapter 12); attention dropout needs A itself, so it takes the steps.
+    if (fused && !(attn_drop->training() && attn_drop->p > 0)) {
+        const Tensor out = scaled_dot_product_attention(qkv->forward(x), heads,
+                                                        patch_mask.empty() ? Tensor() : key_mask_bias(patch_mask, N),
+                                                        scale, record_ ? &attention_ : nullptr);
+        return proj_drop->forward(proj->forward(out));
+    }
+
     // [exercise:attention-forward]
     // [B, N, 3D] -> [B, N, 3, heads, head_dim] -> [3, B, heads, N, head_dim], as in timm
     Tensor qkv_heads = permute(reshape(qkv->forward(x), {B, N, 3, heads, head_dim}), {2, 0, 3, 1, 4});

@@ -55,6 +55,10 @@ public:
     std::shared_ptr<Dropout> proj_drop;
     Tensor scale;  // LSA's temperature per head [heads]; undefined without LSA
     int64_t dim, heads, head_dim;
+    // forward runs scaled_dot_product_attention (autograd/ops.h), the same values computed
+    // without the step-by-step version's copies, unless this is false or attention dropout is
+    // active (like timm's Attention.fused_attn). Chapter 7's tests run both ways.
+    bool fused = true;
 
 private:
     bool record_ = false;

@@ -13,6 +13,7 @@
 #include "autograd/cpu/parallel.h"
 #include "autograd/ops.h"
 #include "fast_math.h"
+#include "softmax_rows.h"
 
 namespace patchgrad {
 
@@ -163,6 +164,12 @@ Tensor softmax_along(const Tensor& x, int64_t axis, bool log_output) {
 }
 
 }  // namespace
+
+void softmax_rows(const real* x, real* y, int64_t rows, int64_t n) { forward_rows(x, y, rows, n, false); }
+
+void softmax_rows_backward(const real* y, const real* dy, real* dx, int64_t rows, int64_t n) {
+    backward_rows(y, dy, dx, rows, n, false);
+}
 
 Tensor softmax(const Tensor& x, int64_t axis) { return softmax_along(x, axis, false); }
 

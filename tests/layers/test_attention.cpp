@@ -107,15 +107,18 @@ TEST_CASE("MultiHeadSelfAttention: children qkv, attn_drop, proj, proj_drop and 
 TEST_CASE("MultiHeadSelfAttention: forward matches a naive per-head reference",
           "[layer:MultiHeadSelfAttention][forward][ex:attention-forward]") {
     Rng rng(61);
-    for (bool qkv_bias : {true, false}) {
-        auto msa = make_msa(6, 3, rng, qkv_bias);
-        msa->record_attention(true);
-        const Tensor x = rand_tensor({2, 5, 6}, rng, -1, 1, false);
-        const Tensor y = msa->forward(x);
-        const NaiveAttention ref = naive_attention(x, *msa);
-        require_close(y, from_doubles({2, 5, 6}, ref.out), 1e-12);
-        require_close(msa->attention(), from_doubles({2, 3, 5, 5}, ref.attn), 1e-12);
-    }
+    for (bool fused : {false, true})
+        for (bool qkv_bias : {true, false}) {
+            INFO("fused " << fused << " qkv bias " << qkv_bias);
+            auto msa = make_msa(6, 3, rng, qkv_bias);
+            msa->fused = fused;
+            msa->record_attention(true);
+            const Tensor x = rand_tensor({2, 5, 6}, rng, -1, 1, false);
+            const Tensor y = msa->forward(x);
+            const NaiveAttention ref = naive_attention(x, *msa);
+            require_close(y, from_doubles({2, 5, 6}, ref.out), 1e-12);
+            require_close(msa->attention(), from_doubles({2, 3, 5, 5}, ref.attn), 1e-12);
+        }
 }
 
 TEST_CASE(
@@ -124,7 +127,10 @@ TEST_CASE(
     "[layer:MultiHeadSelfAttention][documents][ex:attention-forward]") {
     // Ours: A = softmax(q k^T / sqrt(head_dim)), rows sum to 1 and equal the naive per-head reference.
     Rng rng(62);
+    const bool fused = GENERATE(false, true);  // the step-by-step forward and the one-op one
+    INFO("fused " << fused);
     auto msa = make_msa(8, 2, rng);
+    msa->fused = fused;
     msa->record_attention(true);
     const Tensor x = rand_tensor({2, 6, 8}, rng, -1, 1, false);
     msa->forward(x);
@@ -198,7 +204,10 @@ TEST_CASE(
 TEST_CASE("MultiHeadSelfAttention: recorded attention is [B, heads, N, N] with rows summing to 1",
           "[layer:MultiHeadSelfAttention][forward][ex:attention-forward]") {
     Rng rng(64);
+    const bool fused = GENERATE(false, true);  // the step-by-step forward and the one-op one
+    INFO("fused " << fused);
     auto msa = make_msa(8, 4, rng);
+    msa->fused = fused;
     const Tensor x = rand_tensor({3, 7, 8}, rng, -1, 1, false);
     msa->forward(x);
     CHECK_FALSE(msa->attention().defined());  // not recording by default
@@ -217,6 +226,7 @@ TEST_CASE("MultiHeadSelfAttention: recorded attention is [B, heads, N, N] with r
     }
     // Attention dropout acts after the recording: the recorded rows still sum to 1.
     auto dropping = make_msa(8, 4, rng, true, std::make_shared<Rng>(65), 0.5);
+    dropping->fused = fused;
     dropping->record_attention(true);
     dropping->forward(x);
     double s = 0;
@@ -230,7 +240,10 @@ TEST_CASE("MultiHeadSelfAttention: recorded attention is [B, heads, N, N] with r
 TEST_CASE("MultiHeadSelfAttention: a hidden patch gets zero attention, the class token is always visible",
           "[layer:MultiHeadSelfAttention][forward][ex:attention-forward]") {
     Rng rng(66);
+    const bool fused = GENERATE(false, true);  // the step-by-step forward and the one-op one
+    INFO("fused " << fused);
     auto msa = make_msa(6, 2, rng);
+    msa->fused = fused;
     msa->record_attention(true);
     const Tensor x = rand_tensor({2, 6, 6}, rng, -1, 1, false);
     const std::vector<bool> mask{true, false, true, false, false};  // patches 1..5; tokens 2, 4, 5 hidden
@@ -307,6 +320,8 @@ TEST_CASE("MultiHeadSelfAttention: train/eval reaches both dropouts", "[layer:Mu
 TEST_CASE("MultiHeadSelfAttention: gradcheck w.r.t. input and every parameter, with and without a mask",
           "[layer:MultiHeadSelfAttention][gradcheck][ex:attention-forward]") {
     Rng rng(69);
+    const bool fused = GENERATE(false, true);  // the step-by-step forward and the one-op one
+    INFO("fused " << fused);
     struct Case {
         int64_t B, N, D, heads;
         bool qkv_bias;
@@ -322,6 +337,7 @@ TEST_CASE("MultiHeadSelfAttention: gradcheck w.r.t. input and every parameter, w
     for (const Case& c : cases) {
         INFO("B " << c.B << " N " << c.N << " D " << c.D << " heads " << c.heads << " mask entries " << c.mask.size());
         auto msa = make_msa(c.D, c.heads, rng, c.qkv_bias);
+        msa->fused = fused;
         check_gradients([&](const std::vector<Tensor>& xs) { return msa->forward(xs[0], c.mask); },
                         with_parameters(rand_tensor({c.B, c.N, c.D}, rng), *msa), 70);
     }
@@ -344,6 +360,8 @@ TEST_CASE("MultiHeadSelfAttention: gradcheck with attention and projection dropo
 TEST_CASE("MultiHeadSelfAttention: LSA scales each head by its own learned scale and masks the diagonal",
           "[layer:MultiHeadSelfAttention][forward][lsa]") {
     Rng rng(80);
+    const bool fused = GENERATE(false, true);  // the step-by-step forward and the one-op one
+    INFO("fused " << fused);
     MultiHeadSelfAttention fresh(12, 3, rng, nullptr, true, 0, 0, true);
     REQUIRE(fresh.named_parameters().size() == 5);
     CHECK(fresh.named_parameters()[0].first == "scale");                // the module's own, before its children's
@@ -352,6 +370,7 @@ TEST_CASE("MultiHeadSelfAttention: LSA scales each head by its own learned scale
     for (const std::vector<bool>& mask : {std::vector<bool>{}, std::vector<bool>{true, false, true, false}}) {
         INFO("mask entries " << mask.size());
         auto msa = make_msa(6, 3, rng, true, nullptr, 0, 0, true);  // scales drawn in [-0.5, 0.5], one per head
+        msa->fused = fused;
         msa->record_attention(true);
         const Tensor x = rand_tensor({2, 5, 6}, rng, -1, 1, false);
         const NaiveAttention ref = naive_attention(x, *msa, mask);
@@ -364,8 +383,11 @@ TEST_CASE("MultiHeadSelfAttention: LSA scales each head by its own learned scale
 TEST_CASE("MultiHeadSelfAttention: gradcheck with LSA w.r.t. input, scale and every other parameter",
           "[layer:MultiHeadSelfAttention][gradcheck][lsa]") {
     Rng rng(81);
+    const bool fused = GENERATE(false, true);  // the step-by-step forward and the one-op one
+    INFO("fused " << fused);
     for (const std::vector<bool>& mask : {std::vector<bool>{}, std::vector<bool>{false, true, false}}) {
         auto msa = make_msa(4, 2, rng, true, nullptr, 0, 0, true);
+        msa->fused = fused;
         check_gradients([&](const std::vector<Tensor>& xs) { return msa->forward(xs[0], mask); },
                         with_parameters(rand_tensor({2, 4, 4}, rng), *msa), 82);
     }

@@ -141,9 +141,8 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
                 kernels.pack_b(trans_b, B, ldb, pc, jc + c0, kc, cols, Bp + c0 * kc);
             });
             // Threads take disjoint row ranges of C: each C element is still summed by one
-            // thread in the same order, so the thread count cannot change the result. A chunk
-            // gets at least ~2^19 multiply-adds, or waking a thread costs more than it saves.
-            const int64_t grain = (int64_t(1) << 19) / (MR * nc * kc) + 1;
+            // thread in the same order, so the thread count cannot change the result.
+            const int64_t grain = grain_for_multiply_adds(MR * nc * kc);
             // Packing A pays when each sliver of it meets many slivers of B; a narrow C
             // (attention's N = tokens or head_dim) reads A in place instead. So does a
             // row-major A whose rows fit one K block (the linear layers: K = 128 or 256): its

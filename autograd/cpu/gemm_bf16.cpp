@@ -115,7 +115,7 @@ void gemm_bf16_native(const Bf16Kernels& kernels, bool trans_a, bool trans_b, in
                 const int64_t c0 = s0 * NR, cols = std::min(nc, s1 * NR) - c0;
                 kernels.pack_b(trans_b, B, ldb, pc, jc + c0, kc, cols, Bp + c0 * pairs);
             });
-            parallel_for(slivers, (int64_t(1) << 19) / (MR * nc * kc) + 1, [&](int64_t s0, int64_t s1) {
+            parallel_for(slivers, grain_for_multiply_adds(MR * nc * kc), [&](int64_t s0, int64_t s1) {
                 thread_local std::vector<uint32_t> a_pack;
                 a_pack.resize(static_cast<size_t>((KC + 1) / 2 * MC));
                 uint32_t* Ap = a_pack.data();

@@ -22,6 +22,26 @@
 
 namespace patchgrad {
 
+namespace {
+
+// Where head h of image b finds its q, k and v [N, d] in qkv [B, N, 3 * D] (rows ld = 3D
+// apart), and its output's columns in [B, N, D].
+struct Head {
+    int64_t h;
+    const real *q, *k, *v;
+    int64_t out;  // offset of the head's first output column in [B, N, D]
+};
+
+// [snippet:sdpa-head-pointers]
+Head head_at(const real* qkv, int64_t t, int64_t heads, int64_t N, int64_t D) {
+    const int64_t b = t / heads, h = t % heads;
+    const real* q = qkv + b * N * 3 * D + h * (D / heads);
+    return {h, q, q + D, q + 2 * D, b * N * D + h * (D / heads)};
+}
+// [/snippet:sdpa-head-pointers]
+
+}  // namespace
+
 // Per (batch b, head h), q, k, v [N, d] being columns h*d .. h*d+d-1 of qkv's three thirds,
 // s the head's scale and bias the key bias (plus -inf on the diagonal with a learned scale):
 //   S = s q k^T + bias [N, N]       A = softmax(S) per row        O = A v [N, d]
@@ -59,20 +79,18 @@ Tensor scaled_dot_product_attention(const Tensor& qkv, int64_t heads, const Tens
     const real* bias = key_bias.defined() ? key_bias.data() : nullptr;
     Tensor a = Tensor::empty({B, heads, N, N});  // A, kept for backward
     Tensor out = Tensor::empty({B, N, D});
-    const int64_t grain = (int64_t(1) << 19) / (N * N * d + 1) + 1;  // as batched matmul's
+    const int64_t grain = grain_for_multiply_adds(2 * N * N * d);  // two products per head
     parallel_for(B * heads, grain, [&](int64_t t0, int64_t t1) {
         // [snippet:sdpa-forward-head]
         for (int64_t t = t0; t < t1; ++t) {
-            const int64_t b = t / heads, h = t % heads;
-            const real* q = qkv.data() + b * N * ld + h * d;
-            const real* k = q + D;
-            const real* v = q + 2 * D;
+            const Head x = head_at(qkv.data(), t, heads, N, D);
             real* at = a.data() + t * N * N;
-            gemm(false, true, N, N, d, learned ? head_scale.data()[h] : fixed_scale, q, ld, k, ld, 0, at, N, bias);
+            gemm(false, true, N, N, d, learned ? head_scale.data()[x.h] : fixed_scale, x.q, ld, x.k, ld, 0, at, N,
+                 bias);
             if (learned)
                 for (int64_t i = 0; i < N; ++i) at[i * N + i] = -std::numeric_limits<real>::infinity();
             softmax_rows(at, at, N, N);
-            gemm(false, false, N, d, N, 1, at, N, v, ld, 0, out.data() + b * N * D + h * d, D);
+            gemm(false, false, N, d, N, 1, at, N, x.v, ld, 0, out.data() + x.out, D);
         }
         // [/snippet:sdpa-forward-head]
     });
@@ -91,17 +109,15 @@ Tensor scaled_dot_product_attention(const Tensor& qkv, int64_t heads, const Tens
                    real* ds = da + N * N;
                    real* dsk = ds + N * N;  // dS k, unscaled
                    for (int64_t t = t0; t < t1; ++t) {
-                       const int64_t b = t / heads, h = t % heads;
-                       const real s = learned ? head_scale.data()[h] : fixed_scale;
-                       const real* q = qkv.data() + b * N * ld + h * d;
-                       const real* k = q + D;
-                       const real* v = q + 2 * D;
+                       const Head x = head_at(qkv.data(), t, heads, N, D);
+                       const real s = learned ? head_scale.data()[x.h] : fixed_scale;
+                       const real *q = x.q, *k = x.k, *v = x.v;
                        const real* at = a.data() + t * N * N;
-                       const real* dot = dout + b * N * D + h * d;
+                       const real* dot = dout + x.out;
                        gemm(false, true, N, N, d, 1, dot, D, v, ld, 0, da, N);  // dA = dO v^T
                        std::fill(ds, ds + N * N, real(0));
                        softmax_rows_backward(at, da, ds, N, N);  // dS
-                       real* dq = want_qkv ? g.data + b * N * ld + h * d : nullptr;
+                       real* dq = want_qkv ? g.data + (q - qkv.data()) : nullptr;
                        if (want_qkv) {
                            gemm(true, false, N, d, N, 1, at, N, dot, D, g.beta, dq + 2 * D, ld);  // dv = A^T dO
                            gemm(true, false, N, d, N, s, ds, N, q, ld, g.beta, dq + D, ld);       // dk = s dS^T q

@@ -121,7 +121,7 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b, bool trans_b, real alpha
     // unless several of them add into one gradient matrix (a broadcast input): then they run
     // in order, so the sum's order never depends on the threads.
     const int64_t count = static_cast<int64_t>(plan.a_index.size());
-    const int64_t grain = (int64_t(1) << 19) / (M * N * K + 1) + 1;
+    const int64_t grain = grain_for_multiply_adds(M * N * K);
     // [snippet:matmul-forward]
     for_each_matrix(count, grain, true, [&](int64_t t) {
         gemm(false, trans_b, M, N, K, alpha, a.data() + plan.a_index[t] * M * K, K, b.data() + plan.b_index[t] * K * N,

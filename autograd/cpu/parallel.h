@@ -37,7 +37,7 @@ int num_threads();
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t begin, int64_t end)>& body);
 
 // The grain for a loop of multiplies whose every index costs `multiply_adds`: chunks of at
-// least ~2^19 of them (a few tens of microseconds), below which waking a second thread costs
+// least ~2^19 of them (some ten microseconds of arithmetic), below which waking a second thread costs
 // more than it saves. matmul's batches, attention's heads and gemm's row slivers use it.
 inline int64_t grain_for_multiply_adds(int64_t multiply_adds) { return (int64_t(1) << 19) / (multiply_adds + 1) + 1; }
 

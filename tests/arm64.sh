@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # tests/arm64.sh — patchgrad on ARM64 without an ARM64 machine: cross-compiles with Debian's
 # g++-aarch64-linux-gnu and runs the float32 tests (gemm at the NEON level, every op with a
-# per-level kernel, the golden ViT) and the float64 gemm, matmul and gradient-check tests of
-# the ops under qemu-user-static. CI runs the float32 half; run the whole after touching the
-# kernels (autograd/cpu/gemm_tile.h, cpu_isa.h, fast_math.h):
+# per-level kernel, the golden ViT, bf16 products with and without ARM's BF16) and the float64
+# gemm, matmul and gradient-check tests of the ops under qemu-user-static. CI runs the float32
+# half; run the whole after touching the kernels (autograd/cpu/gemm_tile.h, cpu_isa.h,
+# fast_math.h, gemm_bf16_neon.cpp):
 #
 #   bash tests/arm64.sh                        # build in build-arm64/, run the tests
 #   BUILD_DIR=/tmp/arm bash tests/arm64.sh
@@ -46,9 +47,14 @@ run() { qemu-aarch64-static -L /usr/aarch64-linux-gnu "$@"; }
 # take minutes each, and CI's log should show which.
 step() { echo "== [$SECONDS s] $*"; }
 step "the CPU as the binary sees it"
-run "$build/patchgrad" bench matmul 96 96 96 --repeats 1 | head -n 1
+run "$build/patchgrad" bench matmul 96 96 96 --repeats 1 | grep "^cpu: \|^gemm_bf16: "
 step "float32: every test"
 run "$build/tests/patchgrad_tests32"
+# qemu's default CPU has the BF16 extension, so the run above tested the BFDOT kernel; a
+# Cortex-A72 has not, and gets the emulation.
+step "bf16 on a CPU without BF16 (qemu -cpu cortex-a72)"
+run -cpu cortex-a72 "$build/patchgrad" bench matmul 96 96 96 --repeats 1 | grep "^gemm_bf16: bf16 emulated"
+run -cpu cortex-a72 "$build/tests/patchgrad_tests32" "[bf16]"
 if ((float64)); then
   step "float64: gemm, matmul, the ops' gradient checks, threads"
   run "$build/tests/patchgrad_tests64" "[op:gemm],[op:matmul],[gradcheck],[parallel]"

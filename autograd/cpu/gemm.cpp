@@ -135,8 +135,8 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
             const real* bias_block = pc == 0 && bias ? bias + jc : nullptr;
             // Both threads pack the panel (a weight gradient packs the whole activation, 5% of a
             // step when one thread did it while the other waited), a run of NR-wide slivers each.
-            const int64_t pack_grain = (int64_t(1) << 13) / (kc * NR) + 1;
-            parallel_for((nc + NR - 1) / NR, pack_grain, [&](int64_t s0, int64_t s1) {
+            // (Chunks of 2^13 floats: a panel of 128 columns still packs on two threads.)
+            parallel_for((nc + NR - 1) / NR, grain_for(kc * NR, int64_t(1) << 13), [&](int64_t s0, int64_t s1) {
                 const int64_t c0 = s0 * NR, cols = std::min(nc, s1 * NR) - c0;
                 kernels.pack_b(trans_b, B, ldb, pc, jc + c0, kc, cols, Bp + c0 * kc);
             });

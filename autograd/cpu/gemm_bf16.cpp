@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <stdexcept>
 #include <vector>
 
@@ -11,6 +12,12 @@
 #include "gemm.h"
 #include "gemm_kernels.h"
 #include "parallel.h"
+
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#elif defined(__aarch64__) && defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
 
 namespace patchgrad {
 
@@ -31,6 +38,34 @@ bool cpu_has_avx512_bf16() {
 #endif
 }
 
+// ARM64's BF16 extension, as the operating system reports it.
+bool cpu_has_arm_bf16() {
+#if defined(__aarch64__) && defined(__linux__)
+    constexpr unsigned long kHwcap2Bf16 = 1ul << 14;  // HWCAP2_BF16 of <asm/hwcap.h>
+    return (getauxval(AT_HWCAP2) & kHwcap2Bf16) != 0;
+#elif defined(__aarch64__) && defined(__APPLE__)
+    int has = 0;
+    size_t size = sizeof has;
+    return sysctlbyname("hw.optional.arm.FEAT_BF16", &has, &size, nullptr, 0) == 0 && has != 0;
+#else
+    return false;
+#endif
+}
+
+// The native kernels for this CPU at the active instruction-set level, or null where the
+// product is emulated.
+const Bf16Kernels* native_kernels() {
+#if defined(__x86_64__) && !defined(PATCHGRAD_DOUBLE)
+    static const bool has = cpu_has_avx512_bf16();
+    return has && active_isa() == Isa::avx512 ? &gemm_bf16_kernels_avx512 : nullptr;
+#elif defined(PATCHGRAD_NEON_BF16) && !defined(PATCHGRAD_DOUBLE)
+    static const bool has = cpu_has_arm_bf16();
+    return has ? &gemm_bf16_kernels_neon : nullptr;
+#else
+    return nullptr;
+#endif
+}
+
 }  // namespace
 
 MatmulPrecision matmul_precision() { return static_cast<MatmulPrecision>(precision_setting().load()); }
@@ -44,25 +79,22 @@ void set_matmul_precision(MatmulPrecision precision) {
     precision_setting().store(static_cast<int>(precision));
 }
 
-bool bf16_native() {
-#if defined(__x86_64__) && !defined(PATCHGRAD_DOUBLE)
-    static const bool has = cpu_has_avx512_bf16();
-    return has && active_isa() == Isa::avx512;
-#else
-    return false;
-#endif
+bool bf16_native() { return native_kernels() != nullptr; }
+
+double gemm_bf16_sum_roundoff() {
+    const Bf16Kernels* kernels = native_kernels();
+    return kernels ? kernels->sum_roundoff : std::ldexp(1.0, -24);
 }
 
 std::string gemm_bf16_description() {
-#if defined(__x86_64__) && !defined(PATCHGRAD_DOUBLE)
-    if (bf16_native()) {
-        const Bf16Kernels& k = gemm_bf16_kernels_avx512;
-        return std::string("bf16 ") + k.name + ", tile " + std::to_string(k.mr) + " x " + std::to_string(k.nr);
-    }
-#endif
-    return std::string("bf16 emulated in float32 (") +
-           (cpu_has_avx512_bf16() ? "PATCHGRAD_ISA is below avx512" : "this CPU has no bf16 instructions") +
-           ": not faster than fp32)";
+    if (const Bf16Kernels* k = native_kernels())
+        return std::string("bf16 ") + k->name + ", tile " + std::to_string(k->mr) + " x " + std::to_string(k->nr);
+    std::string why = "this CPU has no bf16 instructions";
+    if (cpu_has_avx512_bf16())
+        why = "PATCHGRAD_ISA is below avx512";
+    else if (cpu_has_arm_bf16())
+        why = "this build's compiler does not target ARM's BF16";
+    return "bf16 emulated in float32 (" + why + ": not faster than fp32)";
 }
 
 std::string matmul_precision_description(MatmulPrecision precision) {
@@ -88,7 +120,6 @@ void gemm_bf16_emulated(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_
     gemm_blocked(false, false, M, N, K, alpha, a.data(), K, b.data(), N, beta, C, ldc, bias);
 }
 
-#if defined(__x86_64__)
 namespace {
 
 // gemm_blocked's loops (gemm.cpp explains the blocking) with every block packed as bf16 pairs:
@@ -111,7 +142,7 @@ void gemm_bf16_native(const Bf16Kernels& kernels, bool trans_a, bool trans_b, in
             const int64_t kc = std::min(KC, K - pc), pairs = (kc + 1) / 2;
             const float beta_block = pc == 0 ? beta : 1.0f;
             const float* bias_block = pc == 0 && bias ? bias + jc : nullptr;
-            parallel_for((nc + NR - 1) / NR, (int64_t(1) << 13) / (kc * NR) + 1, [&](int64_t s0, int64_t s1) {
+            parallel_for((nc + NR - 1) / NR, grain_for(kc * NR, int64_t(1) << 13), [&](int64_t s0, int64_t s1) {
                 const int64_t c0 = s0 * NR, cols = std::min(nc, s1 * NR) - c0;
                 kernels.pack_b(trans_b, B, ldb, pc, jc + c0, kc, cols, Bp + c0 * pairs);
             });
@@ -138,15 +169,12 @@ void gemm_bf16_native(const Bf16Kernels& kernels, bool trans_a, bool trans_b, in
 }
 
 }  // namespace
-#endif
 
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
                const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const float* bias) {
-#if defined(__x86_64__)
-    if (bf16_native() && M > 0 && N > 0 && K > 0)
-        return gemm_bf16_native(gemm_bf16_kernels_avx512, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C,
-                                ldc, bias);
-#endif
+    const Bf16Kernels* kernels = native_kernels();
+    if (kernels && M > 0 && N > 0 && K > 0)
+        return gemm_bf16_native(*kernels, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
     gemm_bf16_emulated(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
 }
 

@@ -12,7 +12,8 @@
 //
 // Where the CPU has a bf16 dot-product instruction (x86-64 AVX512_BF16: vdpbf16ps, two
 // multiply-adds per float32 lane per instruction, twice float32's FMA; Intel Xeon since Cooper
-// Lake, AMD Zen 4 and later), the native kernel runs (gemm_bf16_avx512.cpp). Twice the work
+// Lake, AMD Zen 4 and later), the native kernel runs (gemm_bf16_avx512.cpp); on ARM64 with the
+// BF16 extension (Apple M2 and later, Neoverse V1/N2) BFDOT does the same (gemm_bf16_neon.cpp). Twice the work
 // per instruction is not twice the speed: on an Intel Xeon of CPU family 6 model 207 the
 // instruction issues at a quarter of the FMA's rate, so bf16 is half as fast there (chapter
 // 12.9; `patchgrad bench matmul` prints both peaks). Elsewhere, and when PATCHGRAD_ISA asks
@@ -64,6 +65,12 @@ private:
 
 // Whether this CPU, at the active instruction-set level (cpu_isa.h), has a native bf16 kernel.
 bool bf16_native();
+
+// The relative error bound of one addition in the sums of gemm_bf16 now: 2^-24 (float32's unit
+// roundoff, round to nearest) for the emulation and x86's vdpbf16ps, 2^-23 for ARM's BFDOT,
+// which rounds to odd. A sum of K products of bf16 values is then within
+// gamma = K s / (1 - K s) of its exact value, relative to the sum of their magnitudes.
+double gemm_bf16_sum_roundoff();
 
 // The kernel a bf16 product uses now, e.g. "bf16 avx512_bf16 (vdpbf16ps), tile 12 x 32" or
 // "bf16 emulated in float32 (this CPU has no bf16 instructions: not faster than fp32)".

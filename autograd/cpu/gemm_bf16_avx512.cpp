@@ -121,7 +121,7 @@ void micro_kernel(int64_t pairs, const uint32_t* a, const uint32_t* b, float alp
 
 }  // namespace
 
-const Bf16Kernels gemm_bf16_kernels_avx512 = {"avx512_bf16 (vdpbf16ps)",           MR, NR, L, &pack_a, &pack_b,
+const Bf16Kernels gemm_bf16_kernels_avx512 = {"avx512_bf16 (vdpbf16ps)",           MR, NR, L, 0x1p-24, &pack_a, &pack_b,
                                               {&micro_kernel<1>, &micro_kernel<2>}};
 
 }  // namespace patchgrad

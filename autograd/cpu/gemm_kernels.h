@@ -63,6 +63,9 @@ using Bf16MicroKernel = void (*)(int64_t pairs, const uint32_t* a, const uint32_
 struct Bf16Kernels {
     const char* name;  // the instruction that multiplies
     int64_t mr, nr, vector;
+    // The relative error of one float32 addition in the kernel's sums: 2^-24 where it rounds
+    // to nearest (vdpbf16ps), 2^-23 where it rounds to odd (ARM's BFDOT).
+    double sum_roundoff;
     void (*pack_a)(bool trans_a, const float* A, int64_t lda, int64_t r0, int64_t k0, int64_t rows, int64_t kc,
                    uint32_t* Ap);
     void (*pack_b)(bool trans_b, const float* B, int64_t ldb, int64_t k0, int64_t c0, int64_t kc, int64_t cols,
@@ -72,6 +75,9 @@ struct Bf16Kernels {
 
 // Defined in gemm_bf16_avx512.cpp (x86-64 only); use only where the CPU has AVX512_BF16.
 extern const Bf16Kernels gemm_bf16_kernels_avx512;
+// Defined in gemm_bf16_neon.cpp where the compiler targets ARM64 with BF16 (the build defines
+// PATCHGRAD_NEON_BF16 then); use only where the CPU has BF16.
+extern const Bf16Kernels gemm_bf16_kernels_neon;
 
 // The table for `isa` (which the CPU must support: see active_isa()).
 const GemmKernels& gemm_kernels(Isa isa);

@@ -36,10 +36,19 @@ int num_threads();
 // An exception thrown by a body is rethrown on the calling thread.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t begin, int64_t end)>& body);
 
-// The grain for a loop of multiplies whose every index costs `multiply_adds`: chunks of at
-// least ~2^19 of them (some ten microseconds of arithmetic), below which waking a second thread costs
-// more than it saves. matmul's batches, attention's heads and gemm's row slivers use it.
-inline int64_t grain_for_multiply_adds(int64_t multiply_adds) { return (int64_t(1) << 19) / (multiply_adds + 1) + 1; }
+// The grain for a loop whose every index costs `work_per_index` units of work: chunks of at
+// least `chunk_work` units, below which waking a second thread costs more than it saves.
+inline int64_t grain_for(int64_t work_per_index, int64_t chunk_work) { return chunk_work / (work_per_index + 1) + 1; }
+
+// Multiply-adds: chunks of at least ~2^19 (some ten microseconds of arithmetic). matmul's
+// batches, attention's heads and gemm's row slivers use it.
+inline int64_t grain_for_multiply_adds(int64_t multiply_adds) { return grain_for(multiply_adds, int64_t(1) << 19); }
+
+// Elements of a pass over memory with a few operations on each (softmax and LayerNorm rows,
+// permuting copies): chunks of at least ~2^14 elements.
+inline int64_t grain_for_elements(int64_t elements_per_index) {
+    return grain_for(elements_per_index, int64_t(1) << 14);
+}
 
 // The sum over rows [0, rows) of a vector of `width` reals per row (a bias gradient: the
 // column sums of dOut), on the threads, in an order that no thread count changes. The rows are

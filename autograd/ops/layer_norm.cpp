@@ -110,7 +110,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, rea
     real* yd = out.data();
     real* mean_d = mean.data();
     real* rstd_d = rstd.data();
-    const int64_t grain = (1 << 14) / (D + 1) + 1;
+    const int64_t grain = grain_for_elements(D);
     parallel_for(rows, grain,
                  [=](int64_t r0, int64_t r1) { forward_rows(xd, w, b, eps, D, r0, r1, yd, mean_d, rstd_d); });
 

@@ -38,9 +38,8 @@ void for_each_permuted(const Shape& out_shape, const Shape& in_strides, int64_t 
         return;
     }
     const int64_t row = out_shape[ndim - 1], step = in_strides[ndim - 1];
-    // A chunk of at least ~16k elements, so that a small copy stays on one thread.
-    const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 14) / (row * block));
-    parallel_for(n / row, grain, [&](int64_t row_begin, int64_t row_end) {
+    // A small copy stays on one thread.
+    parallel_for(n / row, grain_for_elements(row * block), [&](int64_t row_begin, int64_t row_end) {
         // The odometer's position at row_begin, read off its digits from the last outer axis.
         std::vector<int64_t> index(ndim, 0);
         int64_t in_row = 0;

@@ -137,7 +137,7 @@ Tensor softmax_along(const Tensor& x, int64_t axis, bool log_output) {
 
     // Threads take whole blocks of `outer` rows, each normalised exactly as on one thread.
     Tensor out = Tensor::empty(shape);
-    const int64_t grain = (1 << 14) / (n * inner + 1) + 1;
+    const int64_t grain = grain_for_elements(n * inner);
     const real* xd = x.data();
     real* y = out.data();
     parallel_for(outer, grain, [=](int64_t o0, int64_t o1) {

@@ -30,8 +30,10 @@ constexpr double kBf16Unit = 1.0 / 256;  // u = 2^-8: bf16 keeps 8 significant b
 // gemm_bf16 (or gemm under the bf16 precision) on random op(A) [M, K], op(B) [K, N], checked
 // element by element against float64 twice:
 //  - against the exact product of the bf16-rounded inputs: only float32 summation error is
-//    allowed, |error| <= gamma_K * sum_k |a'_k b'_k|, gamma_K = K u32 / (1 - K u32) (Higham's
-//    bound for any summation order; the products of bf16 values are exact in float32). This
+//    allowed, |error| <= gamma_K * sum_k |a'_k b'_k|, gamma_K = K s / (1 - K s) (Higham's
+//    bound for any summation order; the products of bf16 values are exact in float32), where
+//    s bounds one addition's relative error: u32 = 2^-24 when it rounds to nearest, 2^-23 for
+//    ARM's BFDOT, which rounds to odd (gemm_bf16_sum_roundoff). This
 //    is the check that notices a kernel that rounds differently (truncating, say): that moves
 //    the result by ~2^-8, far beyond gamma_K.
 //  - against the exact product of the float32 inputs: the error bound of bf16 inputs,
@@ -48,7 +50,8 @@ void check_bf16(Bf16Fn kernel, bool trans_a, bool trans_b, int64_t M, int64_t N,
     const int64_t lda = trans_a ? M : K, ldb = trans_b ? K : N;
     kernel(trans_a, trans_b, M, N, K, 1, A.data(), lda, B.data(), ldb, 0, C.data(), N, nullptr);  // beta 0: C unread
 
-    const double u32 = std::ldexp(1.0, -24), gamma = K * u32 / (1 - K * u32), u = kBf16Unit;
+    const double s = kernel == &gemm_bf16_emulated ? std::ldexp(1.0, -24) : gemm_bf16_sum_roundoff();
+    const double gamma = K * s / (1 - K * s), u = kBf16Unit;
     double worst_rounded = 0, worst_exact = 0, largest_error = 0;
     for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < N; ++j) {

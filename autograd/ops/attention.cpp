@@ -29,14 +29,14 @@ namespace {
 struct Head {
     int64_t h;
     const real *q, *k, *v;
+    int64_t in;   // offset of q in qkv (k and v are D and 2D further), and of dq in its gradient
     int64_t out;  // offset of the head's first output column in [B, N, D]
 };
 
 // [snippet:sdpa-head-pointers]
 Head head_at(const real* qkv, int64_t t, int64_t heads, int64_t N, int64_t D) {
-    const int64_t b = t / heads, h = t % heads;
-    const real* q = qkv + b * N * 3 * D + h * (D / heads);
-    return {h, q, q + D, q + 2 * D, b * N * D + h * (D / heads)};
+    const int64_t b = t / heads, h = t % heads, in = b * N * 3 * D + h * (D / heads);
+    return {h, qkv + in, qkv + in + D, qkv + in + 2 * D, in, b * N * D + h * (D / heads)};
 }
 // [/snippet:sdpa-head-pointers]
 
@@ -117,7 +117,7 @@ Tensor scaled_dot_product_attention(const Tensor& qkv, int64_t heads, const Tens
                        gemm(false, true, N, N, d, 1, dot, D, v, ld, 0, da, N);  // dA = dO v^T
                        std::fill(ds, ds + N * N, real(0));
                        softmax_rows_backward(at, da, ds, N, N);  // dS
-                       real* dq = want_qkv ? g.data + (q - qkv.data()) : nullptr;
+                       real* dq = want_qkv ? g.data + x.in : nullptr;
                        if (want_qkv) {
                            gemm(true, false, N, d, N, 1, at, N, dot, D, g.beta, dq + 2 * D, ld);  // dv = A^T dO
                            gemm(true, false, N, d, N, s, ds, N, q, ld, g.beta, dq + D, ld);       // dk = s dS^T q

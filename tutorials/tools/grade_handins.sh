@@ -46,8 +46,7 @@ if command -v ccache > /dev/null; then
     # file that includes one missed the cache in the next hand-in's build.
     launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON)
     export CCACHE_BASEDIR=$work  # same relative paths in every hand-in's tree: cache hits
-    # (pch_defines is left over from when these builds used the precompiled header; harmless)
-    export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
+    export CCACHE_SLOPPINESS=time_macros,include_file_mtime,include_file_ctime
 fi
 
 # The selected exercises as "FILE|NAME" lines: the student build's own selection logic

@@ -392,12 +392,12 @@ int run_training(const Flags& flags) {
     const double mean_ms = std::accumulate(ms.begin(), ms.end(), 0.0) / double(ms.size());
     const double min_ms = *std::min_element(ms.begin(), ms.end());
     const Memory mem = memory_now();
+    const double step_gflop = train_gflop_per_image * double(batch);
     std::printf("\n");
     std::printf("img/s            %.1f\n", double(batch) / (mean_ms * 1e-3));
     std::printf("ms per step      mean %.1f, min %.1f over %zu steps\n", mean_ms, min_ms, ms.size());
-    std::printf("GFLOP/s          %.1f (mean step), %.1f (fastest step)\n",
-                train_gflop_per_image * double(batch) / (mean_ms * 1e-3),
-                train_gflop_per_image * double(batch) / (min_ms * 1e-3));
+    std::printf("GFLOP/s          %.1f (mean step), %.1f (fastest step)\n", step_gflop / (mean_ms * 1e-3),
+                step_gflop / (min_ms * 1e-3));
     std::printf("peak RSS         %.1f MiB (VmHWM); %.1f MiB before the first step\n", mem.peak_mib, before.rss_mib);
     std::printf("peak tensors     %.1f MiB (largest sum of live tensor data and gradients in a step)\n",
                 double(peak_tensor_bytes) / (1 << 20));
@@ -408,7 +408,6 @@ int run_training(const Flags& flags) {
     // as the mean step against the best of three gemm runs after all steps; once paired, each
     // step against the gemm run right after it, so that a host whose speed drifts (a CPU shared
     // with other machines' work, or throttled) moves both sides of each ratio alike.
-    const double step_gflop = train_gflop_per_image * double(batch);
     const double best_sgemm = sgemm.rate(3);
     const char* yardstick = precision == MatmulPrecision::fp32 ? "sgemm rate" : "bf16 gemm rate";
     std::printf(

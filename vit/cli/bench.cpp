@@ -3,7 +3,7 @@
 //
 //   patchgrad bench [--config NAME] [--dim D] [--depth L] [--heads H] [--mlp M] [--patch P]
 //                   [--pool NAME] [--patch-dropout P] [--batch B] [--steps S] [--warmup W] [--threads T]
-//   patchgrad bench matmul [M N K] [--repeats R]
+//   patchgrad bench matmul [M N K] [--repeats R] [--threads T]
 //
 // The first times full training steps on one random batch: forward, cross-entropy,
 // backward, AdamW step, zero_grad, exactly what a training loop does minus the data loading.
@@ -52,7 +52,7 @@ void print_help() {
     std::cout << "usage: patchgrad bench [--config NAME] [--dim D] [--depth L] [--heads H] [--mlp M] [--patch P]\n"
                  "                       [--pool NAME] [--patch-dropout P]\n"
                  "                       [--batch B] [--steps S] [--warmup W] [--threads T] [--precision P]\n"
-                 "       patchgrad bench matmul [M N K] [--repeats R]\n"
+                 "       patchgrad bench matmul [M N K] [--repeats R] [--threads T]\n"
                  "\n"
                  "Times full training steps of a Vision Transformer on one random batch (forward,\n"
                  "cross-entropy, backward, AdamW step, zero_grad) and prints images per second, ms per\n"
@@ -87,7 +87,8 @@ void print_help() {
                  "{128, 256}),\n"
                  "with patchgrad's gemm_blocked, gemm_reference (when M*N*K <= 2^26), cblas_sgemm (when\n"
                  "built with PATCHGRAD_USE_OPENBLAS) and gemm_bf16 (bf16 inputs, float32 sums); best of R\n"
-                 "runs after one warm-up (default R: 5). First it prints one core's peak: the rate of\n"
+                 "runs after one warm-up (default R: 5), on T threads (default 1, one core against one-thread\n"
+                 "BLAS; auto picks as above). First it prints one core's peak: the rate of\n"
                  "independent multiply-adds with no memory traffic (float32 FMA; bf16 where the CPU has it).\n";
 }
 
@@ -433,7 +434,7 @@ int run_matmul(const std::vector<std::string>& args) {
     // The sizes are the words before the first flag.
     auto first_flag = std::find_if(args.begin(), args.end(), [](const std::string& a) { return a.rfind("-", 0) == 0; });
     const std::vector<std::string> sizes(args.begin(), first_flag);
-    const Flags flags = parse_flags(std::vector<std::string>(first_flag, args.end()), {"--repeats"});
+    const Flags flags = parse_flags(std::vector<std::string>(first_flag, args.end()), {"--repeats", "--threads"});
     if (flags.help) {
         print_help();
         return 0;
@@ -444,8 +445,10 @@ int run_matmul(const std::vector<std::string>& args) {
             "standard set");
     const int64_t repeats =
         flags.values.count("--repeats") ? parse_positive_int("--repeats", flags.values.at("--repeats")) : 5;
-    std::printf("cpu: %s; gemm kernels %s; float%d; best of %lld runs, GFLOP/s\n", cpu_model().c_str(),
-                gemm_kernel_description().c_str(), int(8 * sizeof(real)), static_cast<long long>(repeats));
+    use_threads(parse_threads(flags.values.count("--threads") ? flags.values.at("--threads") : "1"));
+    std::printf("cpu: %s; gemm kernels %s; float%d; %d thread%s; best of %lld runs, GFLOP/s\n", cpu_model().c_str(),
+                gemm_kernel_description().c_str(), int(8 * sizeof(real)), num_threads(), num_threads() == 1 ? "" : "s",
+                static_cast<long long>(repeats));
     std::printf("gemm_bf16: %s\n", gemm_bf16_description().c_str());
     std::printf("one core's peak: %s\n", peak_rates().c_str());
     if (!sizes.empty())

@@ -284,31 +284,29 @@ private:
 // ---- the training benchmark ------------------------------------------------------------------
 
 int run_training(const Flags& flags) {
-    auto value = [&flags](const char* flag, const std::string& fallback) {
-        return flags.values.count(flag) ? flags.values.at(flag) : fallback;
-    };
-    const std::string name = value("--config", "cifar-tiny");
+    const std::string name = flags.value_or("--config", "cifar-tiny");
     ViTConfig config = config_from_flag(name);
     for (const auto& [flag, field] : {std::pair<const char*, int64_t*>{"--dim", &config.dim},
                                       {"--depth", &config.depth},
                                       {"--heads", &config.heads},
                                       {"--mlp", &config.mlp_dim},
                                       {"--patch", &config.patch_size}})
-        if (flags.values.count(flag)) *field = parse_positive_int(flag, flags.values.at(flag));
+        if (flags.given(flag)) *field = parse_positive_int(flag, flags.values.at(flag));
     try {
-        config.pool = parse_enum<Pool>(value("--pool", enum_name(config.pool)), "--pool");
-        config.patch_dropout = static_cast<real>(parse_number("--patch-dropout", value("--patch-dropout", "0")));
+        config.pool = parse_enum<Pool>(flags.value_or("--pool", enum_name(config.pool)), "--pool");
+        config.patch_dropout =
+            static_cast<real>(parse_number("--patch-dropout", flags.value_or("--patch-dropout", "0")));
         check_memory(config, 4);  // validates it; weights, gradients and AdamW's two moments
     } catch (const std::invalid_argument& e) {
         throw UsageError(e.what());
     }
-    const int64_t batch = parse_positive_int("--batch", value("--batch", "128"));
-    const int64_t steps = parse_positive_int("--steps", value("--steps", "10"));
-    const int64_t warmup = parse_count("--warmup", value("--warmup", "2"));
-    const int threads = parse_threads(value("--threads", "auto"));
+    const int64_t batch = parse_positive_int("--batch", flags.value_or("--batch", "128"));
+    const int64_t steps = parse_positive_int("--steps", flags.value_or("--steps", "10"));
+    const int64_t warmup = parse_count("--warmup", flags.value_or("--warmup", "2"));
+    const int threads = parse_threads(flags.value_or("--threads", "auto"));
     MatmulPrecision precision;
     try {
-        precision = parse_enum<MatmulPrecision>(value("--precision", "fp32"), "--precision");
+        precision = parse_enum<MatmulPrecision>(flags.value_or("--precision", "fp32"), "--precision");
     } catch (const std::invalid_argument& e) {
         throw UsageError(e.what());
     }
@@ -443,9 +441,8 @@ int run_matmul(const std::vector<std::string>& args) {
         throw UsageError(
             "matmul takes three sizes M N K (e.g. 'bench matmul 1024 1024 1024'), or none for the "
             "standard set");
-    const int64_t repeats =
-        flags.values.count("--repeats") ? parse_positive_int("--repeats", flags.values.at("--repeats")) : 5;
-    use_threads(parse_threads(flags.values.count("--threads") ? flags.values.at("--threads") : "1"));
+    const int64_t repeats = parse_positive_int("--repeats", flags.value_or("--repeats", "5"));
+    use_threads(parse_threads(flags.value_or("--threads", "1")));
     std::printf("cpu: %s; gemm kernels %s; float%d; %d thread%s; best of %lld runs, GFLOP/s\n", cpu_model().c_str(),
                 gemm_kernel_description().c_str(), int(8 * sizeof(real)), num_threads(), num_threads() == 1 ? "" : "s",
                 static_cast<long long>(repeats));

@@ -24,6 +24,13 @@ struct UsageError : std::runtime_error {
 struct Flags {
     std::map<std::string, std::string> values;  // "--config" -> "vit-b16"
     bool help = false;                          // --help or -h was given
+
+    bool given(const std::string& name) const { return values.count(name) > 0; }
+    // The flag's value, or `fallback` where the command line does not give the flag.
+    std::string value_or(const std::string& name, const std::string& fallback) const {
+        const auto it = values.find(name);
+        return it == values.end() ? fallback : it->second;
+    }
 };
 
 // Accepts "--name value" and "--name=value" for the flags in `value_flags`, and --help/-h.

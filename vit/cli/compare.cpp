@@ -191,11 +191,10 @@ int compare_command(const std::vector<std::string>& args) {
         print_help();
         return 0;
     }
-    auto given = [&](const char* name) { return flags.values.count(name) > 0; };
-    if (!given("--runs")) throw UsageError("--runs DIR,DIR,... is required");
+    if (!flags.given("--runs")) throw UsageError("--runs DIR,DIR,... is required");
     const std::vector<std::string> dirs = split_commas("--runs", flags.values.at("--runs"));
     std::vector<std::string> labels;
-    if (given("--labels")) {
+    if (flags.given("--labels")) {
         labels = split_commas("--labels", flags.values.at("--labels"));
         if (labels.size() != dirs.size())
             throw UsageError("--labels names " + std::to_string(labels.size()) + " runs, --runs has " +
@@ -207,14 +206,15 @@ int compare_command(const std::vector<std::string>& args) {
             labels.push_back(trimmed.substr(trimmed.find_last_of('/') + 1));
         }
     }
-    const std::string x = given("--x") ? flags.values.at("--x") : "epoch";
+    const std::string x = flags.value_or("--x", "epoch");
     if (x != "epoch" && x != "tflop") throw UsageError("--x must be epoch or tflop, got '" + x + "'");
     const int64_t images_per_epoch =
-        given("--images-per-epoch") ? parse_positive_int("--images-per-epoch", flags.values.at("--images-per-epoch"))
-                                    : 0;
+        flags.given("--images-per-epoch")
+            ? parse_positive_int("--images-per-epoch", flags.values.at("--images-per-epoch"))
+            : 0;
     if (images_per_epoch > 0 && x != "tflop") throw UsageError("--images-per-epoch counts compute, for --x tflop");
-    const int64_t every = given("--every") ? parse_positive_int("--every", flags.values.at("--every")) : 0;
-    const std::string out = given("--out") ? flags.values.at("--out") : "compare.png";
+    const int64_t every = flags.given("--every") ? parse_positive_int("--every", flags.values.at("--every")) : 0;
+    const std::string out = flags.value_or("--out", "compare.png");
 
     std::vector<Run> runs;
     for (size_t i = 0; i < dirs.size(); ++i) runs.push_back(read_run(dirs[i], labels[i]));
@@ -222,7 +222,7 @@ int compare_command(const std::vector<std::string>& args) {
         if (r.eval_set != runs[0].eval_set)
             throw std::invalid_argument("the runs evaluated different images: " + runs[0].dir + " its " +
                                         runs[0].eval_set + " split, " + r.dir + " its " + r.eval_set + " split");
-    const std::string title = given("--title") ? flags.values.at("--title") : runs[0].eval_set + " accuracy";
+    const std::string title = flags.given("--title") ? flags.values.at("--title") : runs[0].eval_set + " accuracy";
 
     std::vector<Series> series;
     std::cout << "run: epochs, " << (x == "tflop" ? "GFLOP per image pass, TFLOP spent, " : "") << runs[0].eval_set

@@ -62,32 +62,34 @@ int eval_command(const std::vector<std::string>& args) {
         print_help();
         return 0;
     }
-    auto given = [&](const char* name) { return flags.values.count(name) > 0; };
-    if (!given("--checkpoint")) throw UsageError("--checkpoint PATH is required");
-    if (given("--data") && given("--file")) throw UsageError("give --data DIR or --file FILE.bin, not both");
-    if (given("--split") && given("--file")) throw UsageError("--split chooses images of --data, not of --file");
-    const std::string split = given("--split") ? flags.values.at("--split") : "test";
+    if (!flags.given("--checkpoint")) throw UsageError("--checkpoint PATH is required");
+    if (flags.given("--data") && flags.given("--file"))
+        throw UsageError("give --data DIR or --file FILE.bin, not both");
+    if (flags.given("--split") && flags.given("--file"))
+        throw UsageError("--split chooses images of --data, not of --file");
+    const std::string split = flags.value_or("--split", "test");
     if (split != "test" && split != "validation")
         throw UsageError("--split must be test or validation, got '" + split + "'");
-    const int64_t batch = given("--batch") ? parse_positive_int("--batch", flags.values.at("--batch")) : 256;
-    use_threads(given("--threads") ? parse_threads(flags.values.at("--threads")) : 1);
+    const int64_t batch = parse_positive_int("--batch", flags.value_or("--batch", "256"));
+    use_threads(parse_threads(flags.value_or("--threads", "1")));
 
     // load_checkpoint checks the file's tensors against its config, so the model built below
     // is no bigger than the file, whatever its metadata says.
     const Checkpoint checkpoint = load_checkpoint(flags.values.at("--checkpoint"));
     // The run's own test-time augmentation unless told otherwise.
-    const std::string tta_name = given("--tta") ? flags.values.at("--tta") : checkpoint_recipe_entry(checkpoint, "tta");
+    const std::string tta_name =
+        flags.given("--tta") ? flags.values.at("--tta") : checkpoint_recipe_entry(checkpoint, "tta");
     const TestTimeAugment tta =
-        parse_enum<TestTimeAugment>(tta_name, given("--tta") ? "--tta" : "checkpoint train.tta");
+        parse_enum<TestTimeAugment>(tta_name, flags.given("--tta") ? "--tta" : "checkpoint train.tta");
     std::cout << "checkpoint " << checkpoint.path << ": " << describe(checkpoint.config) << "; "
               << training_so_far(checkpoint.state) << "\n";
 
     ImageSet set;
-    if (given("--file")) {
+    if (flags.given("--file")) {
         set = load_cifar10_file(flags.values.at("--file"), &std::cerr);
         std::cout << "data: " << flags.values.at("--file");
     } else {
-        const DataDir dir = resolve_data_dir(given("--data") ? flags.values.at("--data") : "");
+        const DataDir dir = resolve_data_dir(flags.value_or("--data", ""));
         if (split == "test") {
             set = load_cifar10_test(dir.path, &std::cerr);
             std::cout << "data: " << kCifar10TestFile << " in " << dir.path << " (" << dir.source << ")";

@@ -65,29 +65,30 @@ int inspect_command(const std::vector<std::string>& args) {
         print_help();
         return 0;
     }
-    auto given = [&](const char* name) { return flags.values.count(name) > 0; };
     auto value = [&](const char* name) { return flags.values.at(name); };
-    if (given("--checkpoint") == given("--config"))
+    if (flags.given("--checkpoint") == flags.given("--config"))
         throw UsageError("give --checkpoint PATH (a trained model) or --config NAME (a fresh one), exactly one");
-    if (given("--seed") && !given("--config")) throw UsageError("--seed is for a fresh model (--config NAME)");
-    if (given("--data") && given("--file")) throw UsageError("give --data DIR or --file FILE.bin, not both");
-    if (given("--image-file") && (given("--image") || given("--data") || given("--file")))
+    if (flags.given("--seed") && !flags.given("--config"))
+        throw UsageError("--seed is for a fresh model (--config NAME)");
+    if (flags.given("--data") && flags.given("--file"))
+        throw UsageError("give --data DIR or --file FILE.bin, not both");
+    if (flags.given("--image-file") && (flags.given("--image") || flags.given("--data") || flags.given("--file")))
         throw UsageError(
             "--image-file PICTURE draws that picture; --image N, --data and --file pick a CIFAR-10 "
             "image instead: not both");
-    if (!given("--out")) throw UsageError("--out DIR is required");
+    if (!flags.given("--out")) throw UsageError("--out DIR is required");
     InspectOptions options;
-    if (given("--image")) options.image = static_cast<int64_t>(parse_unsigned("--image", value("--image")));
-    if (given("--distance-images"))
+    if (flags.given("--image")) options.image = static_cast<int64_t>(parse_unsigned("--image", value("--image")));
+    if (flags.given("--distance-images"))
         options.distance_images = parse_positive_int("--distance-images", value("--distance-images"));
-    use_threads(given("--threads") ? parse_threads(value("--threads")) : 1);
+    use_threads(parse_threads(flags.value_or("--threads", "1")));
 
     // The model is built last, once the cheap checks passed: the checkpoint's tensors against
     // its config (load_checkpoint), then the images against the model's input size.
     std::optional<Checkpoint> checkpoint;
     ViTConfig config;
     uint64_t seed = 0;
-    if (given("--checkpoint")) {
+    if (flags.given("--checkpoint")) {
         checkpoint = load_checkpoint(value("--checkpoint"));
         config = checkpoint->config;
         const TrainingState& state = checkpoint->state;
@@ -95,25 +96,25 @@ int inspect_command(const std::vector<std::string>& args) {
                              (state.step_in_epoch > 0 ? " and " + std::to_string(state.step_in_epoch) + " steps" : "") +
                              " (" + std::filesystem::path(checkpoint->path).filename().string() + ")";
     } else {
-        seed = given("--seed") ? parse_unsigned("--seed", value("--seed")) : 0;
+        seed = parse_unsigned("--seed", flags.value_or("--seed", "0"));
         config = config_from_flag(value("--config"));
         options.model_name = config.name + ", untrained (seed " + std::to_string(seed) + ")";
     }
     std::cout << "model: " << options.model_name << ": " << describe(config) << "\n";
 
     ImageSet set;
-    if (given("--image-file")) {
+    if (flags.given("--image-file")) {
         const std::string file = value("--image-file");
         const Picture picture = read_picture(file);
         set = picture_to_image_set(picture, config.channels, config.image_height, config.image_width, file);
         options.image_name = std::filesystem::path(file).filename().string();
         std::cout << "data: " << file << " (" << picture.width << "x" << picture.height << "), resized to "
                   << config.image_width << "x" << config.image_height;
-    } else if (given("--file")) {
+    } else if (flags.given("--file")) {
         set = load_cifar10_file(value("--file"), &std::cerr);
         std::cout << "data: " << value("--file");
     } else {
-        const DataDir dir = resolve_data_dir(given("--data") ? value("--data") : "");
+        const DataDir dir = resolve_data_dir(flags.value_or("--data", ""));
         set = load_cifar10_test(dir.path, &std::cerr);
         std::cout << "data: " << kCifar10TestFile << " in " << dir.path << " (" << dir.source << ")";
     }

@@ -82,7 +82,7 @@ int predict_command(const std::vector<std::string>& args) {
         print_help();
         return 0;
     }
-    if (flags.values.count("--checkpoint") == 0) throw UsageError("--checkpoint PATH is required");
+    if (!flags.given("--checkpoint")) throw UsageError("--checkpoint PATH is required");
     if (files.empty()) throw UsageError("give at least one IMAGE (a PNG or PPM file)");
 
     const Checkpoint checkpoint = load_checkpoint(flags.values.at("--checkpoint"));

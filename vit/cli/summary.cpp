@@ -50,12 +50,11 @@ int summary_command(const std::vector<std::string>& args) {
         print_help();
         return 0;
     }
-    if (!flags.values.count("--config")) throw UsageError("--config NAME is required");
+    if (!flags.given("--config")) throw UsageError("--config NAME is required");
     const std::string name = flags.values.at("--config");
     ViTConfig config = config_from_flag(name);
-    if (flags.values.count("--classes"))
-        config.num_classes = parse_positive_int("--classes", flags.values.at("--classes"));
-    if (flags.values.count("--image-size")) {
+    if (flags.given("--classes")) config.num_classes = parse_positive_int("--classes", flags.values.at("--classes"));
+    if (flags.given("--image-size")) {
         const auto [h, w] = parse_image_size(flags.values.at("--image-size"));
         config.image_height = h;
         config.image_width = w;

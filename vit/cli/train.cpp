@@ -44,30 +44,29 @@ void print_help() {
 
 // The preset's options, replaced by the checkpoint's recipe on --resume.
 TrainOptions base_options(const Flags& flags, bool resume) {
-    auto flag = [&](const char* name) { return flags.values.count(name) ? flags.values.at(name) : std::string(); };
-    if (!flag("--config").empty()) config_from_flag(flag("--config"));  // a UsageError listing the names
+    const std::string config = flags.value_or("--config", ""), preset = flags.value_or("--preset", ""),
+                      out = flags.value_or("--out", "");
+    if (!config.empty()) config_from_flag(config);  // a UsageError listing the names
     TrainOptions o;
     try {
-        o = preset_options(flag("--preset").empty() ? "default" : flag("--preset"), flag("--config"));
+        o = preset_options(preset.empty() ? "default" : preset, config);
     } catch (const std::invalid_argument& e) {
         throw UsageError(e.what());
     }
-    if (flags.values.count("--out") && flag("--out").empty())
-        throw UsageError("--out needs a directory, got an empty value");
-    o.out_dir = flag("--out").empty() ? "runs/" + o.config.name : flag("--out");
+    if (flags.given("--out") && out.empty()) throw UsageError("--out needs a directory, got an empty value");
+    o.out_dir = out.empty() ? "runs/" + o.config.name : out;
     const std::string last = (std::filesystem::path(o.out_dir) / "last.safetensors").string();
     if (!resume || !has_resume_point(last)) return o;  // train() reports a missing checkpoint
     apply_checkpoint_recipe(o, load_resume_point(last));
     // Named explicitly, they must match the checkpoint: put them back so check_recipe compares.
-    if (!flag("--config").empty()) o.config.name = flag("--config");
-    if (!flag("--preset").empty()) o.preset = flag("--preset");
+    if (!config.empty()) o.config.name = config;
+    if (!preset.empty()) o.preset = preset;
     return o;
 }
 
 void apply_flags(TrainOptions& o, const Flags& flags) {
     apply_train_flags(o, flags);
-    const auto data = flags.values.find("--data");
-    const DataDir dir = resolve_data_dir(data != flags.values.end() ? data->second : "");
+    const DataDir dir = resolve_data_dir(flags.value_or("--data", ""));
     o.data_dir = dir.path;
     o.data_source = dir.source;
 }
@@ -76,8 +75,8 @@ void apply_flags(TrainOptions& o, const Flags& flags) {
 
 int train_command(const std::vector<std::string>& command_line) {
     const Flags flags = parse_train_flags(command_line, {"--print-recipe"});
-    const bool resume = flags.values.count("--resume") > 0;
-    if (resume && flags.values.count("--overwrite"))
+    const bool resume = flags.given("--resume");
+    if (resume && flags.given("--overwrite"))
         throw UsageError("--resume continues the run in --out, --overwrite replaces it: not both");
     if (flags.help) {
         print_help();
@@ -90,7 +89,7 @@ int train_command(const std::vector<std::string>& command_line) {
     } catch (const std::invalid_argument& e) {
         throw UsageError(e.what());
     }
-    if (flags.values.count("--print-recipe")) {
+    if (flags.given("--print-recipe")) {
         std::cout << recipe_json(options);
         return 0;
     }

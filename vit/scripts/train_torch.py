@@ -29,7 +29,8 @@ cannot drift apart. It trains the independent timm-style ViT of make_golden.py w
   - mean or sequence pooling (over all tokens, the class token included), patch dropout after
     the position encoding (make_golden.patch_dropout) and Locality Self-Attention, when the
     recipe asks for them;
-  - truncated-normal(0.02) weights, class token and position embedding; zero biases;
+  - truncated-normal(0.02) weights, class token and position embedding; zero biases; or, with
+    --init FILE, the weights of a patchgrad weights file (load_checkpoint_torch.py reads it);
   - AdamW (betas 0.9/0.999, eps 1e-8) with no weight decay on biases, LayerNorm parameters,
     class token and position embedding; per-step linear warmup then cosine to min_lr
     (autograd/optim/lr_schedule.cpp); cross-entropy with label smoothing; optional gradient clipping;
@@ -77,7 +78,7 @@ IMPLEMENTED = {
     "drop-path": None, "dropout": {0}, "augment": {"crop-flip", "none"}, "rand-augment": {"none"}, "erasing": None,
     "mixup": None, "cutmix": None, "ema": None, "tta": {"none", "flip"},
     "validation": {5000},  # stratified_split's 500 per class
-    "seed": None,
+    "seed": None, "init": None,
 }
 
 
@@ -93,6 +94,19 @@ def read_recipe(patchgrad, preset, epochs=None, flags=()):
     if done.returncode != 0:
         sys.exit("train_torch.py: %s: %s" % (" ".join(command), done.stderr.strip()))
     return json.loads(done.stdout)
+
+
+def load_init(model, recipe):
+    """--init: start from a patchgrad weights file, whose model must be the recipe's (its dropouts may differ)."""
+    from load_checkpoint_torch import config_from, read_safetensors  # it imports this file: not at the top
+    tensors, meta = read_safetensors(recipe["init"])
+    saved = config_from(meta)
+    wanted = {"patch_size": recipe["patch"], "dim": recipe["dim"], "depth": recipe["depth"], "heads": recipe["heads"],
+              "mlp_dim": recipe["mlp"], "pool": recipe["pool"], "lsa": recipe["lsa"]}
+    differ = ["%s %s in the file, %s in the recipe" % (k, saved[k], v) for k, v in wanted.items() if saved[k] != v]
+    if differ:
+        sys.exit("train_torch.py: --init %s: %s" % (recipe["init"], "; ".join(differ)))
+    model.load_state_dict(tensors, strict=True)
 
 
 def unsupported(recipe):
@@ -283,6 +297,8 @@ def main():
             torch.nn.init.zeros_(q)
         elif q.ndim >= 2 or name in ("cls_token", "pos_embed"):
             torch.nn.init.trunc_normal_(q, std=0.02, a=-2, b=2)
+    if p["init"] != "none":
+        load_init(model, p)
     optimizer = adamw(model, p["lr"], p["weight-decay"])
     average = copy.deepcopy(model) if p["ema"] > 0 else None  # the weights' moving average, evaluated
     evaluated = average or model

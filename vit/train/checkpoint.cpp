@@ -230,13 +230,26 @@ ViTConfig config_from_metadata(const Metadata& fields, const std::string& where)
     return config;
 }
 
-void check_config(const Checkpoint& checkpoint, const ViTConfig& requested) {
+namespace {
+void compare_config(const Checkpoint& checkpoint, const ViTConfig& requested, bool architecture_only) {
+    static const std::unordered_set<std::string> kNotArchitecture = {"name",         "dropout",   "emb_dropout",
+                                                                     "attn_dropout", "drop_path", "patch_dropout"};
     const Metadata saved = config_to_metadata(checkpoint.config);
     for_each_config_field(requested, [&](const std::string& key, const auto& value) {
+        if (architecture_only && kNotArchitecture.count(key)) return;
         const std::string wanted = metadata_text(value);
         check(saved.at(key) == wanted, "checkpoint ", checkpoint.path, ": config ", key, " ", saved.at(key),
               " in the checkpoint, ", wanted, " requested");
     });
+}
+}  // namespace
+
+void check_config(const Checkpoint& checkpoint, const ViTConfig& requested) {
+    compare_config(checkpoint, requested, false);
+}
+
+void check_architecture(const Checkpoint& checkpoint, const ViTConfig& requested) {
+    compare_config(checkpoint, requested, true);
 }
 
 // ---- saving ------------------------------------------------------------------------------

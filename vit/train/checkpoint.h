@@ -111,6 +111,10 @@ Checkpoint load_checkpoint(const std::string& path);
 // Throws "checkpoint <path>: config <field> <value> in the checkpoint, <value> requested"
 // for the first field in which `requested` differs from the checkpoint's configuration.
 void check_config(const Checkpoint& checkpoint, const ViTConfig& requested);
+// The same for the fields that make the model what it is (`train --init`): not its name, and
+// not the regularisation that acts in training only (the dropouts, drop path, patch dropout),
+// which a run that starts from these weights may change.
+void check_architecture(const Checkpoint& checkpoint, const ViTConfig& requested);
 
 // Copies the checkpoint's weights into `model`. Checks every tensor first (so a failed load
 // leaves the model as it was): "checkpoint <path>: blocks.0.attn.qkv.weight has shape

@@ -142,6 +142,11 @@ const std::vector<TrainOption> kOptions = {
      }},
     {"seed", "S", OptionKind::Recipe, "seeds the model, the split, the batches and the augmentation",
      [](TrainOptions& o) -> OptionField { return &o.seed; }, nullptr},
+    {"init", "FILE", OptionKind::Recipe,
+     "start from the weights of FILE (last or best.safetensors of a run of the\nsame model; its dropouts may differ) "
+     "instead of random ones; the\noptimizer, schedule and epochs start anew: fine-tuning (default none)",
+     [](TrainOptions& o) -> OptionField { return &o.init; },
+     [](const TrainOptions& o) { return o.init.empty() ? std::string("must name a weights file, or none") : ""; }},
 
     // ---- running ----
     {"data", "DIR", OptionKind::Running,
@@ -352,7 +357,7 @@ void validate(const TrainOptions& o) {
 
 const std::string& checkpoint_recipe_entry(const Checkpoint& checkpoint, const std::string& flag) {
     // Recipe options added since 0.9.0, and what a checkpoint written without them was trained with.
-    static const Metadata kAddedSince090 = {{"ema", "0"}, {"tta", "none"}};
+    static const Metadata kAddedSince090 = {{"ema", "0"}, {"tta", "none"}, {"init", "none"}};
     return metadata_entry(checkpoint.options, flag, "checkpoint " + checkpoint.path, "train.", kAddedSince090);
 }
 
@@ -361,10 +366,12 @@ std::string recipe_flags(const TrainOptions& options) {
     for (const TrainOption& option : kOptions) {
         if (option.kind != OptionKind::Recipe) continue;
         const std::string text = option_text(option, options);
-        if (!option.is_switch())
+        // Switches appear when on and --init when given, so that a run without them logs as before.
+        if (option.is_switch()) {
+            if (text == "true") flags += std::string(" --") + option.flag;
+        } else if (option.flag != std::string("init") || text != "none") {
             flags += std::string(" --") + option.flag + " " + text;
-        else if (text == "true")
-            flags += std::string(" --") + option.flag;
+        }
     }
     return flags;
 }

@@ -73,6 +73,10 @@ struct TrainOptions {
     TestTimeAugment tta = TestTimeAugment::None;  // what the evaluations show the model of each image
     int64_t validation = 5000;  // training images held out for the per-epoch evaluation; 0 = use the test set
     uint64_t seed = 0;
+    // A weights file (last or best.safetensors of a run of the same model) that a new run
+    // starts from instead of random weights, or "none". Fine-tuning: the optimizer, the
+    // schedule and the epochs start anew; a resume reads its own checkpoint, never this file.
+    std::string init = "none";
 
     // ---- how to run it: may differ between a run and its resume ----
     std::string data_dir = "data/cifar-10-batches-bin";
@@ -162,7 +166,7 @@ const std::string& checkpoint_recipe_entry(const Checkpoint& checkpoint, const s
 // that differs (or is missing from the checkpoint).
 void check_recipe(const Checkpoint& checkpoint, const TrainOptions& options);
 // The recipe as the flags that give it, for the log: " --preset quick --epochs 15 ... --seed 0"
-// (switches such as --nesterov only when on).
+// (switches such as --nesterov only when on, --init only when given).
 std::string recipe_flags(const TrainOptions& options);
 // The recipe as one JSON object, for other programs (vit/scripts/train_torch.py): every
 // recipe and model row under its flag name, numbers as JSON numbers (written to read back

@@ -51,6 +51,31 @@ std::string data_identity(const std::string& dir) {
 const char* const kRunFiles[] = {
     "last.safetensors", "last.state.safetensors", "best.safetensors", "metrics.csv", "metrics.png", "results.json"};
 
+// --init's weights file, checked against the model to train. Its run's split is compared too: the
+// validation images are drawn from the training files by --seed, so weights trained with
+// another seed or split have seen some of this run's validation images, which would flatter it.
+Checkpoint load_init(const TrainOptions& o, std::ostream& log) {
+    Checkpoint init;
+    try {
+        init = load_checkpoint(o.init);
+        check_architecture(init, o.config);
+    } catch (const std::exception& e) {
+        throw std::invalid_argument(std::string("--init: ") + e.what());
+    }
+    if (o.validation == 0) return init;
+    const auto trained_with = [&](const char* flag) {
+        const auto entry = init.options.find(flag);
+        return entry == init.options.end() ? std::string("?") : entry->second;
+    };
+    const std::string seed = std::to_string(o.seed), validation = std::to_string(o.validation);
+    if (trained_with("seed") != seed || trained_with("validation") != validation)
+        log << "warning: --init " << o.init << " was trained with --seed " << trained_with("seed") << " --validation "
+            << trained_with("validation") << ", this run holds out " << validation << " images by --seed " << seed
+            << ": some of them may be images those weights trained on (give its --seed and --validation, or "
+            << "--validation 0)\n";
+    return init;
+}
+
 // A new run must not silently replace another: refuses an output directory holding one,
 // unless `overwrite`, which deletes that run's files (so no stale results.json is left beside
 // the new checkpoints).
@@ -183,7 +208,8 @@ MixedBatch unmixed(const Tensor& images, const std::vector<int64_t>& labels) {
 
 class Trainer {
 public:
-    Trainer(const TrainOptions& options, const TrainOutput& output, Data data);
+    // `init`: --init's checkpoint, for a new run that starts from its weights.
+    Trainer(const TrainOptions& options, const TrainOutput& output, Data data, const std::optional<Checkpoint>& init);
     TrainResult run();
 
 private:
@@ -229,7 +255,8 @@ private:
     int64_t epoch_session_images_ = 0;  // images trained on since epoch_start_
 };
 
-Trainer::Trainer(const TrainOptions& options, const TrainOutput& output, Data data)
+Trainer::Trainer(const TrainOptions& options, const TrainOutput& output, Data data,
+                 const std::optional<Checkpoint>& init)
     : options_(options),
       output_(output),
       data_(std::move(data)),
@@ -245,7 +272,12 @@ Trainer::Trainer(const TrainOptions& options, const TrainOutput& output, Data da
         average_model_ = std::make_unique<VisionTransformer>(options.config, options.seed);
         ema_ = std::make_unique<ExponentialMovingAverage>(params_, average_model_->parameters(), options.ema);
     }
-    if (options.resume) resume();
+    if (options.resume) {
+        resume();
+    } else if (init) {
+        load_weights(*model_, *init);
+        if (average_model_) load_weights(*average_model_, *init);
+    }
     elapsed_base_ = state_.elapsed_seconds;
     session_first_step_ = state_.global_step;
 }
@@ -304,6 +336,7 @@ void Trainer::print_header() const {
         << (num_threads() == 1 ? " thread" : " threads") << (o.threads == 0 ? " (auto)\n" : "\n");
     out << "precision: " << matmul_precision_description(o.precision) << "\n";
     out << "output: " << o.out_dir << "/ (metrics.csv, metrics.png, last.safetensors, best.safetensors)\n";
+    if (!o.resume && o.init != "none") out << "init: the weights of " << o.init << "\n";
     if (o.resume)
         out << "resuming from " << optimizer_state_path(path("last.safetensors")) << " at epoch " << state_.epoch + 1
             << ", step " << state_.step_in_epoch << " of " << batcher_.num_batches() << " (global step "
@@ -487,6 +520,8 @@ TrainResult train(const TrainOptions& options, const TrainOutput& output) {
     // With the data, the steps per epoch and so the schedule are known: checked here too, so
     // that no option fails after the output directory exists.
     make_schedule(options, Batcher(data.train.size(), options.batch, options.seed).num_batches());
+    std::optional<Checkpoint> init;
+    if (!options.resume && options.init != "none") init = load_init(options, *output.log);
     claim_out_dir(options);
     prepare_out_dir(options.out_dir);
     if (options.threads > 0) {
@@ -499,7 +534,7 @@ TrainResult train(const TrainOptions& options, const TrainOutput& output) {
                     << "the step; using " << choice.threads << "\n";
     }
     MatmulPrecisionGuard precision(options.precision);
-    return Trainer(options, output, std::move(data)).run();
+    return Trainer(options, output, std::move(data), init).run();
 }
 
 }  // namespace patchgrad

@@ -55,6 +55,7 @@ const std::vector<std::pair<std::string, std::string>> kGood = {
     {"tta", "flip"},
     {"validation", "100"},
     {"seed", "42"},
+    {"init", "runs/earlier/best.safetensors"},
     {"data", "some/dir"},
     {"out", "runs/x"},
     {"resume", "true"},
@@ -88,6 +89,7 @@ const std::vector<Bad> kBad = {
     {{{"cutmix", "-1"}}, "--cutmix must be >= 0 (0 = off), got -1"},
     {{{"ema", "1"}}, "--ema must be in [0, 1) (0 = off), got 1"},
     {{{"validation", "15"}}, "--validation must be 0 or a multiple of the 10 classes, got 15"},
+    {{{"init", ""}}, "--init must name a weights file, or none"},
     {{{"out", ""}}, "--out must not be empty"},
     {{{"threads", std::to_string(kMaxThreads + 1)}},
      "--threads must be auto (0) or in [1, " + std::to_string(kMaxThreads) + "], got " +
@@ -204,7 +206,7 @@ TEST_CASE("train options: every recipe and model row round-trips through a check
 }
 
 // The keys and value texts of a checkpoint written before the option table (by the code's
-// for_each_recipe_option), and so also before --ema and --tta: a run saved then must resume,
+// for_each_recipe_option), and so also before --ema, --tta and --init: a run saved then must resume,
 // its recipe unchanged, the options added since read as off.
 TEST_CASE("train options: a recipe written by the code before the table still resumes", "[trainer][options]") {
     const Metadata old = {
@@ -223,9 +225,11 @@ TEST_CASE("train options: a recipe written by the code before the table still re
     Metadata with_added = old;
     with_added["ema"] = "0";
     with_added["tta"] = "none";
+    with_added["init"] = "none";
     CHECK(recipe_metadata(back) == with_added);
     CHECK(back.ema == 0);
     CHECK(back.tta == TestTimeAugment::None);
+    CHECK(back.init == "none");
     CHECK(back.optimizer == OptimizerKind::AdamW);
     CHECK(back.schedule == ScheduleKind::Cosine);
     CHECK(back.augment == AugmentKind::CropFlip);
@@ -402,6 +406,12 @@ TEST_CASE("recipe_metadata: a checkpoint's recipe reads back exactly and differe
     CHECK(flags.rfind(" --preset test --epochs 2 --batch 8 --optimizer adamw --lr 0.30000000000000004 ", 0) == 0);
     CHECK(flags.find(" --nesterov --warmup 0.5 ") != std::string::npos);
     CHECK(flags.find(" --seed 18446744073709551615") != std::string::npos);
+    CHECK(flags.find("--init") == std::string::npos);  // "none": a run without it logs as before
+    back.init = "runs/a/best.safetensors";
+    CHECK(recipe_flags(back).find(" --seed 18446744073709551615 --init runs/a/best.safetensors") != std::string::npos);
+    require_error([&] { check_recipe(checkpoint, back); },
+                  {"ckpt", "--init none in the checkpoint, runs/a/best.safetensors requested"});
+    back.init = "none";
 
     back.mixup = 0.2;
     require_error([&] { check_recipe(checkpoint, back); }, {"ckpt", "--mixup 0.8 in the checkpoint, 0.2 requested"});

@@ -154,6 +154,85 @@ TEST_CASE(
     require_error([&] { quiet(other); }, {"--ema 0 in the checkpoint, 0.9 requested"});
 }
 
+TEST_CASE(
+    "train: --init starts a new run from a checkpoint's weights, its dropouts changed, and resumes without the file",
+    "[trainer][init]") {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions first = run.options;
+    first.out_dir = run.out("first");
+    REQUIRE(quiet(first).stop == StopReason::Finished);
+    const std::string init = run.out("init.safetensors");
+    std::filesystem::copy_file(last_of(first), init);
+
+    // A learning rate too small to move any weight by 1e-9 shows where the run started.
+    TrainOptions still = run.options;
+    still.out_dir = run.out("still");
+    still.init = init;
+    still.lr = 1e-12;
+    still.min_lr = 0;
+    still.config.patch_dropout = 0.5f;  // training-only settings may differ from the init run's
+    still.config.drop_path = 0;
+    REQUIRE(quiet(still).stop == StopReason::Finished);
+    CHECK(quiet.out.str().find("init: the weights of " + init + "\n") != std::string::npos);
+    CHECK(quiet.out.str().find(" --seed 7 --init " + init + " (") != std::string::npos);
+    CHECK(quiet.log.str().find("warning: --init") == std::string::npos);  // the same seed and split
+    const Checkpoint started = load_checkpoint(init), ended = load_checkpoint(last_of(still));
+    CHECK(ended.options.at("init") == init);
+    REQUIRE(started.weights.tensors.size() == ended.weights.tensors.size());
+    for (size_t i = 0; i < ended.weights.tensors.size(); ++i) {
+        INFO(ended.weights.tensors[i].first);
+        CHECK(max_abs_difference(started.weights.tensors[i].second, ended.weights.tensors[i].second) < 1e-9);
+    }
+    TrainOptions from_random = still;
+    from_random.init = "none";
+    from_random.out_dir = run.out("random");
+    quiet(from_random);
+    const Checkpoint random_end = load_checkpoint(last_of(from_random));
+    CHECK(max_abs_difference(random_end.weights.tensors[0].second, ended.weights.tensors[0].second) > 1e-3);
+
+    // Cut into two sessions, with the file gone in between, it ends as the uninterrupted run.
+    TrainOptions straight = run.options;
+    straight.init = init;
+    straight.out_dir = run.out("straight");
+    quiet(straight);
+    TrainOptions pieces = straight;
+    pieces.out_dir = run.out("pieces");
+    pieces.max_steps = 3;
+    REQUIRE(quiet(pieces).stop == StopReason::MaxSteps);
+    const std::string moved = run.out("moved.safetensors");
+    std::filesystem::rename(init, moved);
+    pieces.resume = true;
+    pieces.max_steps = 0;
+    REQUIRE(quiet(pieces).stop == StopReason::Finished);
+    require_identical_weights(last_of(straight), last_of(pieces));
+    std::filesystem::rename(moved, init);
+
+    // Errors, before the output folder exists: a missing file, another model, not a checkpoint.
+    TrainOptions bad = run.options;
+    bad.out_dir = run.out("bad");
+    bad.init = run.out("no-such.safetensors");
+    require_error([&] { quiet(bad); }, {run.out("no-such.safetensors")});
+    bad.init = init;
+    bad.config.heads = 4;  // the same tensors as 2 heads: only the config can tell
+    require_error([&] { quiet(bad); }, {init, "config heads 2 in the checkpoint, 4 requested"});
+    bad.config = run.options.config;
+    bad.init = first.out_dir + "/metrics.csv";
+    require_error([&] { quiet(bad); }, {bad.init});
+    CHECK_FALSE(std::filesystem::exists(bad.out_dir));
+
+    // Weights trained on another split may have seen this run's validation images: said.
+    TrainOptions other_split = run.options;
+    other_split.out_dir = run.out("other-split");
+    other_split.init = init;
+    other_split.seed = 8;
+    other_split.max_steps = 1;
+    quiet.log.str("");
+    quiet(other_split);
+    CHECK(quiet.log.str().find("warning: --init " + init + " was trained with --seed 7 --validation 10, this run " +
+                               "holds out 10 images by --seed 8") != std::string::npos);
+}
+
 TEST_CASE("train: the thread count does not change a single bit", "[trainer][threads]") {
     TinyRun run;
     QuietTrain quiet;

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -125,18 +126,35 @@ Run read_run(const std::string& dir, const std::string& label) {
     return run;
 }
 
-// The run's training compute per epoch, in TFLOP, from its checkpoint: training_tflop of its
-// model (patch dropout included) for the images of an epoch. Without
-// --images-per-epoch those are CIFAR-10's 50,000 less the run's validation split, which
-// must agree with the steps of batch `batch` that its epochs took.
-double tflop_per_epoch(const Run& run, int64_t images_per_epoch, double& gflop) {
+// A run's training compute, from its checkpoint's model and recipe: run_training_tflop (patch
+// dropout's cost per pass, every patch's in the last --full-patch-epochs) of the images of an
+// epoch. Without --images-per-epoch those are CIFAR-10's 50,000 less the run's validation
+// split, which must agree with the steps of batch `batch` that its epochs took.
+struct Compute {
+    TrainOptions recipe;
+    int64_t images_per_epoch = 0;
+    double tflop_after(double epochs) const { return run_training_tflop(recipe, epochs, images_per_epoch); }
+    // "0.1880 GFLOP", or "0.1880 then 0.7521 GFLOP" when the last epochs see every patch.
+    std::string gflop_per_pass() const {
+        ViTConfig every_patch = recipe.config;
+        every_patch.patch_dropout = 0;
+        char text[64];
+        if (recipe.full_patch_epochs > 0)
+            std::snprintf(text, sizeof text, "%.4f then %.4f GFLOP", training_gflop_per_image(recipe.config),
+                          training_gflop_per_image(every_patch));
+        else
+            std::snprintf(text, sizeof text, "%.4f GFLOP", training_gflop_per_image(recipe.config));
+        return text;
+    }
+};
+
+Compute run_compute(const Run& run, int64_t images_per_epoch) {
     if (run.program != "patchgrad")
         throw UsageError("--x tflop: " + run.dir + " is a " + run.program +
                          " run; its compute is counted from a patchgrad checkpoint's model");
-    const Checkpoint checkpoint = load_checkpoint(run.dir + "/last.safetensors");
-    TrainOptions recipe;
-    apply_checkpoint_recipe(recipe, checkpoint);
-    gflop = training_gflop_per_image(checkpoint.config);
+    Compute compute;
+    apply_checkpoint_recipe(compute.recipe, load_checkpoint(run.dir + "/last.safetensors"));
+    const TrainOptions& recipe = compute.recipe;
     if (images_per_epoch == 0) {
         const int64_t train_images = kCifar10RecordsPerFile * int64_t(kCifar10TrainFiles.size()) - recipe.validation;
         const int64_t steps_per_epoch = (train_images + recipe.batch - 1) / recipe.batch;
@@ -149,7 +167,8 @@ double tflop_per_epoch(const Run& run, int64_t images_per_epoch, double& gflop) 
                 " training images; give the run's --images-per-epoch");
         images_per_epoch = train_images;
     }
-    return training_tflop(checkpoint.config, double(images_per_epoch));
+    compute.images_per_epoch = images_per_epoch;
+    return compute;
 }
 
 std::string percent(double fraction, int decimals = 2) {
@@ -228,23 +247,23 @@ int compare_command(const std::vector<std::string>& args) {
     std::cout << "run: epochs, " << (x == "tflop" ? "GFLOP per image pass, TFLOP spent, " : "") << runs[0].eval_set
               << " accuracy last and best (epoch)\n";
     for (const Run& r : runs) {
-        double gflop = 0;
-        const double scale = x == "tflop" ? tflop_per_epoch(r, images_per_epoch, gflop) : 1;
+        const std::optional<Compute> compute =
+            x == "tflop" ? std::optional<Compute>(run_compute(r, images_per_epoch)) : std::nullopt;
         Series s;
         s.name = r.label;
         size_t best = 0;
         for (size_t i = 0; i < r.epochs.size(); ++i) {
-            s.x.push_back(r.epochs[i] * scale);
+            s.x.push_back(compute ? compute->tflop_after(r.epochs[i]) : r.epochs[i]);
             s.y.push_back(100 * r.accuracy[i]);
             if (r.accuracy[i] > r.accuracy[best]) best = i;
         }
         s.points = r.epochs.size() == 1;  // a line through one point would not show
         series.push_back(s);
         std::cout << "  " << r.label << " (" << r.dir << ", " << r.program << "): " << r.epochs.back();
-        if (x == "tflop") {
-            char text[64];
-            std::snprintf(text, sizeof text, ", %.4f GFLOP, %.1f TFLOP", gflop, r.epochs.back() * scale);
-            std::cout << text;
+        if (compute) {
+            char text[32];
+            std::snprintf(text, sizeof text, ", %.1f TFLOP", compute->tflop_after(r.epochs.back()));
+            std::cout << ", " << compute->gflop_per_pass() << text;
         }
         std::cout << ", " << percent(r.accuracy.back()) << " and " << percent(r.accuracy[best]) << " ("
                   << r.epochs[best] << ")\n";

@@ -27,8 +27,8 @@ cannot drift apart. It trains the independent timm-style ViT of make_golden.py w
   - mixup and cutmix on the normalised batch (datasets/mixup.h, timm's Mixup in 'batch' mode),
     when the recipe asks for them;
   - mean or sequence pooling (over all tokens, the class token included), patch dropout after
-    the position encoding (make_golden.patch_dropout) and Locality Self-Attention, when the
-    recipe asks for them;
+    the position encoding (make_golden.patch_dropout; off in the last --full-patch-epochs) and
+    Locality Self-Attention, when the recipe asks for them;
   - truncated-normal(0.02) weights, class token and position embedding; zero biases; or, with
     --init FILE, the weights of a patchgrad weights file (load_checkpoint_torch.py reads it);
   - AdamW (betas 0.9/0.999, eps 1e-8) with no weight decay on biases, LayerNorm parameters,
@@ -78,7 +78,7 @@ IMPLEMENTED = {
     "drop-path": None, "dropout": {0}, "augment": {"crop-flip", "none"}, "rand-augment": {"none"}, "erasing": None,
     "mixup": None, "cutmix": None, "ema": None, "tta": {"none", "flip"},
     "validation": {5000},  # stratified_split's 500 per class
-    "seed": None, "init": None,
+    "seed": None, "init": None, "full-patch-epochs": None,
 }
 
 
@@ -338,6 +338,8 @@ def main():
     autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.precision == "bf16")
     start = time.time() - elapsed
     for epoch in range(first_epoch, int(p["epochs"])):
+        # --full-patch-epochs: the last epochs see every patch (trainer.cpp's drops_patches_in).
+        model.patch_dropout = p["patch-dropout"] if epoch < p["epochs"] - p["full-patch-epochs"] else 0.0
         order = torch.randperm(len(train_images), generator=generator)
         seen, correct, loss_sum = 0, 0, 0.0
         for i in range(0, len(order), batch):

@@ -13,6 +13,7 @@
 #include "autograd/cpu/parallel.h"
 #include "autograd/io/json.h"
 #include "datasets/augment.h"
+#include "vit/summary.h"
 
 namespace patchgrad {
 
@@ -102,6 +103,16 @@ const std::vector<TrainOption> kOptions = {
      "fraction of patch tokens each training image drops after the position\nencoding (PatchDropout; "
      "0 = off): cheaper steps, every token seen at evaluation",
      [](TrainOptions& o) -> OptionField { return &o.config.patch_dropout; }, nullptr},
+    {"full-patch-epochs", "N", OptionKind::Recipe,
+     "the last N epochs train on every patch, patch dropout off (as at evaluation;\n"
+     "FLIP's unmasked tuning), each pass at full cost",
+     [](TrainOptions& o) -> OptionField { return Count{&o.full_patch_epochs}; },
+     [](const TrainOptions& o) {
+         if (o.full_patch_epochs == 0) return std::string();
+         if (o.config.patch_dropout <= 0) return std::string("is for a run with --patch-dropout above 0");
+         return unless(o.full_patch_epochs > 0 && o.full_patch_epochs <= o.epochs,
+                       "must be in [0, epochs = " + std::to_string(o.epochs) + "]", o.full_patch_epochs);
+     }},
     {"lsa", "", OptionKind::Model,
      "Locality Self-Attention: a learned softmax temperature per head, and no\ntoken attends to itself (Lee et al. "
      "2021)",
@@ -353,11 +364,26 @@ void validate(const TrainOptions& o) {
     }
 }
 
+// ---- the patch dropout schedule ------------------------------------------------------------
+
+bool drops_patches_in(const TrainOptions& o, int64_t epoch) {
+    return o.config.patch_dropout > 0 && epoch < o.epochs - o.full_patch_epochs;
+}
+
+double run_training_tflop(const TrainOptions& o, double epochs, int64_t images_per_epoch) {
+    ViTConfig every_patch = o.config;
+    every_patch.patch_dropout = 0;
+    const double dropping = std::min(epochs, double(o.epochs - o.full_patch_epochs));
+    return training_tflop(o.config, dropping * double(images_per_epoch)) +
+           training_tflop(every_patch, (epochs - dropping) * double(images_per_epoch));
+}
+
 // ---- the recipe in checkpoints -------------------------------------------------------------
 
 const std::string& checkpoint_recipe_entry(const Checkpoint& checkpoint, const std::string& flag) {
     // Recipe options added since 0.9.0, and what a checkpoint written without them was trained with.
-    static const Metadata kAddedSince090 = {{"ema", "0"}, {"tta", "none"}, {"init", "none"}};
+    static const Metadata kAddedSince090 = {
+        {"ema", "0"}, {"tta", "none"}, {"init", "none"}, {"full-patch-epochs", "0"}};
     return metadata_entry(checkpoint.options, flag, "checkpoint " + checkpoint.path, "train.", kAddedSince090);
 }
 

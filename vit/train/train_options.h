@@ -70,6 +70,8 @@ struct TrainOptions {
     double mixup = 0;                   // Beta(alpha, alpha) of mixup; 0 = off
     double cutmix = 0;                  // of cutmix; 0 = off (both on: half the batches each)
     double ema = 0;                     // decay of the weights' moving average, evaluated instead of them; 0 = off
+    // The last epochs that train on every patch (patch dropout off, as in evaluation); 0 = none.
+    int64_t full_patch_epochs = 0;
     TestTimeAugment tta = TestTimeAugment::None;  // what the evaluations show the model of each image
     int64_t validation = 5000;  // training images held out for the per-epoch evaluation; 0 = use the test set
     uint64_t seed = 0;
@@ -138,6 +140,14 @@ std::string option_text(const TrainOption& option, const TrainOptions& o);
 // is not ..." (read_metadata_text's messages; for an enum, "is not sgd, adam or adamw").
 void read_option_text(const TrainOption& option, TrainOptions& o, const std::string& text, const std::string& where,
                       const std::string& key);
+
+// Whether epoch `epoch` (0-based) trains with the model's patch dropout: every epoch but the
+// last --full-patch-epochs.
+bool drops_patches_in(const TrainOptions& o, int64_t epoch);
+// The training compute of a run's first `epochs` epochs of `images_per_epoch` images, in TFLOP
+// (training_tflop of vit/summary.h): each pass at patch dropout's cost, or at every patch's in
+// the last --full-patch-epochs.
+double run_training_tflop(const TrainOptions& o, double epochs, int64_t images_per_epoch);
 
 // ---- presets, validation, the recipe in checkpoints -----------------------------------------
 

@@ -328,9 +328,16 @@ void Trainer::print_header() const {
     out << "data: " << o.data_dir << " (" << o.data_source << "): " << data_.train.size() << " training, "
         << data_.validation.size() << " validation, " << data_.test.size() << " test images\n";
     const double passes = double(o.epochs) * double(data_.train.size());
-    char work[160];
-    std::snprintf(work, sizeof work, "%.4f GFLOP per training image, %.1f TFLOP for %.0f image passes",
-                  training_gflop_per_image(o.config), training_tflop(o.config, passes), passes);
+    char work[240], full[80] = "";
+    if (o.full_patch_epochs > 0) {
+        ViTConfig every_patch = o.config;
+        every_patch.patch_dropout = 0;
+        std::snprintf(full, sizeof full, " (%.4f in the last %lld, every patch)", training_gflop_per_image(every_patch),
+                      static_cast<long long>(o.full_patch_epochs));
+    }
+    std::snprintf(work, sizeof work, "%.4f GFLOP per training image%s, %.1f TFLOP for %.0f image passes",
+                  training_gflop_per_image(o.config), full,
+                  run_training_tflop(o, double(o.epochs), int64_t(data_.train.size())), passes);
     out << "recipe:" << recipe_flags(o) << " (" << batcher_.num_batches() << " steps per epoch; " << work << ")\n";
     out << "compute: " << cpu_model() << "; gemm kernels " << gemm_kernel_description() << "; " << num_threads()
         << (num_threads() == 1 ? " thread" : " threads") << (o.threads == 0 ? " (auto)\n" : "\n");
@@ -360,6 +367,10 @@ std::optional<StopReason> Trainer::train_epoch() {
     epoch_base_ = state_.epoch_seconds;
     epoch_first_step_ = state_.step_in_epoch;
     epoch_session_images_ = 0;
+    // --full-patch-epochs: the last epochs see every patch. The config (and so the checkpoint)
+    // keeps the run's rate; only the layer's is switched.
+    if (model_->patch_drop)
+        model_->patch_drop->p = drops_patches_in(options_, state_.epoch) ? options_.config.patch_dropout : real(0);
     while (state_.step_in_epoch < batcher_.num_batches()) {
         // Checked before a step rather than after it, so that a stop due after the epoch's
         // last step lets the epoch finish (evaluation, metrics, checkpoint) first.
@@ -495,9 +506,8 @@ TrainResult Trainer::stopped(StopReason reason) {
 TrainResult Trainer::finish() {
     const Evaluation test = evaluate(evaluated(), data_.test, stats_, options_.batch, options_.tta);
     const double wall = elapsed();
-    write_text_atomically(path("results.json"),
-                          results_json(options_, model_->num_parameters(), state_, data_.eval_name(), test, wall,
-                                       options_.epochs * data_.train.size()));
+    write_text_atomically(path("results.json"), results_json(options_, model_->num_parameters(), state_,
+                                                             data_.eval_name(), test, wall, data_.train.size()));
     char line[200];
     std::snprintf(line, sizeof line, "test accuracy %.2f%% (%lld images, loss %.4f) after %lld epoch%s, %s\n",
                   100 * test.accuracy, static_cast<long long>(test.images), test.loss,

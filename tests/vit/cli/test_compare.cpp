@@ -40,6 +40,10 @@ TEST_CASE("compare: runs against epochs and against compute, beside a train_torc
     b.out_dir = run.out("runs/b/");  // a trailing slash: the label is still "b"
     b.config.patch_dropout = 0.5f;   // a cheaper image pass
     quiet(b);
+    TrainOptions last_full = b;  // the same, its last epoch on every patch
+    last_full.full_patch_epochs = 1;
+    last_full.out_dir = run.out("runs/c");
+    quiet(last_full);
     const std::string chart = run.out("chart.png");
     {
         Captured c;
@@ -79,6 +83,14 @@ TEST_CASE("compare: runs against epochs and against compute, beside a train_torc
         std::snprintf(expected, sizeof expected, "patchgrad): 2, %.4f GFLOP,", training_gflop_per_image(b.config));
         CHECK(contains(table_line(c.out.str(), "b"), expected));
         CHECK(training_gflop_per_image(b.config) < training_gflop_per_image(a.config));
+        // c's first epoch at b's cost per pass, its second at a's (every patch).
+        Captured with_c;
+        REQUIRE(compare_command(
+                    {"--runs", last_full.out_dir, "--x", "tflop", "--images-per-epoch", "40", "--out", chart}) == 0);
+        std::snprintf(expected, sizeof expected, "patchgrad): 2, %.4f then %.4f GFLOP, %.1f TFLOP",
+                      training_gflop_per_image(b.config), training_gflop_per_image(a.config),
+                      40 * (training_gflop_per_image(b.config) + training_gflop_per_image(a.config)) / 1000);
+        CHECK(contains(table_line(with_c.out.str(), "c"), expected));
     }
     {
         // A train_torch.py run beside them, against epochs; its compute is not known here.

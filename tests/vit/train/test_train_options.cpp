@@ -43,6 +43,7 @@ const std::vector<std::pair<std::string, std::string>> kGood = {
     {"clip-grad", "1"},
     {"pool", "mean"},
     {"patch-dropout", "0.375"},
+    {"full-patch-epochs", "1"},
     {"lsa", "true"},
     {"drop-path", "0.25"},
     {"dropout", "0.125"},
@@ -82,6 +83,7 @@ const std::vector<Bad> kBad = {
     {{{"warmup", "-1"}}, "--warmup must be >= 0, got -1"},
     {{{"min-lr", "1"}}, "--min-lr must be in [0, lr = 0.01], got 1"},
     {{{"label-smoothing", "1"}}, "--label-smoothing must be in [0, 1), got 1"},
+    {{{"full-patch-epochs", "4"}}, "--full-patch-epochs must be in [0, epochs = 3], got 4"},
     {{{"clip-grad", "-1"}}, "--clip-grad must be >= 0 (0 = off), got -1"},
     {{{"rand-augment", "rand-q3"}}, "--rand-augment 'rand-q3': RandAugment: cannot read 'q3'"},
     {{{"erasing", "2"}}, "--erasing must be a probability in [0, 1], got 2"},
@@ -226,6 +228,7 @@ TEST_CASE("train options: a recipe written by the code before the table still re
     with_added["ema"] = "0";
     with_added["tta"] = "none";
     with_added["init"] = "none";
+    with_added["full-patch-epochs"] = "0";
     CHECK(recipe_metadata(back) == with_added);
     CHECK(back.ema == 0);
     CHECK(back.tta == TestTimeAugment::None);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 
 #include "autograd/cpu/parallel.h"
@@ -231,6 +232,65 @@ TEST_CASE(
     quiet(other_split);
     CHECK(quiet.log.str().find("warning: --init " + init + " was trained with --seed 7 --validation 10, this run " +
                                "holds out 10 images by --seed 8") != std::string::npos);
+}
+
+TEST_CASE(
+    "train: --full-patch-epochs trains the last epochs on every patch, resumes bit for bit across the switch, "
+    "and counts their compute at full cost",
+    "[trainer][patch-dropout]") {
+    TinyRun run;
+    QuietTrain quiet;
+    // Every epoch on every patch is the run without patch dropout, to the bit: the layer draws nothing.
+    TrainOptions none = run.options;
+    none.out_dir = run.out("none");
+    quiet(none);
+    TrainOptions all_full = run.options;
+    all_full.config.patch_dropout = 0.5f;
+    all_full.full_patch_epochs = 2;
+    all_full.out_dir = run.out("all-full");
+    quiet(all_full);
+    require_identical_weights(last_of(none), last_of(all_full));
+
+    // One epoch of each, straight and cut into three sessions (in the first epoch, and in the second).
+    TrainOptions straight = all_full;
+    straight.full_patch_epochs = 1;
+    straight.out_dir = run.out("straight");
+    const TrainResult reference = quiet(straight);
+    CHECK(quiet.out.str().find(" --full-patch-epochs 1 ") != std::string::npos);
+    ViTConfig every_patch = straight.config;
+    every_patch.patch_dropout = 0;
+    char header[96];
+    std::snprintf(header, sizeof header, "%.4f GFLOP per training image (%.4f in the last 1, every patch)",
+                  training_gflop_per_image(straight.config), training_gflop_per_image(every_patch));
+    CHECK(quiet.out.str().find(header) != std::string::npos);
+    TrainOptions pieces = straight;
+    pieces.out_dir = run.out("pieces");
+    for (const int64_t stop : {3, 7, 0}) {
+        pieces.max_steps = stop;
+        quiet(pieces);
+        pieces.resume = true;
+    }
+    require_identical_weights(last_of(straight), last_of(pieces));
+    // The switch changes the run: not the weights of either neighbour.
+    TrainOptions dropping = straight;
+    dropping.full_patch_epochs = 0;
+    dropping.out_dir = run.out("dropping");
+    quiet(dropping);
+    CHECK(max_abs_difference(load_checkpoint(last_of(dropping)).weights.tensors[0].second,
+                             load_checkpoint(last_of(straight)).weights.tensors[0].second) > 0);
+
+    // results.json: 40 images per epoch, the first at patch dropout's cost, the second at full cost.
+    std::ifstream results(straight.out_dir + "/results.json");
+    const std::string json((std::istreambuf_iterator<char>(results)), std::istreambuf_iterator<char>());
+    const double tflop = training_tflop(straight.config, 40) + training_tflop(every_patch, 40);
+    CHECK(json.find("\"training_tflop\": " + exact_text(tflop) + ",") != std::string::npos);
+    CHECK(tflop == run_training_tflop(straight, 2, 40));
+    CHECK(run_training_tflop(straight, 1, 40) == training_tflop(straight.config, 40));
+    CHECK(reference.test.has_value());
+
+    TrainOptions no_dropout = run.options;
+    no_dropout.full_patch_epochs = 1;
+    require_error([&] { quiet(no_dropout); }, {"--full-patch-epochs is for a run with --patch-dropout above 0"});
 }
 
 TEST_CASE("train: the thread count does not change a single bit", "[trainer][threads]") {

@@ -136,12 +136,10 @@ struct Compute {
     double tflop_after(double epochs) const { return run_training_tflop(recipe, epochs, images_per_epoch); }
     // "0.1880 GFLOP", or "0.1880 then 0.7521 GFLOP" when the last epochs see every patch.
     std::string gflop_per_pass() const {
-        ViTConfig every_patch = recipe.config;
-        every_patch.patch_dropout = 0;
         char text[64];
         if (recipe.full_patch_epochs > 0)
             std::snprintf(text, sizeof text, "%.4f then %.4f GFLOP", training_gflop_per_image(recipe.config),
-                          training_gflop_per_image(every_patch));
+                          training_gflop_per_image(with_every_patch(recipe.config)));
         else
             std::snprintf(text, sizeof text, "%.4f GFLOP", training_gflop_per_image(recipe.config));
         return text;

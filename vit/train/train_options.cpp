@@ -370,12 +370,15 @@ bool drops_patches_in(const TrainOptions& o, int64_t epoch) {
     return o.config.patch_dropout > 0 && epoch < o.epochs - o.full_patch_epochs;
 }
 
+ViTConfig with_every_patch(ViTConfig config) {
+    config.patch_dropout = 0;
+    return config;
+}
+
 double run_training_tflop(const TrainOptions& o, double epochs, int64_t images_per_epoch) {
-    ViTConfig every_patch = o.config;
-    every_patch.patch_dropout = 0;
     const double dropping = std::min(epochs, double(o.epochs - o.full_patch_epochs));
     return training_tflop(o.config, dropping * double(images_per_epoch)) +
-           training_tflop(every_patch, (epochs - dropping) * double(images_per_epoch));
+           training_tflop(with_every_patch(o.config), (epochs - dropping) * double(images_per_epoch));
 }
 
 // ---- the recipe in checkpoints -------------------------------------------------------------

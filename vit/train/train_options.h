@@ -144,6 +144,8 @@ void read_option_text(const TrainOption& option, TrainOptions& o, const std::str
 // Whether epoch `epoch` (0-based) trains with the model's patch dropout: every epoch but the
 // last --full-patch-epochs.
 bool drops_patches_in(const TrainOptions& o, int64_t epoch);
+// The model as the last --full-patch-epochs train it: `config` without patch dropout.
+ViTConfig with_every_patch(ViTConfig config);
 // The training compute of a run's first `epochs` epochs of `images_per_epoch` images, in TFLOP
 // (training_tflop of vit/summary.h): each pass at patch dropout's cost, or at every patch's in
 // the last --full-patch-epochs.

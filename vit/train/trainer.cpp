@@ -330,9 +330,8 @@ void Trainer::print_header() const {
     const double passes = double(o.epochs) * double(data_.train.size());
     char work[240], full[80] = "";
     if (o.full_patch_epochs > 0) {
-        ViTConfig every_patch = o.config;
-        every_patch.patch_dropout = 0;
-        std::snprintf(full, sizeof full, " (%.4f in the last %lld, every patch)", training_gflop_per_image(every_patch),
+        std::snprintf(full, sizeof full, " (%.4f in the last %lld, every patch)",
+                      training_gflop_per_image(with_every_patch(o.config)),
                       static_cast<long long>(o.full_patch_epochs));
     }
     std::snprintf(work, sizeof work, "%.4f GFLOP per training image%s, %.1f TFLOP for %.0f image passes",

@@ -257,8 +257,7 @@ TEST_CASE(
     straight.out_dir = run.out("straight");
     const TrainResult reference = quiet(straight);
     CHECK(quiet.out.str().find(" --full-patch-epochs 1 ") != std::string::npos);
-    ViTConfig every_patch = straight.config;
-    every_patch.patch_dropout = 0;
+    const ViTConfig every_patch = with_every_patch(straight.config);
     char header[96];
     std::snprintf(header, sizeof header, "%.4f GFLOP per training image (%.4f in the last 1, every patch)",
                   training_gflop_per_image(straight.config), training_gflop_per_image(every_patch));

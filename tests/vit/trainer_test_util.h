@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -89,6 +90,23 @@ struct QuietTrain {
         return train(options, output);
     }
 };
+
+// The run of `options` cut into sessions: each stops after the global step in `stops` (by
+// --max-steps; the last stop 0 runs to the end) and the next resumes it, with `between` run
+// between sessions (to move a file away, say). Returns the last session's result.
+inline TrainResult train_in_sessions(QuietTrain& quiet, TrainOptions options, const std::vector<int64_t>& stops,
+                                     const std::function<void()>& between = {}) {
+    REQUIRE((!stops.empty() && stops.back() == 0));
+    TrainResult result;
+    for (size_t i = 0; i < stops.size(); ++i) {
+        if (i > 0 && between) between();
+        options.max_steps = stops[i];
+        options.resume = i > 0;
+        result = quiet(options);
+        REQUIRE(result.stop == (stops[i] == 0 ? StopReason::Finished : StopReason::MaxSteps));
+    }
+    return result;
+}
 
 // Every tensor of two checkpoints' weights equal to the last bit.
 inline void require_identical_weights(const std::string& path_a, const std::string& path_b) {

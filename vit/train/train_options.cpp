@@ -157,7 +157,8 @@ const std::vector<TrainOption> kOptions = {
      "start from the weights of FILE (last or best.safetensors of a run of the\nsame model; its dropouts may differ) "
      "instead of random ones; the\noptimizer, schedule and epochs start anew: fine-tuning (default none)",
      [](TrainOptions& o) -> OptionField { return &o.init; },
-     [](const TrainOptions& o) { return o.init.empty() ? std::string("must name a weights file, or none") : ""; }},
+     [](const TrainOptions& o) { return o.init.empty() ? std::string("must name a weights file, or none") : ""; },
+     "none"},
 
     // ---- running ----
     {"data", "DIR", OptionKind::Running,
@@ -395,12 +396,9 @@ std::string recipe_flags(const TrainOptions& options) {
     for (const TrainOption& option : kOptions) {
         if (option.kind != OptionKind::Recipe) continue;
         const std::string text = option_text(option, options);
-        // Switches appear when on and --init when given, so that a run without them logs as before.
-        if (option.is_switch()) {
-            if (text == "true") flags += std::string(" --") + option.flag;
-        } else if (option.flag != std::string("init") || text != "none") {
-            flags += std::string(" --") + option.flag + " " + text;
-        }
+        const char* unlogged = option.is_switch() ? "false" : option.unlogged;
+        if (unlogged && text == unlogged) continue;
+        flags += std::string(" --") + option.flag + (option.is_switch() ? "" : " " + text);
     }
     return flags;
 }

@@ -125,6 +125,9 @@ struct TrainOption {
     // What is wrong with the value in `o`, as the words after "--<flag> " ("must be positive,
     // got 0"), or "" when it is fine; null when every value its type holds is fine.
     std::string (*check)(const TrainOptions& o);
+    // The value at which the log's recipe line leaves the option out, so that runs without a
+    // newer option log as before; null: always shown. (A switch is left out when off.)
+    const char* unlogged = nullptr;
 
     bool is_switch() const { return *value_name == '\0'; }
 };
@@ -178,7 +181,8 @@ const std::string& checkpoint_recipe_entry(const Checkpoint& checkpoint, const s
 // that differs (or is missing from the checkpoint).
 void check_recipe(const Checkpoint& checkpoint, const TrainOptions& options);
 // The recipe as the flags that give it, for the log: " --preset quick --epochs 15 ... --seed 0"
-// (switches such as --nesterov only when on, --init only when given).
+// (an option at its row's `unlogged` value left out: switches such as --nesterov when off,
+// --init when none).
 std::string recipe_flags(const TrainOptions& options);
 // The recipe as one JSON object, for other programs (vit/scripts/train_torch.py): every
 // recipe and model row under its flag name, numbers as JSON numbers (written to read back

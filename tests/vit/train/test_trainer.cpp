@@ -99,12 +99,7 @@ TEST_CASE(
 
     TrainOptions pieces = straight;
     pieces.out_dir = run.out("pieces");
-    pieces.max_steps = 3;
-    REQUIRE(quiet(pieces).stop == StopReason::MaxSteps);
-    pieces.resume = true;
-    pieces.max_steps = 0;
-    const TrainResult rest = quiet(pieces);
-    REQUIRE(rest.stop == StopReason::Finished);
+    const TrainResult rest = train_in_sessions(quiet, pieces, {3, 0});
     require_identical_weights(last_of(straight), last_of(pieces));
     require_identical_weights(optimizer_state_path(last_of(straight)), optimizer_state_path(last_of(pieces)));
     CHECK(rest.test->loss == reference.test->loss);
@@ -199,13 +194,8 @@ TEST_CASE(
     quiet(straight);
     TrainOptions pieces = straight;
     pieces.out_dir = run.out("pieces");
-    pieces.max_steps = 3;
-    REQUIRE(quiet(pieces).stop == StopReason::MaxSteps);
     const std::string moved = run.out("moved.safetensors");
-    std::filesystem::rename(init, moved);
-    pieces.resume = true;
-    pieces.max_steps = 0;
-    REQUIRE(quiet(pieces).stop == StopReason::Finished);
+    train_in_sessions(quiet, pieces, {3, 0}, [&] { std::filesystem::rename(init, moved); });
     require_identical_weights(last_of(straight), last_of(pieces));
     std::filesystem::rename(moved, init);
 
@@ -264,11 +254,7 @@ TEST_CASE(
     CHECK(quiet.out.str().find(header) != std::string::npos);
     TrainOptions pieces = straight;
     pieces.out_dir = run.out("pieces");
-    for (const int64_t stop : {3, 7, 0}) {
-        pieces.max_steps = stop;
-        quiet(pieces);
-        pieces.resume = true;
-    }
+    train_in_sessions(quiet, pieces, {3, 7, 0});
     require_identical_weights(last_of(straight), last_of(pieces));
     // The switch changes the run: not the weights of either neighbour.
     TrainOptions dropping = straight;

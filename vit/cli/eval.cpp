@@ -3,11 +3,12 @@
 // it needs.
 //
 //   patchgrad eval --checkpoint PATH [--data DIR [--split NAME] | --file FILE.bin] [--tta NAME] [--batch N]
-//                  [--threads T]
+//                  [--threads T] [--precision P]
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "autograd/cpu/gemm_bf16.h"
 #include "autograd/cpu/parallel.h"
 #include "datasets/cifar10.h"
 #include "datasets/normalize.h"
@@ -24,7 +25,7 @@ namespace {
 void print_help() {
     std::cout
         << "usage: patchgrad eval --checkpoint PATH [--data DIR [--split NAME] | --file FILE.bin] [--tta NAME]\n"
-           "                      [--batch N] [--threads T]\n"
+           "                      [--batch N] [--threads T] [--precision P]\n"
            "\n"
            "Evaluates a checkpoint written by 'patchgrad train' (last.safetensors, best.safetensors) and\n"
            "prints the accuracy, the accuracy of every class and the confusion matrix. A run's resume file\n"
@@ -43,6 +44,8 @@ void print_help() {
            "  --batch N           images per forward pass (default: 256)\n"
            "  --threads T         threads, or auto (measured, as in train; default: 1); the results are identical\n"
            "                      for any T\n"
+           "  --precision P       fp32 (the default) or bf16: matrix products with bf16 inputs and float32\n"
+           "                      sums, as 'train --precision bf16' evaluates; a checkpoint is float32 either way\n"
            "  -h, --help          show this help\n";
 }
 
@@ -56,8 +59,8 @@ std::string training_so_far(const TrainingState& state) {
 }  // namespace
 
 int eval_command(const std::vector<std::string>& args) {
-    const Flags flags =
-        parse_flags(args, {"--checkpoint", "--data", "--split", "--file", "--tta", "--batch", "--threads"});
+    const Flags flags = parse_flags(
+        args, {"--checkpoint", "--data", "--split", "--file", "--tta", "--batch", "--threads", "--precision"});
     if (flags.help) {
         print_help();
         return 0;
@@ -72,6 +75,9 @@ int eval_command(const std::vector<std::string>& args) {
         throw UsageError("--split must be test or validation, got '" + split + "'");
     const int64_t batch = parse_positive_int("--batch", flags.value_or("--batch", "256"));
     use_threads(parse_threads(flags.value_or("--threads", "1")));
+    // A run trained with --precision bf16 evaluated itself in bf16; this reproduces its figures.
+    const MatmulPrecisionGuard precision(
+        parse_enum<MatmulPrecision>(flags.value_or("--precision", "fp32"), "--precision"));
 
     // load_checkpoint checks the file's tensors against its config, so the model built below
     // is no bigger than the file, whatever its metadata says.
@@ -83,6 +89,7 @@ int eval_command(const std::vector<std::string>& args) {
         parse_enum<TestTimeAugment>(tta_name, flags.given("--tta") ? "--tta" : "checkpoint train.tta");
     std::cout << "checkpoint " << checkpoint.path << ": " << describe(checkpoint.config) << "; "
               << training_so_far(checkpoint.state) << "\n";
+    std::cout << "precision: " << matmul_precision_description(matmul_precision()) << "\n";
 
     ImageSet set;
     if (flags.given("--file")) {

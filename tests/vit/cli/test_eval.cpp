@@ -33,6 +33,7 @@ TEST_CASE("eval: the test set and the run's validation split, with the run's --t
         REQUIRE(eval_command({"--checkpoint", last, "--data", run.data_dir(), "--batch", "8"}) == 0);
         CHECK(c.out.str().find("test_batch.bin") != std::string::npos);
         CHECK(c.out.str().find("10 images; test-time augmentation flip") != std::string::npos);
+        CHECK(c.out.str().find("\nprecision: fp32\n") != std::string::npos);
         CHECK(c.out.str().find(accuracy_line(*r.test)) != std::string::npos);
     }
     {
@@ -68,6 +69,17 @@ TEST_CASE("eval: the test set and the run's validation split, with the run's --t
             eval_command({"--checkpoint", last, "--tta", "crop", "--data", run.data_dir()});
         },
         {"--tta", "crop"});
+    require_error(
+        [&] {
+            eval_command({"--checkpoint", last, "--precision", "fp16", "--data", run.data_dir()});
+        },
+        {"--precision", "fp16"});
+    // This float64 build has no bf16 products: refused in words, not computed in float64.
+    require_error(
+        [&] {
+            eval_command({"--checkpoint", last, "--precision", "bf16", "--data", run.data_dir()});
+        },
+        {"bf16", "float32 build only"});
 }
 
 }  // namespace

@@ -19,6 +19,10 @@
 #include <cstring>
 
 namespace patchgrad {
+// In an anonymous namespace, for gemm_tile.h's reason: gemm_bf16_amx.cpp, compiled for
+// AVX-512 and AMX, packs with round_to_bf16 too, and an out-of-line copy of it with ordinary
+// linkage (a build without inlining) could be the one the linker keeps for every file.
+namespace {
 
 // The bf16 nearest to x, ties to even (IEEE's default rounding, and what the CPUs'
 // conversion instructions do). A NaN stays a NaN (its top fraction bit is set, so that
@@ -44,4 +48,5 @@ inline float bf16_to_float(uint16_t h) {
     return x;
 }
 
+}  // namespace
 }  // namespace patchgrad

@@ -13,7 +13,11 @@
 #include "gemm_kernels.h"
 #include "parallel.h"
 
-#if defined(__aarch64__) && defined(__linux__)
+#if defined(PATCHGRAD_AMX) && defined(__linux__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#elif defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
 #elif defined(__aarch64__) && defined(__APPLE__)
 #include <sys/sysctl.h>
@@ -52,12 +56,53 @@ bool cpu_has_arm_bf16() {
 #endif
 }
 
+#if defined(PATCHGRAD_AMX) && defined(__linux__) && !defined(PATCHGRAD_DOUBLE)
+bool within_bf16_bound(const Bf16Kernels& kernels);
+#endif
+
+// Whether AMX's kernel may run: the CPU has AMX-TILE and AMX-BF16 (CPUID leaf 7: EDX bits 24
+// and 22), Linux grants this process the tile registers' state (from Linux 5.16 a program must
+// ask, and a kernel or hypervisor that does not offer AMX says no), and the kernel's results on
+// a small product are within the bf16 error bound of float64 (a check on hardware this project
+// could not test on: a kernel that misreads its tiles fails it by far, and is not used).
+enum class Amx { absent, refused, failed_check, usable };
+Amx amx_state() {
+#if defined(PATCHGRAD_AMX) && defined(__linux__) && !defined(PATCHGRAD_DOUBLE)
+    static const Amx state = [] {
+        unsigned a = 0, b = 0, c = 0, d = 0;
+        if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 22))) return Amx::absent;
+        constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;  // <asm/prctl.h>
+        if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) return Amx::refused;
+        return within_bf16_bound(gemm_bf16_kernels_amx) ? Amx::usable : Amx::failed_check;
+    }();
+    return state;
+#else
+    return Amx::absent;
+#endif
+}
+
+// What the description adds when the CPU has AMX but its kernel does not run.
+const char* amx_note(Amx amx) {
+    switch (amx) {
+        case Amx::refused:
+            return " (the CPU has AMX, but the operating system refused it)";
+        case Amx::failed_check:
+            return " (the CPU has AMX, but its kernel failed the check on first use)";
+        default:
+            return "";
+    }
+}
+
 // The native kernels for this CPU at the active instruction-set level, or null where the
 // product is emulated.
 const Bf16Kernels* native_kernels() {
 #if defined(__x86_64__) && !defined(PATCHGRAD_DOUBLE)
     static const bool has = cpu_has_avx512_bf16();
-    return has && active_isa() == Isa::avx512 ? &gemm_bf16_kernels_avx512 : nullptr;
+    if (active_isa() != Isa::avx512) return nullptr;
+#ifdef PATCHGRAD_AMX
+    if (amx_state() == Amx::usable) return &gemm_bf16_kernels_amx;
+#endif
+    return has ? &gemm_bf16_kernels_avx512 : nullptr;
 #elif defined(PATCHGRAD_NEON_BF16) && !defined(PATCHGRAD_DOUBLE)
     static const bool has = cpu_has_arm_bf16();
     return has ? &gemm_bf16_kernels_neon : nullptr;
@@ -88,7 +133,8 @@ double gemm_bf16_sum_roundoff() {
 
 std::string gemm_bf16_description() {
     if (const Bf16Kernels* k = native_kernels())
-        return std::string("bf16 ") + k->name + ", tile " + std::to_string(k->mr) + " x " + std::to_string(k->nr);
+        return std::string("bf16 ") + k->name + ", tile " + std::to_string(k->mr) + " x " + std::to_string(k->nr) +
+               amx_note(amx_state());
     std::string why = "this CPU has no bf16 instructions";
     if (cpu_has_avx512_bf16())
         why = "PATCHGRAD_ISA is below avx512";
@@ -120,16 +166,17 @@ void gemm_bf16_emulated(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_
     gemm_blocked(false, false, M, N, K, alpha, a.data(), K, b.data(), N, beta, C, ldc, bias);
 }
 
-namespace {
-
 // gemm_blocked's loops (gemm.cpp explains the blocking) with every block packed as bf16 pairs:
 // A always packed (the float32 driver's in-place reading of A has nothing to read, since A must be
 // rounded anyway). Threads split the rows of C, so the result does not depend on them.
-void gemm_bf16_native(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-                      float alpha, const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
-                      int64_t ldc, const float* bias) {
-    constexpr int64_t KC = kGemmKC, MC = 144, NC = 1536;
+void gemm_bf16_with(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                    float alpha, const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+                    int64_t ldc, const float* bias) {
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) return gemm_bf16_emulated(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
+    constexpr int64_t KC = kGemmKC, NC = 1536;
     const int64_t MR = kernels.mr, NR = kernels.nr, V = kernels.vector;
+    const int64_t MC = std::max(MR, 144 / MR * MR);  // whole slivers: 144 rows for MR = 12 or 8, 128 for 32
     const int64_t max_pairs = (std::min(KC, K) + 1) / 2;
     thread_local std::vector<uint32_t> b_pack;
     b_pack.resize(static_cast<size_t>(max_pairs * std::min(NC, (N + NR - 1) / NR * NR)));
@@ -168,13 +215,50 @@ void gemm_bf16_native(const Bf16Kernels& kernels, bool trans_a, bool trans_b, in
     }
 }
 
+#if defined(PATCHGRAD_AMX) && defined(__linux__)
+namespace {
+
+// AMX's check on first use (amx_state): four small products, one per transpose pair, with a
+// K block that ends in a partial tile (70 = 2 tiles of 32 + 6) and C edges in both directions
+// (40 = 32 + 8), each element within 8 times the float32 summation bound of the float64 product
+// of the rounded inputs. The tests hold the emulated kernel to the bound itself; here the point
+// is to catch a gross fault (a misread tile is off by the size of the result), not the last bit.
+bool within_bf16_bound(const Bf16Kernels& kernels) {
+    constexpr int64_t M = 40, N = 40, K = 70;
+    std::vector<float> A(M * K), B(K * N), C(M * N);
+    uint32_t state = 12345;
+    for (std::vector<float>* v : {&A, &B})
+        for (float& x : *v) {
+            state = state * 1664525u + 1013904223u;  // any spread of values in [-1, 1) will do
+            x = static_cast<float>(state >> 8) / 8388608.0f - 1.0f;
+        }
+    const double gamma = K * 0x1p-24 / (1 - K * 0x1p-24);
+    for (bool trans_a : {false, true})
+        for (bool trans_b : {false, true}) {
+            const int64_t lda = trans_a ? M : K, ldb = trans_b ? K : N;
+            gemm_bf16_with(kernels, trans_a, trans_b, M, N, K, 1, A.data(), lda, B.data(), ldb, 0, C.data(), N);
+            for (int64_t i = 0; i < M; ++i)
+                for (int64_t j = 0; j < N; ++j) {
+                    double exact = 0, magnitude = 0;
+                    for (int64_t k = 0; k < K; ++k) {
+                        const double a = bf16_to_float(round_to_bf16(trans_a ? A[k * lda + i] : A[i * lda + k]));
+                        const double b = bf16_to_float(round_to_bf16(trans_b ? B[j * ldb + k] : B[k * ldb + j]));
+                        exact += a * b;
+                        magnitude += std::abs(a * b);
+                    }
+                    if (!(std::abs(C[i * N + j] - exact) <= 8 * gamma * magnitude)) return false;  // NaN fails too
+                }
+        }
+    return true;
+}
+
 }  // namespace
+#endif
 
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
                const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const float* bias) {
     const Bf16Kernels* kernels = native_kernels();
-    if (kernels && M > 0 && N > 0 && K > 0)
-        return gemm_bf16_native(*kernels, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
+    if (kernels) return gemm_bf16_with(*kernels, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
     gemm_bf16_emulated(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
 }
 

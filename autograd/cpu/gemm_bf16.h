@@ -23,6 +23,13 @@
 // zero) but is no faster than float32 (a little slower: it copies both inputs), so it exists
 // for testing and for checking accuracy, and says so in its name.
 //
+// Where the CPU has Intel's AMX tiles (Xeon since Sapphire Rapids) and Linux grants this
+// process their state, a kernel of tdpbf16ps runs instead (gemm_bf16_amx_tile.h: 8,192
+// multiply-adds per instruction); its results on a small product are checked against float64
+// the first time bf16 is used, and a kernel that fails is set aside (the description says so).
+// Its packing, K loop and edges are tested on every CPU through an emulation of the tile
+// instructions; on AMX hardware itself it has not run yet (README, Mixed precision).
+//
 // Like float32 gemm, the result depends on M, N, K, the transposes and the kernel, never on
 // the thread count.
 #pragma once

@@ -56,6 +56,8 @@ struct GemmKernels {
 // 32-bit word, `pairs` = ceil(kc / 2) words per K block, an odd kc padded with a zero.
 //   Ap[s][q][i] = pair of op(A)[r0 + s*MR + i, k0 + 2q .. 2q+1], zero-padded to whole MR slivers
 //   Bp[s][q][j] = pair of op(B)[k0 + 2q .. 2q+1, c0 + s*NR + j], zero-padded to whole NR slivers
+// (the driver needs only that a sliver's MR * pairs or NR * pairs words are contiguous: the AMX
+// kernel orders an A sliver's words [i][q], as its tile loads want them).
 // C[mr, nr] = alpha * (A sliver @ B sliver) + beta * C + bias as for MicroKernel, all in float32.
 using Bf16MicroKernel = void (*)(int64_t pairs, const uint32_t* a, const uint32_t* b, float alpha, float beta,
                                  const float* bias, float* c, int64_t ldc, int64_t mr, int64_t nr);
@@ -75,6 +77,14 @@ struct Bf16Kernels {
 
 // Defined in gemm_bf16_avx512.cpp (x86-64 only); use only where the CPU has AVX512_BF16.
 extern const Bf16Kernels gemm_bf16_kernels_avx512;
+// Defined in gemm_bf16_amx.cpp where the compiler knows AMX (the build defines PATCHGRAD_AMX
+// then); use only where the CPU has AMX-BF16 and the operating system allows it.
+extern const Bf16Kernels gemm_bf16_kernels_amx;
+// gemm_bf16 (gemm_bf16.h) with the given kernels, whatever the CPU: the dispatch's own
+// driver, for the tests (an emulation of AMX runs through it) and AMX's first-use check.
+void gemm_bf16_with(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                    float alpha, const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+                    int64_t ldc, const float* bias = nullptr);
 // Defined in gemm_bf16_neon.cpp where the compiler targets ARM64 with BF16 (the build defines
 // PATCHGRAD_NEON_BF16 then); use only where the CPU has BF16.
 extern const Bf16Kernels gemm_bf16_kernels_neon;

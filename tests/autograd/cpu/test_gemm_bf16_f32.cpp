@@ -9,6 +9,7 @@
 #include "autograd/cpu/bf16.h"
 #include "autograd/cpu/gemm.h"
 #include "autograd/cpu/gemm_bf16.h"
+#include "autograd/cpu/gemm_bf16_amx_tile.h"
 #include "autograd/determinism_util.h"
 #include "catch.h"
 #include "test_util.h"
@@ -50,7 +51,7 @@ void check_bf16(Bf16Fn kernel, bool trans_a, bool trans_b, int64_t M, int64_t N,
     const int64_t lda = trans_a ? M : K, ldb = trans_b ? K : N;
     kernel(trans_a, trans_b, M, N, K, 1, A.data(), lda, B.data(), ldb, 0, C.data(), N, nullptr);  // beta 0: C unread
 
-    const double s = kernel == &gemm_bf16_emulated ? std::ldexp(1.0, -24) : gemm_bf16_sum_roundoff();
+    const double s = kernel == &gemm_bf16 ? gemm_bf16_sum_roundoff() : std::ldexp(1.0, -24);  // the others: emulations
     const double gamma = K * s / (1 - K * s), u = kBf16Unit;
     double worst_rounded = 0, worst_exact = 0, largest_error = 0;
     for (int64_t i = 0; i < M; ++i)
@@ -86,6 +87,72 @@ struct Sizes {
 // products (65 tokens, head 32).
 const Sizes kSizes[] = {{24, 64, 16}, {13, 33, 7},  {1, 1, 1},      {30, 70, 257},
                         {65, 65, 32}, {65, 32, 65}, {130, 384, 128}};
+
+// The kernel's product of op(A) [300, 300] and op(B) [300, 200] (several row slivers per
+// thread, two K blocks) on 1, 2 and 3 threads: the same bits each time.
+void check_same_bits_for_any_thread_count(Bf16Fn kernel, bool trans_a, bool trans_b, uint64_t seed) {
+    const int64_t M = 300, N = 200, K = 300;
+    Rng rng(seed);
+    std::vector<float> A(M * K), B(K * N);
+    for (auto& v : A) v = static_cast<float>(rng.uniform(-1, 1));
+    for (auto& v : B) v = static_cast<float>(rng.uniform(-1, 1));
+    std::vector<std::vector<float>> results;
+    for (int threads : {1, 2, 3}) {
+        ThreadCount guard(threads);
+        std::vector<float> C(M * N);
+        kernel(trans_a, trans_b, M, N, K, 1, A.data(), trans_a ? M : K, B.data(), trans_b ? K : N, 0, C.data(), N,
+               nullptr);
+        results.push_back(C);
+    }
+    CHECK(results[0] == results[1]);
+    CHECK(results[0] == results[2]);
+}
+
+// AMX's tile instructions (gemm_bf16_amx_tile.h) in plain C++, with the arithmetic of Intel's
+// pseudo-code for TDPBF16PS: per element, for each pair q in order, the low product and then
+// the high one added to the float32 sum, each addition rounded to nearest (the products of
+// bf16 values are exact in float32). The kernel's packing, K loop, tail and edges run through
+// it as they would on the hardware, which this machine need not have.
+struct EmulatedAmxTiles {
+    static float (&c())[4][16][16] {
+        thread_local float tiles[4][16][16];
+        return tiles;
+    }
+    static float lo(uint32_t pair) { return bf16_to_float(static_cast<uint16_t>(pair & 0xffff)); }
+    static float hi(uint32_t pair) { return bf16_to_float(static_cast<uint16_t>(pair >> 16)); }
+    static void zero() { std::memset(c(), 0, sizeof(float[4][16][16])); }
+    // C[t] += A[a_half] B[b_half]: A rows 16 * a_half + m, B columns 16 * b_half + n.
+    static void dot(int t, const uint32_t* a, int64_t lda, const uint32_t* b, int64_t ldb) {
+        for (int m = 0; m < 16; ++m)
+            for (int n = 0; n < 16; ++n) {
+                float sum = c()[t][m][n];
+                for (int q = 0; q < 16; ++q) {
+                    sum += lo(a[m * lda + q]) * lo(b[q * ldb + n]);
+                    sum += hi(a[m * lda + q]) * hi(b[q * ldb + n]);
+                }
+                c()[t][m][n] = sum;
+            }
+    }
+    static void multiply(const uint32_t* a, int64_t lda, const uint32_t* b, int64_t ldb) {
+        dot(0, a, lda, b, ldb);
+        dot(1, a, lda, b + 16, ldb);
+        dot(2, a + 16 * lda, lda, b, ldb);
+        dot(3, a + 16 * lda, lda, b + 16, ldb);
+    }
+    static void store(float* out) {
+        for (int t = 0; t < 4; ++t)
+            for (int m = 0; m < 16; ++m)
+                for (int n = 0; n < 16; ++n) out[(16 * (t / 2) + m) * 32 + 16 * (t % 2) + n] = c()[t][m][n];
+    }
+};
+
+const Bf16Kernels kAmxEmulated = AmxKernel<EmulatedAmxTiles>::table("amx, emulated");
+
+void gemm_bf16_amx_emulated(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                            int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
+                            const float* bias) {
+    gemm_bf16_with(kAmxEmulated, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
+}
 
 }  // namespace
 
@@ -131,6 +198,38 @@ TEST_CASE("bf16: gemm_bf16 is within the bf16 error bound of float64, at every i
     });
 }
 
+TEST_CASE("bf16: AMX's kernel, its tile instructions emulated, is within the bf16 error bound of float64",
+          "[op:gemm][bf16][amx]") {
+    // The sizes above (edges of the 32 x 32 tile block, odd K, two K blocks whose pairs end in
+    // a partial tile), plus a K block of exactly two tiles and a C of exactly one block.
+    uint64_t seed = 100;
+    for (const Sizes& s : kSizes)
+        for (bool trans_a : {false, true})
+            for (bool trans_b : {false, true})
+                check_bf16(&gemm_bf16_amx_emulated, trans_a, trans_b, s.M, s.N, s.K, ++seed);
+    check_bf16(&gemm_bf16_amx_emulated, false, false, 32, 32, 64, ++seed);
+    check_bf16(&gemm_bf16_amx_emulated, true, true, 33, 31, 63, ++seed);
+
+    // alpha, beta and the bias, on a C that is not the whole block: the same epilogue as
+    // float32's formula, C = alpha * A'B' + beta * C + bias, with A'B' the emulated float32 sums.
+    const int64_t M = 35, N = 37, K = 40;
+    Rng rng(9);
+    std::vector<float> A(M * K), B(K * N), bias(N), C(M * N), expected(M * N);
+    for (auto* v : {&A, &B, &bias, &C})
+        for (float& x : *v) x = static_cast<float>(rng.uniform(-1, 1));
+    std::vector<float> product(M * N);
+    gemm_bf16_amx_emulated(false, false, M, N, K, 1, A.data(), K, B.data(), N, 0, product.data(), N, nullptr);
+    for (int64_t i = 0; i < M * N; ++i) expected[i] = 0.5f * product[i] + (2 * C[i] + bias[i % N]);
+    gemm_bf16_amx_emulated(false, false, M, N, K, 0.5f, A.data(), K, B.data(), N, 2, C.data(), N, bias.data());
+    // (The two sum the three terms in different orders: equal to float32 rounding of terms up to 3.)
+    for (int64_t i = 0; i < M * N; ++i) CHECK(C[i] == Approx(expected[i]).margin(1e-6));
+}
+
+TEST_CASE("bf16: AMX's kernel, emulated, gives the same bits for any thread count", "[op:gemm][bf16][amx][parallel]") {
+    for (bool trans_b : {false, true})
+        check_same_bits_for_any_thread_count(&gemm_bf16_amx_emulated, false, trans_b, 12);
+}
+
 TEST_CASE("bf16: gemm follows the matmul precision, and the guard restores it", "[op:gemm][bf16]") {
     REQUIRE(matmul_precision() == MatmulPrecision::fp32);
     const int64_t M = 13, N = 40, K = 21;
@@ -162,22 +261,7 @@ TEST_CASE("bf16: gemm follows the matmul precision, and the guard restores it", 
 TEST_CASE("bf16: gemm_bf16 gives the same bits for any thread count, at every instruction-set level",
           "[op:gemm][bf16][parallel]") {
     for_each_isa([&](Isa) {
-        for (bool trans_a : {false, true}) {
-            const int64_t M = 300, N = 200, K = 300;  // several row slivers per thread, two K blocks
-            Rng rng(11);
-            std::vector<float> A(M * K), B(K * N);
-            for (auto& v : A) v = static_cast<float>(rng.uniform(-1, 1));
-            for (auto& v : B) v = static_cast<float>(rng.uniform(-1, 1));
-            std::vector<std::vector<float>> results;
-            for (int threads : {1, 2, 3}) {
-                ThreadCount guard(threads);
-                std::vector<float> C(M * N);
-                gemm_bf16(trans_a, false, M, N, K, 1, A.data(), trans_a ? M : K, B.data(), N, 0, C.data(), N);
-                results.push_back(C);
-            }
-            CHECK(results[0] == results[1]);
-            CHECK(results[0] == results[2]);
-        }
+        for (bool trans_a : {false, true}) check_same_bits_for_any_thread_count(&gemm_bf16, trans_a, false, 11);
     });
 }
 

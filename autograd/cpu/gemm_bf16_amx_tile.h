@@ -1,0 +1,121 @@
+// gemm_bf16_amx_tile.h — the bf16 kernels for Intel's AMX tiles (gemm_bf16.h, gemm_kernels.h),
+// written over a small set of tile operations so that the same code runs on the hardware
+// (gemm_bf16_amx.cpp, the instructions) and on any CPU in the tests (an emulation of the
+// instructions' arithmetic, tests/autograd/cpu/test_gemm_bf16_f32.cpp): the packing, the
+// loop over K and the edges of C are checked everywhere, not only on a machine with AMX.
+//
+// The hardware. An AMX unit has eight tile registers tmm0..tmm7 of up to 16 rows x 64 bytes,
+// and tdpbf16ps c, a, b multiplies a 16 x 32 bf16 tile by a 32 x 16 one into a 16 x 16 float32
+// tile, C += A B: 8,192 multiply-adds in one instruction (vdpbf16ps does 32). Like vdpbf16ps it
+// works on pairs: a row of A holds 16 pairs (k = 2q and 2q + 1 of one row of op(A)), a row of B
+// holds one pair for each of 16 columns, and per element
+//     c[m][n] += a[m][q].lo * b[q][n].lo,  then  c[m][n] += a[m][q].hi * b[q][n].hi
+// for q = 0..15 in order, each sum rounded to nearest float32 (Intel's pseudo-code for
+// TDPBF16PS; the products of bf16 values are exact in float32).
+//
+// The kernel: a 32 x 32 block of C in four tiles (tmm0..3), the A sliver's two 16-row halves
+// in tmm4..5 and the B sliver's two 16-column halves in tmm6..7: all eight tiles, four
+// instructions per 16 pairs of K. Packing puts each tile's rows where one strided load finds
+// them: an A sliver row by row (row i's pairs contiguous, `pairs` words apart), a B sliver pair
+// row by pair row (NR = 32 columns per row), as gemm_kernels.h's Bf16Kernels allows. The
+// tiles are always whole: a K block whose pairs are not a multiple of 16 ends with a copy
+// padded with zero pairs, and an edge of C is written from a 32 x 32 float buffer.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "bf16.h"
+#include "gemm_kernels.h"
+
+namespace patchgrad {
+namespace {
+
+inline int64_t smaller(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// What the kernel asks of the hardware (or of an emulation), with the tile numbers above:
+//   Tiles::zero()                   C tiles 0..3 = 0
+//   Tiles::multiply(a, lda, b, ldb) tiles 4, 5 = 16 rows each of A from a, a + 16 * lda (lda
+//                                   in 32-bit words, each row 16 pairs); tiles 6, 7 = 16 rows
+//                                   of 16 pairs from b, b + 16 (rows ldb words apart); then
+//                                   C00 += A0 B0, C01 += A0 B1, C10 += A1 B0, C11 += A1 B1
+//   Tiles::store(c)                 c[32][32] = the four C tiles
+template <class Tiles>
+struct AmxKernel {
+    static constexpr int64_t MR = 32, NR = 32, KP = 16;  // KP: pairs per tile row
+
+    // A pair of bf16 values, k = 2q in the low half and 2q + 1 in the high half.
+    static uint32_t pair(float lo, float hi) {
+        return uint32_t(round_to_bf16(lo)) | (uint32_t(round_to_bf16(hi)) << 16);
+    }
+
+    // A sliver of MR rows: word [(s + i) * pairs + q] is row i's pair q. The inner loops of
+    // both packings have no branch, so the compiler can vectorise them; an odd kc's last pair
+    // (its high half zero) is written after.
+    static void pack_a(bool trans_a, const float* A, int64_t lda, int64_t r0, int64_t k0, int64_t rows, int64_t kc,
+                       uint32_t* Ap) {
+        const int64_t pairs = (kc + 1) / 2, whole = kc / 2;
+        const int64_t step = trans_a ? lda : 1;  // from op(A)[r, k] to op(A)[r, k + 1]
+        for (int64_t s = 0; s < rows; s += MR)
+            for (int64_t i = 0; i < MR; ++i) {
+                uint32_t* dst = Ap + (s + i) * pairs;
+                if (s + i >= rows) {  // a row past the matrix packs zeros
+                    std::memset(dst, 0, pairs * sizeof(uint32_t));
+                    continue;
+                }
+                const int64_t r = r0 + s + i;
+                const float* x = trans_a ? A + k0 * lda + r : A + r * lda + k0;  // op(A)[r, k0]
+                for (int64_t q = 0; q < whole; ++q) dst[q] = pair(x[2 * q * step], x[(2 * q + 1) * step]);
+                if (whole < pairs) dst[whole] = pair(x[2 * whole * step], 0.0f);
+            }
+    }
+
+    // A sliver of NR columns: word [s * pairs + q * NR + j] is column j's pair q.
+    static void pack_b(bool trans_b, const float* B, int64_t ldb, int64_t k0, int64_t c0, int64_t kc, int64_t cols,
+                       uint32_t* Bp) {
+        const int64_t pairs = (kc + 1) / 2;
+        const int64_t along_k = trans_b ? 1 : ldb, along_col = trans_b ? ldb : 1;  // strides of op(B) in B
+        for (int64_t s = 0; s < cols; s += NR) {
+            const int64_t n = smaller(NR, cols - s);
+            for (int64_t q = 0; q < pairs; ++q) {
+                uint32_t* dst = Bp + s * pairs + q * NR;
+                const float* lo = B + (k0 + 2 * q) * along_k + (c0 + s) * along_col;  // op(B)[k0 + 2q, c0 + s]
+                if (2 * q + 1 < kc)
+                    for (int64_t j = 0; j < n; ++j) dst[j] = pair(lo[j * along_col], lo[j * along_col + along_k]);
+                else
+                    for (int64_t j = 0; j < n; ++j) dst[j] = pair(lo[j * along_col], 0.0f);
+                for (int64_t j = n; j < NR; ++j) dst[j] = 0;
+            }
+        }
+    }
+
+    // C[mr, nr] = alpha * (A sliver @ B sliver) + beta * C + bias, for any mr, nr <= 32.
+    static void micro_kernel(int64_t pairs, const uint32_t* a, const uint32_t* b, float alpha, float beta,
+                             const float* bias, float* c, int64_t ldc, int64_t mr, int64_t nr) {
+        Tiles::zero();
+        const int64_t whole = pairs / KP * KP;
+        for (int64_t q = 0; q < whole; q += KP) Tiles::multiply(a + q, pairs, b + q * NR, NR);
+        if (whole < pairs) {  // the last pairs, padded with zero pairs to a whole tile
+            uint32_t a_tail[MR * KP] = {}, b_tail[KP * NR] = {};
+            const int64_t left = pairs - whole;
+            for (int64_t i = 0; i < MR; ++i) std::memcpy(a_tail + i * KP, a + i * pairs + whole, left * 4);
+            std::memcpy(b_tail, b + whole * NR, left * NR * 4);
+            Tiles::multiply(a_tail, KP, b_tail, NR);
+        }
+        float tile[MR * NR];
+        Tiles::store(tile);
+        for (int64_t i = 0; i < mr; ++i)
+            for (int64_t j = 0; j < nr; ++j) {
+                float& out = c[i * ldc + j];
+                out = alpha * tile[i * NR + j] + (beta == 0 ? 0.0f : beta * out) + (bias ? bias[j] : 0.0f);
+            }
+    }
+
+    static constexpr Bf16Kernels table(const char* name) {
+        // One kernel for any width: a narrow edge still multiplies whole tiles.
+        return Bf16Kernels{name, MR, NR, NR, 0x1p-24, &pack_a, &pack_b, {&micro_kernel, &micro_kernel}};
+    }
+};
+
+}  // namespace
+}  // namespace patchgrad

@@ -14,7 +14,7 @@ namespace {
 
 using namespace patchgrad::test;
 
-TEST_CASE("eval --precision bf16 gives a bf16 run's own test figures; fp32 evaluates the same weights in float32",
+TEST_CASE("eval --precision bf16 gives a bf16 run's own test figures, and fp32 the same weights in float32",
           "[cli][eval][bf16]") {
     TinyRun run;
     QuietTrain quiet;

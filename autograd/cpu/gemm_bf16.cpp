@@ -56,10 +56,6 @@ bool cpu_has_arm_bf16() {
 #endif
 }
 
-#if defined(PATCHGRAD_AMX) && defined(__linux__) && !defined(PATCHGRAD_DOUBLE)
-bool within_bf16_bound(const Bf16Kernels& kernels);
-#endif
-
 // Whether AMX's kernel may run: the CPU has AMX-TILE and AMX-BF16 (CPUID leaf 7: EDX bits 24
 // and 22), Linux grants this process the tile registers' state (from Linux 5.16 a program must
 // ask, and a kernel or hypervisor that does not offer AMX says no), and the kernel's results on
@@ -73,7 +69,7 @@ Amx amx_state() {
         if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 22))) return Amx::absent;
         constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;  // <asm/prctl.h>
         if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) return Amx::refused;
-        return within_bf16_bound(gemm_bf16_kernels_amx) ? Amx::usable : Amx::failed_check;
+        return bf16_kernels_within_bound(gemm_bf16_kernels_amx) ? Amx::usable : Amx::failed_check;
     }();
     return state;
 #else
@@ -215,15 +211,12 @@ void gemm_bf16_with(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int6
     }
 }
 
-#if defined(PATCHGRAD_AMX) && defined(__linux__)
-namespace {
-
 // AMX's check on first use (amx_state): four small products, one per transpose pair, with a
 // K block that ends in a partial tile (70 = 2 tiles of 32 + 6) and C edges in both directions
 // (40 = 32 + 8), each element within 8 times the float32 summation bound of the float64 product
 // of the rounded inputs. The tests hold the emulated kernel to the bound itself; here the point
 // is to catch a gross fault (a misread tile is off by the size of the result), not the last bit.
-bool within_bf16_bound(const Bf16Kernels& kernels) {
+bool bf16_kernels_within_bound(const Bf16Kernels& kernels) {
     constexpr int64_t M = 40, N = 40, K = 70;
     std::vector<float> A(M * K), B(K * N), C(M * N);
     uint32_t state = 12345;
@@ -251,9 +244,6 @@ bool within_bf16_bound(const Bf16Kernels& kernels) {
         }
     return true;
 }
-
-}  // namespace
-#endif
 
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
                const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const float* bias) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "autograd/cpu/bf16.h"
@@ -148,6 +149,16 @@ struct EmulatedAmxTiles {
 
 const Bf16Kernels kAmxEmulated = AmxKernel<EmulatedAmxTiles>::table("amx, emulated");
 
+// A fault of the kind the first-use check is for: the two off-diagonal C tiles stored in each
+// other's place (a tile configuration or store offset misread on real hardware).
+struct SwappedTilesAmx : EmulatedAmxTiles {
+    static void store(float* out) {
+        EmulatedAmxTiles::store(out);
+        for (int m = 0; m < 16; ++m)
+            for (int n = 0; n < 16; ++n) std::swap(out[m * 32 + 16 + n], out[(16 + m) * 32 + n]);
+    }
+};
+
 void gemm_bf16_amx_emulated(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                             int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
                             const float* bias) {
@@ -223,6 +234,11 @@ TEST_CASE("bf16: AMX's kernel, its tile instructions emulated, is within the bf1
     gemm_bf16_amx_emulated(false, false, M, N, K, 0.5f, A.data(), K, B.data(), N, 2, C.data(), N, bias.data());
     // (The two sum the three terms in different orders: equal to float32 rounding of terms up to 3.)
     for (int64_t i = 0; i < M * N; ++i) CHECK(C[i] == Approx(expected[i]).margin(1e-6));
+}
+
+TEST_CASE("bf16: AMX's first-use check passes the emulated kernel and refuses a faulty one", "[op:gemm][bf16][amx]") {
+    CHECK(bf16_kernels_within_bound(kAmxEmulated));
+    CHECK_FALSE(bf16_kernels_within_bound(AmxKernel<SwappedTilesAmx>::table("amx, tiles 1 and 2 swapped")));
 }
 
 TEST_CASE("bf16: AMX's kernel, emulated, gives the same bits for any thread count", "[op:gemm][bf16][amx][parallel]") {

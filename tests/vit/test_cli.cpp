@@ -4,6 +4,7 @@
 
 #include <csignal>
 
+#include "autograd/cpu/gemm_bf16.h"
 #include "autograd/version.h"
 #include "catch.h"
 #include "test_util.h"
@@ -48,6 +49,14 @@ TEST_CASE("cli: counts are checked against their range when parsed, naming the f
     CHECK(parse_unsigned("--seed", "18446744073709551615") == 18446744073709551615ull);
     require_error([] { parse_unsigned("--image", "-1"); }, {"--image needs a non-negative integer, got '-1'"});
     require_error([] { parse_unsigned("--seed", "18446744073709551616"); }, {"--seed", "'18446744073709551616'"});
+}
+
+// eval's --precision fp16 was an invalid_argument (exit status 1, like a missing file), where
+// bench's was a usage error (status 2).
+TEST_CASE("cli: an enum flag's unknown value is a usage error naming the flag and the choices", "[cli][errors]") {
+    CHECK(parse_enum_flag<Pool>("--pool", "seq") == Pool::Seq);
+    require_error([] { parse_enum_flag<Pool>("--pool", "max"); }, {"--pool 'max' is not cls, mean or seq"});
+    CHECK_THROWS_AS(parse_enum_flag<MatmulPrecision>("--precision", "fp16"), UsageError);
 }
 
 // What `patchgrad --version` prints (CTest "cli: --version prints the version" runs it) and

@@ -293,7 +293,7 @@ int run_training(const Flags& flags) {
                                       {"--patch", &config.patch_size}})
         if (flags.given(flag)) *field = parse_positive_int(flag, flags.values.at(flag));
     try {
-        config.pool = parse_enum<Pool>(flags.value_or("--pool", enum_name(config.pool)), "--pool");
+        config.pool = parse_enum_flag<Pool>("--pool", flags.value_or("--pool", enum_name(config.pool)));
         config.patch_dropout =
             static_cast<real>(parse_number("--patch-dropout", flags.value_or("--patch-dropout", "0")));
         check_memory(config, 4);  // validates it; weights, gradients and AdamW's two moments
@@ -304,12 +304,8 @@ int run_training(const Flags& flags) {
     const int64_t steps = parse_positive_int("--steps", flags.value_or("--steps", "10"));
     const int64_t warmup = parse_count("--warmup", flags.value_or("--warmup", "2"));
     const int threads = parse_threads(flags.value_or("--threads", "auto"));
-    MatmulPrecision precision;
-    try {
-        precision = parse_enum<MatmulPrecision>(flags.value_or("--precision", "fp32"), "--precision");
-    } catch (const std::invalid_argument& e) {
-        throw UsageError(e.what());
-    }
+    const MatmulPrecision precision =
+        parse_enum_flag<MatmulPrecision>("--precision", flags.value_or("--precision", "fp32"));
 
     VisionTransformer model(config, 0);
     AdamW optimizer(split_weight_decay(model.named_parameters()), 1e-3, {0.9, 0.999}, 1e-8, 0.05);

@@ -5,6 +5,7 @@
 //   patchgrad eval --checkpoint PATH [--data DIR [--split NAME] | --file FILE.bin] [--tta NAME] [--batch N]
 //                  [--threads T] [--precision P]
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,16 +78,17 @@ int eval_command(const std::vector<std::string>& args) {
     use_threads(parse_threads(flags.value_or("--threads", "1")));
     // A run trained with --precision bf16 evaluated itself in bf16; this reproduces its figures.
     const MatmulPrecisionGuard precision(
-        parse_enum<MatmulPrecision>(flags.value_or("--precision", "fp32"), "--precision"));
+        parse_enum_flag<MatmulPrecision>("--precision", flags.value_or("--precision", "fp32")));
+    std::optional<TestTimeAugment> tta_flag;
+    if (flags.given("--tta")) tta_flag = parse_enum_flag<TestTimeAugment>("--tta", flags.values.at("--tta"));
 
     // load_checkpoint checks the file's tensors against its config, so the model built below
     // is no bigger than the file, whatever its metadata says.
     const Checkpoint checkpoint = load_checkpoint(flags.values.at("--checkpoint"));
     // The run's own test-time augmentation unless told otherwise.
-    const std::string tta_name =
-        flags.given("--tta") ? flags.values.at("--tta") : checkpoint_recipe_entry(checkpoint, "tta");
     const TestTimeAugment tta =
-        parse_enum<TestTimeAugment>(tta_name, flags.given("--tta") ? "--tta" : "checkpoint train.tta");
+        tta_flag ? *tta_flag
+                 : parse_enum<TestTimeAugment>(checkpoint_recipe_entry(checkpoint, "tta"), "checkpoint train.tta");
     std::cout << "checkpoint " << checkpoint.path << ": " << describe(checkpoint.config) << "; "
               << training_so_far(checkpoint.state) << "\n";
     std::cout << "precision: " << matmul_precision_description(matmul_precision()) << "\n";

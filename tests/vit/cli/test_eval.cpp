@@ -74,6 +74,9 @@ TEST_CASE("eval: the test set and the run's validation split, with the run's --t
             eval_command({"--checkpoint", last, "--precision", "fp16", "--data", run.data_dir()});
         },
         {"--precision", "fp16"});
+    // Usage errors (exit status 2), found before the checkpoint is read.
+    CHECK_THROWS_AS(eval_command({"--checkpoint", "no-such-file", "--tta", "crop"}), UsageError);
+    CHECK_THROWS_AS(eval_command({"--checkpoint", "no-such-file", "--precision", "fp16"}), UsageError);
     // This float64 build has no bf16 products: refused in words, not computed in float64.
     require_error(
         [&] {

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -24,6 +26,17 @@
 #endif
 
 namespace patchgrad {
+
+// PATCHGRAD_BF16 (gemm_bf16.h): which bf16 kernel may run, read once by bf16_choice().
+enum class Bf16Choice { best, amx, vdpbf16ps, bfdot, emulated };
+template <>
+struct EnumNames<Bf16Choice> {
+    static constexpr std::pair<Bf16Choice, const char*> table[] = {{Bf16Choice::best, "auto"},
+                                                                   {Bf16Choice::amx, "amx"},
+                                                                   {Bf16Choice::vdpbf16ps, "vdpbf16ps"},
+                                                                   {Bf16Choice::bfdot, "bfdot"},
+                                                                   {Bf16Choice::emulated, "emulated"}};
+};
 
 namespace {
 
@@ -77,34 +90,72 @@ Amx amx_state() {
 #endif
 }
 
-// What the description adds when the CPU has AMX but its kernel does not run.
-const char* amx_note(Amx amx) {
+// Why AMX's kernel does not run although the CPU has AMX, or "" (absent or usable).
+std::string amx_refusal(Amx amx) {
     switch (amx) {
         case Amx::refused:
-            return " (the CPU has AMX, but the operating system refused it)";
+            return "the CPU has AMX, but the operating system refused it";
         case Amx::failed_check:
-            return " (the CPU has AMX, but its kernel failed the check on first use)";
+            return "the CPU has AMX, but its kernel failed the check on first use";
         default:
             return "";
     }
 }
 
-// The native kernels for this CPU at the active instruction-set level, or null where the
-// product is emulated.
-const Bf16Kernels* native_kernels() {
+Bf16Choice bf16_choice() {
+    static const Bf16Choice choice = [] {
+        const char* text = std::getenv("PATCHGRAD_BF16");
+        if (!text || !*text) return Bf16Choice::best;
+        const std::optional<Bf16Choice> named = enum_from_name<Bf16Choice>(text);
+        if (!named)
+            throw std::invalid_argument(std::string("PATCHGRAD_BF16 '") + text + "' is not " +
+                                        enum_choices<Bf16Choice>() + " (the bf16 kernel to use)");
+        return *named;
+    }();
+    return choice;
+}
+
+// The native kernels `choice` allows on this CPU at the active instruction-set level (for
+// `best`, the fastest of them), or null.
+const Bf16Kernels* allowed_kernels(Bf16Choice choice) {
 #if defined(__x86_64__) && !defined(PATCHGRAD_DOUBLE)
     static const bool has = cpu_has_avx512_bf16();
     if (active_isa() != Isa::avx512) return nullptr;
 #ifdef PATCHGRAD_AMX
-    if (amx_state() == Amx::usable) return &gemm_bf16_kernels_amx;
+    if ((choice == Bf16Choice::best || choice == Bf16Choice::amx) && amx_state() == Amx::usable)
+        return &gemm_bf16_kernels_amx;
 #endif
-    return has ? &gemm_bf16_kernels_avx512 : nullptr;
+    return has && (choice == Bf16Choice::best || choice == Bf16Choice::vdpbf16ps) ? &gemm_bf16_kernels_avx512 : nullptr;
 #elif defined(PATCHGRAD_NEON_BF16) && !defined(PATCHGRAD_DOUBLE)
     static const bool has = cpu_has_arm_bf16();
-    return has ? &gemm_bf16_kernels_neon : nullptr;
+    return has && (choice == Bf16Choice::best || choice == Bf16Choice::bfdot) ? &gemm_bf16_kernels_neon : nullptr;
 #else
+    (void)choice;
     return nullptr;
 #endif
+}
+
+// The native kernels for this CPU at the active instruction-set level, or null where the
+// product is emulated. A kernel PATCHGRAD_BF16 names that cannot run here is an error, never
+// a quiet fallback: a measurement of it would measure something else.
+const Bf16Kernels* native_kernels() {
+    const Bf16Choice choice = bf16_choice();
+    if (choice == Bf16Choice::emulated) return nullptr;
+    const Bf16Kernels* kernels = allowed_kernels(choice);
+    if (!kernels && choice != Bf16Choice::best) {
+        std::string why = amx_refusal(amx_state());
+        if (cpu_has_avx512_bf16() && active_isa() != Isa::avx512 && choice != Bf16Choice::bfdot)
+            why = "PATCHGRAD_ISA is below avx512";
+        else if (choice == Bf16Choice::vdpbf16ps)
+            why = "this CPU has no AVX512_BF16";
+        else if (choice == Bf16Choice::bfdot)
+            why = "this CPU has no ARM BF16, or this build's compiler does not target it";
+        else if (why.empty())
+            why = "this CPU has no AMX-BF16, or this build's compiler does not know AMX";
+        throw std::invalid_argument("PATCHGRAD_BF16=" + enum_name(choice) + ": that kernel cannot run here (" + why +
+                                    ")");
+    }
+    return kernels;
 }
 
 }  // namespace
@@ -128,11 +179,16 @@ double gemm_bf16_sum_roundoff() {
 }
 
 std::string gemm_bf16_description() {
-    if (const Bf16Kernels* k = native_kernels())
+    if (const Bf16Kernels* k = native_kernels()) {
+        const std::string note =
+            bf16_choice() != Bf16Choice::best ? "PATCHGRAD_BF16=" + enum_name(bf16_choice()) : amx_refusal(amx_state());
         return std::string("bf16 ") + k->name + ", tile " + std::to_string(k->mr) + " x " + std::to_string(k->nr) +
-               amx_note(amx_state());
+               (note.empty() ? "" : " (" + note + ")");
+    }
     std::string why = "this CPU has no bf16 instructions";
-    if (cpu_has_avx512_bf16())
+    if (bf16_choice() == Bf16Choice::emulated)
+        why = "PATCHGRAD_BF16=emulated";
+    else if (cpu_has_avx512_bf16())
         why = "PATCHGRAD_ISA is below avx512";
     else if (cpu_has_arm_bf16())
         why = "this build's compiler does not target ARM's BF16";

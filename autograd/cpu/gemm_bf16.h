@@ -30,6 +30,12 @@
 // Its packing, K loop and edges are tested on every CPU through an emulation of the tile
 // instructions; on AMX hardware itself it has not run yet (README, Mixed precision).
 //
+// The environment variable PATCHGRAD_BF16 (auto, amx, vdpbf16ps, bfdot, emulated; read once)
+// names the kernel instead of the best one, as PATCHGRAD_ISA does for float32: an AMX machine
+// can then measure what a CPU with AVX512_BF16 alone gets (vdpbf16ps), or the emulation. A
+// kernel this CPU, its operating system or PATCHGRAD_ISA does not allow is an error naming
+// why, never a quiet fallback.
+//
 // Like float32 gemm, the result depends on M, N, K, the transposes and the kernel, never on
 // the thread count.
 #pragma once

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # tests/arm64.sh — patchgrad on ARM64 without an ARM64 machine: cross-compiles with Debian's
 # g++-aarch64-linux-gnu and runs the float32 tests (gemm at the NEON level, every op with a
-# per-level kernel, the golden ViT, bf16 products with and without ARM's BF16) and the float64
-# gemm, matmul and gradient-check tests of the ops under qemu-user-static. CI runs the float32
-# half; run the whole after touching the kernels (autograd/cpu/gemm_tile.h, cpu_isa.h,
-# fast_math.h, gemm_bf16_neon.cpp):
+# per-level kernel, the golden ViT, bf16 products with and without ARM's BF16, PATCHGRAD_BF16=bfdot
+# on both) and the float64 gemm, matmul and gradient-check tests of the ops under
+# qemu-user-static. CI runs the float32 half; run the whole after touching the kernels
+# (autograd/cpu/gemm_tile.h, cpu_isa.h, fast_math.h, gemm_bf16_neon.cpp):
 #
 #   bash tests/arm64.sh                        # build in build-arm64/, run the tests
 #   BUILD_DIR=/tmp/arm bash tests/arm64.sh
@@ -55,6 +55,11 @@ run "$build/tests/patchgrad_tests32"
 step "bf16 on a CPU without BF16 (qemu -cpu cortex-a72)"
 run -cpu cortex-a72 "$build/patchgrad" bench matmul 96 96 96 --repeats 1 | grep "^gemm_bf16: bf16 emulated"
 run -cpu cortex-a72 "$build/tests/patchgrad_tests32" "[bf16]"
+step "PATCHGRAD_BF16=bfdot: BFDOT where the CPU has it, refused in words where it has not"
+PATCHGRAD_BF16=bfdot run "$build/patchgrad" bench matmul 96 96 96 --repeats 1 |
+  grep "^gemm_bf16: bf16 neon_bf16 (bfdot), tile .* (PATCHGRAD_BF16=bfdot)$"
+refusal=$(PATCHGRAD_BF16=bfdot run -cpu cortex-a72 "$build/patchgrad" bench matmul 96 96 96 --repeats 1 2>&1 || true)
+grep "PATCHGRAD_BF16=bfdot: that kernel cannot run here (this CPU has no ARM BF16" <<<"$refusal"
 if ((float64)); then
   step "float64: gemm, matmul, the ops' gradient checks, threads"
   run "$build/tests/patchgrad_tests64" "[op:gemm],[op:matmul],[gradcheck],[parallel]"

@@ -22,7 +22,10 @@ round, so a slow spell of the machine hits them alike. The summary takes each co
 round and compares the better patchgrad with the better PyTorch.
 
 With --precision bf16, PyTorch runs its step under torch.autocast("cpu", dtype=torch.bfloat16)
-and patchgrad under `--precision bf16` (bf16 inputs to every matrix product, float32 sums).
+and patchgrad under `--precision bf16` (bf16 inputs to every matrix product, float32 sums);
+the summary repeats patchgrad's precision line, which names the bf16 kernel that ran, and
+PATCHGRAD_BF16 (autograd/cpu/gemm_bf16.h) passes through to choose it (on an AMX machine,
+PATCHGRAD_BF16=vdpbf16ps measures what a CPU with AVX512_BF16 alone gets).
 The summary names the kernel set OpenBLAS chose for this CPU (openblas_get_corename): an
 OpenBLAS older than the CPU falls back to old, slow kernels (0.3.21 runs "Prescott", SSE3, on
 an Intel Xeon of CPU family 6 model 207), and OPENBLAS_CORETYPE=SkylakeX (or Haswell) chooses
@@ -294,9 +297,10 @@ def run_patchgrad(args, threads):
         sys.exit("bench_torch.py: patchgrad runs patch/dim/depth/heads/MLP %s but this script's %s is %s; update "
                  "CONFIGS" % (sizes, args.config, expected))
     build, = find(r"^build: (.*)$")
+    precision, = find(r"^precision: (.*)$")  # in bf16, the kernel that ran (AMX, vdpbf16ps, ...)
     return dict(img_s=float(img_s), mean_ms=float(mean_ms), min_ms=float(min_ms), peak_mib=float(peak),
                 before_mib=float(before),
-                params=int(params), build=build)
+                params=int(params), build=build, precision=precision)
 
 
 def main():
@@ -356,6 +360,7 @@ def main():
     print("PyTorch %s (BLAS %s, kernels %s), %d parameters; patchgrad %s, %d parameters" % (
         best[names[0]]["torch"], best[names[0]]["blas"], best[names[0]]["blas_core"], best[names[0]]["params"],
         best[ours_best]["build"], best[ours_best]["params"]))
+    print("patchgrad precision: %s" % best[ours_best]["precision"])
     warning = blas_warning(best[names[0]]["blas"])
     if warning:
         print("WARNING: " + warning)

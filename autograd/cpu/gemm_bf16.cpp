@@ -5,7 +5,6 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
-#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -105,12 +104,7 @@ std::string amx_refusal(Amx amx) {
 Bf16Choice bf16_choice() {
     static const Bf16Choice choice = [] {
         const char* text = std::getenv("PATCHGRAD_BF16");
-        if (!text || !*text) return Bf16Choice::best;
-        const std::optional<Bf16Choice> named = enum_from_name<Bf16Choice>(text);
-        if (!named)
-            throw std::invalid_argument(std::string("PATCHGRAD_BF16 '") + text + "' is not " +
-                                        enum_choices<Bf16Choice>() + " (the bf16 kernel to use)");
-        return *named;
+        return text && *text ? parse_enum<Bf16Choice>(text, "PATCHGRAD_BF16") : Bf16Choice::best;
     }();
     return choice;
 }

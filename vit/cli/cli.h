@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <limits>
 #include <map>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -56,13 +55,15 @@ int64_t parse_count(const std::string& flag, const std::string& text);
 uint64_t parse_unsigned(const std::string& flag, const std::string& text);
 // "0.5" -> 0.5; anything but a finite number is a UsageError naming `flag`.
 double parse_number(const std::string& flag, const std::string& text);
-// "bf16" -> MatmulPrecision::bf16: parse_enum (autograd/enum_names.h) for a flag's value, whose
-// unknown name is a UsageError naming `flag` and the choices.
+// "bf16" -> MatmulPrecision::bf16: parse_enum (autograd/enum_names.h) for a flag's value, its
+// error (naming `flag`, the value and the choices) a UsageError.
 template <class E>
 E parse_enum_flag(const std::string& flag, const std::string& text) {
-    const std::optional<E> value = enum_from_name<E>(text);
-    if (!value) throw UsageError(flag + " '" + text + "' is not " + enum_choices<E>());
-    return *value;
+    try {
+        return parse_enum<E>(text, flag);
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
+    }
 }
 
 // ---- `patchgrad train`'s flags: the rows of the option table (vit/train/train_options.h) ----

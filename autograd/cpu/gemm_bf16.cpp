@@ -112,19 +112,20 @@ Bf16Choice bf16_choice() {
 // The native kernels `choice` allows on this CPU at the active instruction-set level (for
 // `best`, the fastest of them), or null.
 const Bf16Kernels* allowed_kernels(Bf16Choice choice) {
+    // Whether `choice` lets `kernel` run: it names that kernel, or asks for the best.
+    const auto allows = [choice](Bf16Choice kernel) { return choice == Bf16Choice::best || choice == kernel; };
 #if defined(__x86_64__) && !defined(PATCHGRAD_DOUBLE)
     static const bool has = cpu_has_avx512_bf16();
     if (active_isa() != Isa::avx512) return nullptr;
 #ifdef PATCHGRAD_AMX
-    if ((choice == Bf16Choice::best || choice == Bf16Choice::amx) && amx_state() == Amx::usable)
-        return &gemm_bf16_kernels_amx;
+    if (allows(Bf16Choice::amx) && amx_state() == Amx::usable) return &gemm_bf16_kernels_amx;
 #endif
-    return has && (choice == Bf16Choice::best || choice == Bf16Choice::vdpbf16ps) ? &gemm_bf16_kernels_avx512 : nullptr;
+    return has && allows(Bf16Choice::vdpbf16ps) ? &gemm_bf16_kernels_avx512 : nullptr;
 #elif defined(PATCHGRAD_NEON_BF16) && !defined(PATCHGRAD_DOUBLE)
     static const bool has = cpu_has_arm_bf16();
-    return has && (choice == Bf16Choice::best || choice == Bf16Choice::bfdot) ? &gemm_bf16_kernels_neon : nullptr;
+    return has && allows(Bf16Choice::bfdot) ? &gemm_bf16_kernels_neon : nullptr;
 #else
-    (void)choice;
+    (void)allows;
     return nullptr;
 #endif
 }

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# measure_machine.sh — every speed figure the README's Speed section keeps per machine, taken in
+# one go on the machine at hand: its identity, patchgrad against PyTorch on cifar-tiny and
+# cifar-micro (the default build, the native build if given, and forced AVX2 on an AVX-512
+# CPU), gemm against OpenBLAS on one thread, a step's share of the gemm rate, and, where the CPU
+# has bf16 instructions, bf16 against PyTorch's autocast and against patchgrad's own float32.
+#
+#   bash vit/scripts/measure_machine.sh [--patchgrad build/patchgrad] [--native PATH] [--rounds 2]
+#
+# Run it on an otherwise idle machine (a build or a training run beside it halves what it
+# measures), with PyTorch and OpenBLAS installed as the README's Speed section says; it runs
+# in the repository root, so relative paths are taken from there. Everything it prints also goes to a log whose path it prints last; the
+# summary at the end repeats each ratio under the command that produced it. It took 4 min 41 s
+# on a 2-vCPU AMD EPYC Zen 3 with --native (2026-11-29; bf16 instructions add three runs).
+#
+# Why the environment variables: OpenBLAS 0.3.21 (Debian 12's) does not know CPUs newer than
+# it and falls back to "Prescott", SSE3 kernels that would flatter patchgrad by 2-3x. So when
+# it picks Prescott on a CPU with AVX-512 or AVX2, this script sets OPENBLAS_CORETYPE=SkylakeX
+# or Haswell for every PyTorch run and says so. PATCHGRAD_ISA=avx2 with OPENBLAS_CORETYPE=Haswell
+# is the AVX2 laptop on an AVX-512 machine (issue 19); PATCHGRAD_BF16=vdpbf16ps is a CPU with
+# AVX512_BF16 but no AMX (issue 23).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+binary=build/patchgrad
+native=""
+rounds=2
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --patchgrad) binary=${2:?--patchgrad needs a path}; shift 2 ;;
+        --native) native=${2:?--native needs a path}; shift 2 ;;
+        --rounds) rounds=${2:?--rounds needs a number}; shift 2 ;;
+        -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) echo "measure_machine.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
+done
+case "$rounds" in '' | *[!0-9]* | 0) echo "measure_machine.sh: --rounds must be a positive number, got '$rounds'" >&2; exit 2 ;; esac
+python=/usr/bin/python3  # Debian's python3-torch is installed for the system Python
+for b in "$binary" $native; do
+    [ -x "$b" ] || { echo "measure_machine.sh: no patchgrad binary at $b (build it: cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && make -C build -j2 patchgrad)" >&2; exit 2; }
+done
+"$python" -c "import torch" 2>/dev/null || {
+    echo "measure_machine.sh: $python cannot import torch (apt-get install --no-install-recommends python3-torch libopenblas0-pthread)" >&2
+    exit 2
+}
+
+log=${TMPDIR:-/tmp}/patchgrad-speed-$(date -u +%Y%m%dT%H%M%SZ).log
+exec > >(tee "$log") 2>&1
+summary=()
+section() { echo; echo "== $*"; }
+# run LABEL COMMAND...: prints and runs the command, then keeps its ratio lines for the summary.
+run() {
+    local label=$1 output
+    shift
+    echo "\$ $*"
+    output=$("$@" 2>&1) || { echo "$output"; echo "measure_machine.sh: that command failed" >&2; exit 1; }
+    echo "$output"
+    summary+=("$label: $*" "$(grep -E '^(ratio|M=|img/s|sgemm rate|paired|threads:|patchgrad precision)' <<<"$output" | sed 's/^/    /' || true)")
+}
+
+flags=" $(lscpu | sed -n 's/^Flags: *//p') "
+has() { [[ "$flags" == *" $1 "* ]]; }
+
+section "machine"
+date -u
+lscpu | grep -E '^(Architecture|CPU\(s\)|Model name|CPU family|Model|Thread\(s\) per core|Core\(s\) per socket|L2 cache|L3 cache):' || true
+echo "vector and matrix flags:$(for f in sse2 avx2 fma avx512f avx512bw avx512vl avx512_bf16 amx_tile amx_bf16 asimd bf16; do has $f && printf ' %s' $f; done)"
+echo "compiler: $(c++ --version | head -1)"
+echo "commit: $(git describe --always --dirty 2>/dev/null || echo unknown)"
+"$binary" --version
+"$python" -c "import torch; print('PyTorch', torch.__version__)"
+
+blas_core=$("$python" -c "
+import sys; sys.path.insert(0, 'vit/scripts')
+import torch, bench_torch
+print(bench_torch.blas_core(bench_torch.blas_library()))")
+echo "OpenBLAS kernels PyTorch gets on its own: $blas_core"
+if [ "$blas_core" = Prescott ] && [ -z "${OPENBLAS_CORETYPE:-}" ]; then
+    if has avx512f; then export OPENBLAS_CORETYPE=SkylakeX; elif has avx2; then export OPENBLAS_CORETYPE=Haswell; fi
+    [ -n "${OPENBLAS_CORETYPE:-}" ] && echo "OpenBLAS does not know this CPU: OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE for every PyTorch run below"
+fi
+
+bench_torch=("$python" vit/scripts/bench_torch.py --steps 8 --warmup 2 --rounds "$rounds")
+for b in "$binary" $native; do
+    for config in cifar-tiny cifar-micro; do
+        section "float32 step, $config, $b"
+        run "float32 $config" "${bench_torch[@]}" --patchgrad "$b" --config "$config"
+    done
+done
+if has avx512f; then
+    for config in cifar-tiny cifar-micro; do
+        section "the AVX2 laptop: PATCHGRAD_ISA=avx2 against OpenBLAS's Haswell kernels, $config"
+        run "forced AVX2 $config" env PATCHGRAD_ISA=avx2 OPENBLAS_CORETYPE=Haswell \
+            "${bench_torch[@]}" --patchgrad "$binary" --config "$config"
+    done
+fi
+
+section "gemm on one thread against OpenBLAS"
+run "gemm / OpenBLAS" env OPENBLAS_NUM_THREADS=1 "$python" vit/scripts/bench_torch.py --matmul --rounds "$rounds" --patchgrad "$binary"
+section "one core's multiply-add ceiling and bf16 products"
+"$binary" bench matmul --repeats 5
+section "a step's share of this machine's gemm rate (threads chosen by --threads auto)"
+for i in 1 2 3; do
+    run "step / gemm, run $i" "$binary" bench --config cifar-tiny --steps 8 --warmup 2
+done
+
+if has avx512_bf16 || has amx_bf16 || { [ "$(uname -m)" = aarch64 ] && has bf16; }; then
+    for config in cifar-tiny cifar-micro; do
+        section "bf16, $config: patchgrad --precision bf16 against PyTorch's autocast and patchgrad's float32"
+        run "bf16 $config" "${bench_torch[@]}" --patchgrad "$binary" --config "$config" --precision bf16
+    done
+    if has amx_bf16; then
+        section "bf16 without AMX (PATCHGRAD_BF16=vdpbf16ps): what a CPU with AVX512_BF16 alone gets"
+        run "bf16 vdpbf16ps cifar-tiny" env PATCHGRAD_BF16=vdpbf16ps \
+            "${bench_torch[@]}" --patchgrad "$binary" --config cifar-tiny --precision bf16
+    fi
+else
+    section "bf16: skipped, this CPU has no bf16 instructions (patchgrad would emulate them, not faster)"
+fi
+
+section "summary (each ratio under the command that produced it)"
+printf '%s\n' "${summary[@]}"
+echo
+echo "log: $log"

@@ -168,6 +168,8 @@ void set_matmul_precision(MatmulPrecision precision) {
 
 bool bf16_native() { return native_kernels() != nullptr; }
 
+void check_bf16_setting() { bf16_choice(); }
+
 double gemm_bf16_sum_roundoff() {
     const Bf16Kernels* kernels = native_kernels();
     return kernels ? kernels->sum_roundoff : std::ldexp(1.0, -24);

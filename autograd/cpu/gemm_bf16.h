@@ -79,6 +79,11 @@ private:
 // Whether this CPU, at the active instruction-set level (cpu_isa.h), has a native bf16 kernel.
 bool bf16_native();
 
+// Reads PATCHGRAD_BF16 if it has not been read, and throws std::invalid_argument if it names
+// no kernel. The patchgrad program calls it before every command, so a misspelt value is an
+// error in a float32 run too, not only once a bf16 product reads it.
+void check_bf16_setting();
+
 // The relative error bound of one addition in the sums of gemm_bf16 now: 2^-24 (float32's unit
 // roundoff, round to nearest) for the emulation and x86's vdpbf16ps, 2^-23 for ARM's BFDOT,
 // which rounds to odd. A sum of K products of bf16 values is then within

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "autograd/cpu/cpu_isa.h"
+#include "autograd/cpu/gemm_bf16.h"
 #include "autograd/storage.h"
 #include "autograd/version.h"
 #include "vit/cli/cli.h"
@@ -63,6 +65,10 @@ int main(int argc, char** argv) {
     for (const Command& c : commands) {
         if (args[0] != c.name) continue;
         try {
+            // The variables that choose kernels are read before any command runs, so that a
+            // misspelt value is an error whatever the command, not only where it would be used.
+            patchgrad::active_isa();
+            patchgrad::check_bf16_setting();
             return c.run(std::vector<std::string>(args.begin() + 1, args.end()));
         } catch (const patchgrad::cli::UsageError& e) {
             std::cerr << "patchgrad " << c.name << ": " << e.what() << " (see 'patchgrad " << c.name << " --help')\n";

@@ -1,4 +1,5 @@
 # tests/install_deps.sh — sourced by tests/run.sh and vit/scripts/train.sh.
+# shellcheck shell=bash
 #
 #   install_missing WHO TOOL...   installs each missing TOOL (a command name, or "catch2")
 #                                 with apt-get, or tells the user what to install and exits.

@@ -1,4 +1,6 @@
 # tree_files.sh — sourced by handout.sh and grade_handins.sh (which set $root).
+# shellcheck shell=bash disable=SC2154
+# (SC2154, a variable used but never set: $root, which the sourcing script sets.)
 # This checkout's files as a tar stream: git's tracked files, or in a tree that is not a git
 # checkout (an unpacked archive) every file outside build folders and student/.
 tracked_files_tar() {

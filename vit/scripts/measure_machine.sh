@@ -48,14 +48,15 @@ log=${TMPDIR:-/tmp}/patchgrad-speed-$(date -u +%Y%m%dT%H%M%SZ).log
 exec > >(tee "$log") 2>&1
 summary=()
 section() { echo; echo "== $*"; }
-# run LABEL COMMAND...: prints and runs the command, then keeps its ratio lines for the summary.
+# run LABEL COMMAND...: prints and runs the command, then keeps its ratio lines (and
+# bench_torch.py's best round of each contender, with its img/s and memory) for the summary.
 run() {
     local label=$1 output
     shift
     echo "\$ $*"
     output=$("$@" 2>&1) || { echo "$output"; echo "measure_machine.sh: that command failed" >&2; exit 1; }
     echo "$output"
-    summary+=("$label: $*" "$(grep -E '^(ratio|M=|img/s|sgemm rate|paired|threads:|patchgrad precision)' <<<"$output" | sed 's/^/    /' || true)")
+    summary+=("$label: $*" "$(grep -E '^(ratio|M=|img/s|sgemm rate|paired|threads:|patchgrad precision|  (PyTorch|patchgrad) )' <<<"$output" | sed 's/^/    /' || true)")
 }
 
 flags=" $(lscpu | sed -n 's/^Flags: *//p') "

@@ -9,6 +9,7 @@
 #   bash tests/arm64.sh                        # build in build-arm64/, run the tests
 #   BUILD_DIR=/tmp/arm bash tests/arm64.sh
 #   bash tests/arm64.sh --float32              # the float32 build and tests only (what CI runs)
+#   CXX=clang++ bash tests/arm64.sh            # built by clang (Apple's compiler is one), not GCC
 #
 # The float64 half costs the most: in a CI run of 515 s its emulated run took 155 s, and its
 # build a share of the 332 s that building took; CI's 30 minutes do not hold it.
@@ -23,7 +24,9 @@ case "${1:-}" in
 esac
 
 need=()
+# (clang too needs the GCC cross compiler's ARM64 libraries and headers.)
 command -v aarch64-linux-gnu-g++ >/dev/null || need+=(g++-aarch64-linux-gnu)
+[[ "${CXX:-}" != *clang* ]] || command -v "$CXX" >/dev/null || need+=(clang)
 command -v qemu-aarch64-static >/dev/null || need+=(qemu-user-static)
 command -v cmake >/dev/null || need+=(cmake)
 [ -e /usr/include/catch2/catch.hpp ] || [ -e /usr/include/catch2/catch_all.hpp ] || need+=(catch2)
@@ -35,7 +38,9 @@ if ((${#need[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends "${need[@]}"
 fi
 
-build=${BUILD_DIR:-build-arm64}
+default_build="build-arm64"
+[[ "${CXX:-}" != *clang* ]] || default_build="build-arm64-clang"
+build=${BUILD_DIR:-$default_build}
 cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE="$PWD/tests/aarch64-linux-gnu.cmake" -DCMAKE_BUILD_TYPE=Release \
   -DPATCHGRAD_BUILD_TUTORIALS=OFF -DPATCHGRAD_WERROR=ON
 targets=(patchgrad_tests32 patchgrad)

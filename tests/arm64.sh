@@ -23,10 +23,14 @@ case "${1:-}" in
   *) echo "tests/arm64.sh: unknown argument '$1' (the only one is --float32)" >&2; exit 2 ;;
 esac
 
+# The toolchain file makes the same choice from CXX.
+compiler=gcc
+[[ "${CXX:-}" != *clang* ]] || compiler=clang
+
 need=()
 # (clang too needs the GCC cross compiler's ARM64 libraries and headers.)
 command -v aarch64-linux-gnu-g++ >/dev/null || need+=(g++-aarch64-linux-gnu)
-[[ "${CXX:-}" != *clang* ]] || command -v "$CXX" >/dev/null || need+=(clang)
+[ "$compiler" = gcc ] || command -v "$CXX" >/dev/null || need+=(clang)
 command -v qemu-aarch64-static >/dev/null || need+=(qemu-user-static)
 command -v cmake >/dev/null || need+=(cmake)
 [ -e /usr/include/catch2/catch.hpp ] || [ -e /usr/include/catch2/catch_all.hpp ] || need+=(catch2)
@@ -39,7 +43,7 @@ if ((${#need[@]})); then
 fi
 
 default_build="build-arm64"
-[[ "${CXX:-}" != *clang* ]] || default_build="build-arm64-clang"
+[ "$compiler" = gcc ] || default_build="build-arm64-clang"
 build=${BUILD_DIR:-$default_build}
 cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE="$PWD/tests/aarch64-linux-gnu.cmake" -DCMAKE_BUILD_TYPE=Release \
   -DPATCHGRAD_BUILD_TUTORIALS=OFF -DPATCHGRAD_WERROR=ON

@@ -9,9 +9,10 @@
 #
 # Run it on an otherwise idle machine (a build or a training run beside it halves what it
 # measures), with PyTorch and OpenBLAS installed as the README's Speed section says; it runs
-# in the repository root, so relative paths are taken from there. Everything it prints also goes to a log whose path it prints last; the
-# summary at the end repeats each ratio under the command that produced it. It took 4 min 41 s
-# on a 2-vCPU AMD EPYC Zen 3 with --native (2026-11-29; bf16 instructions add three runs).
+# in the repository root, so relative paths are taken from there. Everything it prints also
+# goes to a log whose path it prints last; the summary at the end repeats each ratio under the
+# command that produced it. It took 4 min 41 s on a 2-vCPU AMD EPYC Zen 3 with --native
+# (2026-11-29; bf16 instructions add three runs).
 #
 # Why the environment variables: OpenBLAS 0.3.21 (Debian 12's) does not know CPUs newer than
 # it and falls back to "Prescott", SSE3 kernels that would flatter patchgrad by 2-3x. So when

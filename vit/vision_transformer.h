@@ -163,7 +163,7 @@ public:
 class VisionTransformer : public Module {
 public:
     // Validates `config`, refuses a model whose weights alone exceed the machine's memory
-    // (check_memory), and initialises every weight from `seed` (timm's scheme: Linear and
+    // (check_memory), and initialises every weight from `seed` (timm's 2020 scheme: Linear and
     // cls_token/pos_embed trunc_normal std 0.02, biases 0, LayerNorm 1 and 0). Dropout masks
     // come from a generator of the model's own, also seeded from `seed`.
     VisionTransformer(const ViTConfig& config, uint64_t seed);

@@ -120,7 +120,7 @@ TEST_CASE("ViTBlock: errors name the sizes", "[vit][layer:ViTBlock][errors]") {
 }
 
 TEST_CASE("ViTBlock: drop path drops whole residual branches per sample while training, never in eval",
-          "[vit][ViTBlock][drop_path][ex:vit-block-forward]") {
+          "[vit][layer:ViTBlock][drop_path][ex:vit-block-forward]") {
     Rng rng(21);
     auto dropout_rng = std::make_shared<Rng>(22);
     BlockConfig dropping = small_block();

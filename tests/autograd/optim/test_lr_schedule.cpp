@@ -7,7 +7,7 @@
 namespace patchgrad {
 using namespace patchgrad::test;
 
-TEST_CASE("lr_schedule: linear warmup, then cosine down to min_lr at the last step",
+TEST_CASE("lr_schedule: linear warmup, then cosine down to min_lr at step total, one past the last",
           "[lr_schedule][ex:cosine-schedule]") {
     LRSchedule s;
     s.kind = ScheduleKind::Cosine;

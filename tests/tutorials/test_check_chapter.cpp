@@ -402,4 +402,48 @@ TEST_CASE("tutorials: --fix-snippets rewrites snippet blocks from their regions,
     CHECK(with_snippets_replaced(markdown, fences, {}) == markdown);
 }
 
+TEST_CASE("tutorials: test names are read from TEST_CASE and add_test, literals joined", "[tutorials][checker]") {
+    const std::string source =
+        "TEST_CASE(\"op: one\", \"[op]\") {}\n"
+        "TEST_CASE(\"op: a name \"\n"
+        "          \"in two \\\"parts\\\"\", \"[op]\") {}\n"
+        "TEMPLATE_TEST_CASE(\"not: this one\", \"[t]\", float) {}\n"
+        "TEST_CASE(name_in_a_variable) {}\n"
+        "add_test(NAME \"tutorial: ${folder}\" COMMAND check)\n";
+    CHECK(test_names_in_source(source) ==
+          std::vector<std::string>{"op: one", "op: a name in two \"parts\"", "tutorial: ${folder}"});
+}
+
+TEST_CASE("tutorials: a quoted test name must start a real one, else the nearest is named", "[tutorials][checker]") {
+    const std::vector<std::string> names{"vit_config: ViT-Huge has MLP 5120 (Table 1), not 4096",
+                                         "op: gradcheck along each axis", "tutorial: ${folder}"};
+    auto problems_in = [&](const std::string& markdown) {
+        std::vector<Problem> problems;
+        check_quoted_test_names(markdown, names, "ch.md", problems);
+        return problems;
+    };
+    // Whole names, starts of names, an ellipsis, quotes, a line break inside a blockquote, a
+    // CMake name's variable part: all fine. So is code that only looks alike (`op:x`, no space).
+    CHECK(problems_in("The test `vit_config: ViT-Huge has MLP 5120 (Table 1), not 4096` checks it.\n").empty());
+    CHECK(problems_in("See `op: gradcheck ...` and `\"op: gradcheck along\"`.\n").empty());
+    CHECK(problems_in("> The test `vit_config: ViT-Huge has MLP\n> 5120 (Table 1),` and `tutorial: 05_patches`.\n")
+              .empty());
+    CHECK(problems_in("Call `op:x` or `other: anything`.\n```sh\necho `op: not in prose`\n```\n").empty());
+
+    // A ';' where the test has ',' (a test name cannot hold ';'): found, on its line, with
+    // the nearest name.
+    const std::vector<Problem> semicolon =
+        problems_in("Intro.\n\nThe test `vit_config: ViT-Huge has MLP 5120 (Table 1);\nnot 4096` fails.\n");
+    REQUIRE(semicolon.size() == 1);
+    CHECK(semicolon[0].line == 3);
+    CHECK(semicolon[0].marker == "`vit_config: ViT-Huge has MLP 5120 (Table 1); not 4096`");
+    CHECK(semicolon[0].message.find("the nearest is \"vit_config: ViT-Huge has MLP 5120 (Table 1), not 4096\"") !=
+          std::string::npos);
+    CHECK(problems_in("`op: gradcheck along every axis`\n").size() == 1);
+    // A span cut by a blank line is no span; a fence inside a blockquote is code, so its
+    // backticks pair with nothing.
+    CHECK(problems_in("`op: wrong\n\nstill` text\n").empty());
+    CHECK(problems_in("> ```python\n> x = 1\n> ```\n> The test `op: gradcheck along; each axis`.\n").size() == 1);
+}
+
 }  // namespace patchgrad::tutorials

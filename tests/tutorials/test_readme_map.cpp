@@ -1,14 +1,19 @@
 // The README's map ("What is where") against the tree: every folder of the four libraries
 // (autograd/, layers/, vit/, datasets/ and the job folders inside them) is named in the first
 // column of the map, and every folder the map names exists. A folder added or moved without
-// the map is a failure here, not a surprise for the next reader.
+// the map is a failure here, not a surprise for the next reader. And the test names that the
+// Markdown files outside the chapters quote are real (the chapters' own check does theirs).
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "catch.h"
+#include "tutorials/tools/chapter_check.h"
+#include "tutorials/tools/tool_io.h"
 
 namespace {
 
@@ -55,5 +60,21 @@ TEST_CASE("README: the map names every folder of the libraries, and only folders
     for (const std::string& folder : map) {
         INFO("README.md's map names " << folder << "/, which does not exist");
         CHECK(fs::is_directory(kRoot / folder));
+    }
+}
+
+TEST_CASE("README: the test names that README.md, tutorials/README.md and the measurement log quote exist",
+          "[readme]") {
+    using namespace patchgrad::tutorials;
+    std::vector<std::string> names;
+    for (const fs::path& file : test_name_files(kRoot))
+        for (std::string& name : test_names_in_source(read_file(file).value_or(""))) names.push_back(std::move(name));
+    REQUIRE(names.size() > 500);
+    for (const char* markdown : {"README.md", "tutorials/README.md", "tutorials/12_speed/measurements.md"}) {
+        const std::optional<std::string> text = read_file(kRoot / markdown);
+        REQUIRE(text);
+        std::vector<Problem> problems;
+        check_quoted_test_names(*text, names, markdown, problems);
+        for (const Problem& p : problems) FAIL_CHECK(p.str());
     }
 }

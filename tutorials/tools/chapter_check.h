@@ -683,13 +683,15 @@ inline std::vector<BlockMatch> check_output_blocks(const std::vector<Fence>& fen
     return found;
 }
 
-// The lines of `markdown` outside fenced blocks, with their 1-based numbers.
+// The lines of `markdown` outside fenced blocks, with their 1-based numbers. A fence may stand
+// in a blockquote ("> ```python").
 inline std::vector<std::pair<int, std::string>> prose_lines(const std::string& markdown) {
     std::vector<std::pair<int, std::string>> prose;
     const std::vector<std::string> lines = split_lines(markdown);
     bool in_fence = false;
     for (size_t i = 0; i < lines.size(); ++i) {
-        if (trim(lines[i]).rfind("```", 0) == 0) {
+        const size_t text = lines[i].find_first_not_of(" >");
+        if (text != std::string::npos && lines[i].compare(text, 3, "```") == 0) {
             in_fence = !in_fence;
             continue;
         }
@@ -1117,6 +1119,133 @@ inline std::optional<std::vector<int>> chapters_said_to_have_exercises(const std
         }
     }
     return chapters;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Test names quoted in the text. A reader pastes `ViTBlock: errors name the sizes` into the
+// test binary as a filter, so a quoted name that has drifted from its TEST_CASE (a ';' that a
+// test name cannot hold, a renamed test) finds nothing, silently.
+
+// The names of the tests in a C++ test source (TEST_CASE's first argument, adjacent string
+// literals joined) or a CMake file (add_test(NAME "...")). A CMake name keeps its "${var}".
+inline std::vector<std::string> test_names_in_source(const std::string& source) {
+    std::vector<std::string> names;
+    auto skip_space = [&](size_t i) {
+        while (i < source.size() && std::isspace(static_cast<unsigned char>(source[i]))) ++i;
+        return i;
+    };
+    for (const std::string opener : {"TEST_CASE(", "add_test(NAME "}) {
+        for (size_t p = source.find(opener); p != std::string::npos; p = source.find(opener, p + 1)) {
+            if (p > 0 && is_word_char(source[p - 1])) continue;  // TEMPLATE_TEST_CASE( and the like
+            std::string name;
+            size_t i = skip_space(p + opener.size());
+            bool literal = false;
+            while (i < source.size() && source[i] == '"') {
+                literal = true;
+                for (++i; i < source.size() && source[i] != '"'; ++i) {
+                    if (source[i] == '\\' && i + 1 < source.size()) ++i;
+                    name += source[i];
+                }
+                i = skip_space(i + 1);
+            }
+            if (literal) names.push_back(name);
+        }
+    }
+    return names;
+}
+
+// Does `quoted` (a name as the text gives it, perhaps cut short) start a known test name? A
+// CMake name with "${...}" stands for any text from there on.
+inline bool starts_a_test_name(const std::string& quoted, const std::vector<std::string>& names) {
+    return std::any_of(names.begin(), names.end(), [&](const std::string& name) {
+        const size_t var = name.find("${");
+        if (var == std::string::npos) return name.compare(0, quoted.size(), quoted) == 0;
+        return quoted.compare(0, var, name, 0, var) == 0;
+    });
+}
+
+// Rule (k): inline code outside fenced blocks that begins like a test's name ("PREFIX: ", the
+// PREFIX of some name in `names`) is a test name, or its start; a trailing "..." or "…" and
+// surrounding double quotes are not part of it, and line breaks (and a blockquote's '>') are
+// spaces. The problem names the known test that shares the longest start with it.
+inline void check_quoted_test_names(const std::string& markdown, const std::vector<std::string>& names,
+                                    const std::string& path, std::vector<Problem>& problems) {
+    std::vector<std::string> prefixes;
+    for (const std::string& name : names) {
+        const size_t colon = name.find(": ");
+        if (colon != std::string::npos && colon > 0) prefixes.push_back(name.substr(0, colon + 2));
+    }
+    const JoinedLines prose = join_lines(prose_lines(markdown));
+    const std::string& text = prose.text;
+    for (size_t open = text.find('`'); open != std::string::npos;) {
+        if (text.compare(open, 2, "``") == 0) {  // a ``...`` span: not a test name, skip it whole
+            const size_t close = text.find("``", open + 2);
+            open = close == std::string::npos ? close : text.find('`', close + 2);
+            continue;
+        }
+        const size_t close = text.find('`', open + 1);
+        if (close == std::string::npos) break;
+        std::string span;  // whitespace runs, line breaks and a blockquote's '>' become one space
+        for (size_t i = open + 1; i < close; ++i) {
+            const char c = text[i];
+            if (c == '\n') {
+                while (i + 1 < close && (text[i + 1] == ' ' || text[i + 1] == '>')) ++i;
+                span += ' ';
+            } else if (c == ' ' && !span.empty() && span.back() == ' ') {
+                continue;
+            } else {
+                span += c;
+            }
+        }
+        const int line = prose.line_of[open];
+        // An unmatched '`' is plain text to Markdown: a blank line before the next one makes
+        // that one an opener instead.
+        const bool paragraph_break = text.find("\n\n", open) < close;
+        open = paragraph_break ? close : text.find('`', close + 1);
+        if (paragraph_break) continue;
+        std::string quoted = trim(span);
+        if (quoted.size() >= 2 && quoted.front() == '"' && quoted.back() == '"')
+            quoted = quoted.substr(1, quoted.size() - 2);
+        for (const std::string ellipsis : {"...", "\xe2\x80\xa6"})
+            if (quoted.size() >= ellipsis.size() &&
+                quoted.compare(quoted.size() - ellipsis.size(), ellipsis.size(), ellipsis) == 0)
+                quoted = rtrim(quoted.substr(0, quoted.size() - ellipsis.size()));
+        while (!quoted.empty() && quoted.back() == ',') quoted.pop_back();
+        const bool looks_like_one = std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& prefix) {
+            return quoted.size() > prefix.size() && quoted.compare(0, prefix.size(), prefix) == 0;
+        });
+        if (!looks_like_one || starts_a_test_name(quoted, names)) continue;
+        size_t best_shared = 0;
+        std::string nearest;
+        for (const std::string& name : names) {
+            size_t k = 0;
+            while (k < name.size() && k < quoted.size() && name[k] == quoted[k]) ++k;
+            if (k > best_shared) {
+                best_shared = k;
+                nearest = name;
+            }
+        }
+        problems.push_back({path, line, "`" + quoted + "`",
+                            "no test is named so, or starts so (tests cannot hold ';'); the nearest is \"" + nearest +
+                                "\", differing after \"" + quoted.substr(0, best_shared) + "\""});
+    }
+}
+
+// The files that name tests: every .cpp under tests/, and the CMake files of the root,
+// tests/ and tutorials/ (CTest names).
+inline std::vector<std::filesystem::path> test_name_files(const std::filesystem::path& root) {
+    namespace fs = std::filesystem;
+    std::vector<fs::path> files{root / "CMakeLists.txt"};
+    std::error_code ec;
+    for (const char* folder : {"tests", "tutorials"})
+        for (const auto& e : fs::recursive_directory_iterator(root / folder, ec)) {
+            const fs::path& f = e.path();
+            if ((std::string(folder) == "tests" && f.extension() == ".cpp") || f.filename() == "CMakeLists.txt" ||
+                f.extension() == ".cmake")
+                files.push_back(f);
+        }
+    std::sort(files.begin(), files.end());
+    return files;
 }
 
 }  // namespace patchgrad::tutorials

@@ -7,8 +7,9 @@
 // code elided); no block shows three lines of any exercise's reference code; the markers in
 // the files it reads are balanced; relative links and pictures exist; the exercises the text
 // names exist, and each exercise item names the student's copy and the function, not the
-// answer's file; tutorials/README.md lists the chapter among those with exercises exactly
-// when it has some; every "section N" exists; and, when a program is given, runs it once as
+// answer's file; every test name quoted in inline code is (the start of) a real one;
+// tutorials/README.md lists the chapter among those with exercises exactly when it has some;
+// every "section N" exists; and, when a program is given, runs it once as
 // `EXE --out DIR` (stdout to DIR/stdout.txt, stderr to DIR/stderr.txt), requires exit code 0,
 // finds every output block in its stdout, in order, each in the section whose number the
 // program's heading above it carries. Prints one line per problem ("file:line: marker: what
@@ -177,6 +178,13 @@ int main(int argc, char** argv) {
     // the function, and does not link to the answer.
     check_exercise_mentions(*markdown, infos, readme_rel, problems);
     check_exercise_items(*markdown, "tutorials/" + chapter, infos, readme_rel, problems);
+
+    // (k) quoted test names are real ones.
+    std::vector<std::string> test_names;
+    for (const fs::path& file : test_name_files(root))
+        for (std::string& name : test_names_in_source(read_file(file).value_or("")))
+            test_names.push_back(std::move(name));
+    check_quoted_test_names(*markdown, test_names, readme_rel, problems);
 
     // tutorials/README.md's list of the chapters with exercises includes this one exactly when
     // it names the tag of an exercise (the tag selects the exercise with the chapter's number).

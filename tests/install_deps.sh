@@ -1,8 +1,9 @@
 # tests/install_deps.sh — sourced by tests/run.sh and vit/scripts/train.sh.
 # shellcheck shell=bash
 #
-#   install_missing WHO TOOL...   installs each missing TOOL (a command name, or "catch2")
-#                                 with apt-get, or tells the user what to install and exits.
+#   install_missing WHO TOOL...   installs each missing TOOL (a command name, "catch2", or
+#                                 "ca-certificates") with apt-get, or tells the user what to
+#                                 install and exits.
 install_missing() {
   local who=$1
   shift
@@ -12,6 +13,12 @@ install_missing() {
       ls /usr/include/catch2/catch.hpp /usr/include/catch2/catch_all.hpp \
         /usr/local/include/catch2/catch_all.hpp /opt/homebrew/include/catch2/catch_all.hpp >/dev/null 2>&1 ||
         missing+=(catch2)
+    elif [ "$tool" = ca-certificates ]; then
+      # curl's https needs them. Debian's curl only recommends them, so --no-install-recommends
+      # leaves them out on a minimal system; elsewhere (macOS) the system keeps its own.
+      if command -v apt-get >/dev/null && [ ! -e /etc/ssl/certs/ca-certificates.crt ]; then
+        missing+=(ca-certificates)
+      fi
     else
       command -v "$tool" >/dev/null || missing+=("$tool")
     fi

@@ -4,7 +4,8 @@
 #   bash tests/run.sh                          # Release build in build/, all tests
 #   BUILD_DIR=build-asan bash tests/run.sh -DPATCHGRAD_SANITIZE=ON   # extra CMake flags pass through
 #
-# Prints ctest's summary line ("100% tests passed, 0 tests failed out of N") last.
+# Ends with ctest's summary ("100% tests passed, 0 tests failed out of N", the total time, and
+# the tests skipped because this CPU lacks their instruction set, listed as "did not run").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 source tests/install_deps.sh
-install_missing vit/scripts/train.sh cmake g++ make curl
+install_missing vit/scripts/train.sh cmake g++ make curl ca-certificates
 
 build=${BUILD_DIR:-build-native}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DPATCHGRAD_NATIVE=ON -DPATCHGRAD_BUILD_TESTS=OFF >/dev/null

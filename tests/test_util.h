@@ -1,8 +1,11 @@
 // test_util.h — shared helpers for patchgrad's tests.
 #pragma once
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -135,6 +138,31 @@ struct TempDir {
     TempDir(const TempDir&) = delete;
     TempDir& operator=(const TempDir&) = delete;
     std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+// A disk that fills up, for as long as this object lives: every write that would take a file
+// past `bytes` fails (RLIMIT_FSIZE, EFBIG: "File too large"), as a full disk fails with
+// ENOSPC, through the same error paths; SIGXFSZ, which would kill the process, is ignored.
+// Only the writes inside its scope are affected: no test output is written meanwhile.
+class FileSizeLimit {
+public:
+    explicit FileSizeLimit(rlim_t bytes) {
+        REQUIRE(::getrlimit(RLIMIT_FSIZE, &old_) == 0);
+        old_handler_ = std::signal(SIGXFSZ, SIG_IGN);
+        rlimit limit = old_;
+        limit.rlim_cur = bytes;
+        REQUIRE(::setrlimit(RLIMIT_FSIZE, &limit) == 0);
+    }
+    ~FileSizeLimit() {
+        ::setrlimit(RLIMIT_FSIZE, &old_);
+        std::signal(SIGXFSZ, old_handler_);
+    }
+    FileSizeLimit(const FileSizeLimit&) = delete;
+    FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+
+private:
+    rlimit old_{};
+    void (*old_handler_)(int) = SIG_DFL;
 };
 
 // Runs `f` and requires it to throw std::invalid_argument whose message contains every one

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 #include <streambuf>
 
@@ -85,6 +86,15 @@ void atomic_write(const std::string& path, const std::string& what, const std::f
         error = errno;
         ::unlink(tmp.c_str());
         throw std::runtime_error(what + ": cannot rename '" + tmp + "' to '" + path + "': " + reason(error));
+    }
+    // The rename is an entry in the directory, which a power cut can still lose until the
+    // directory itself reaches the disk. Errors are ignored: the new file is in place, and some
+    // file systems refuse to sync a directory (EINVAL), which leaves it as durable as they make it.
+    const std::string parent = std::filesystem::path(path).parent_path().string();
+    const int dir = ::open(parent.empty() ? "." : parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir >= 0) {
+        ::fsync(dir);
+        ::close(dir);
     }
 }
 

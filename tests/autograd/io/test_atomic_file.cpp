@@ -68,4 +68,26 @@ TEST_CASE("atomic_write: a failure leaves the old file as it was and names the f
                   {"save_x", "cannot open", nowhere + ".tmp", "No such file or directory"});
 }
 
+TEST_CASE("atomic_write: a disk that fills up mid-file leaves the old file and no temporary", "[atomic_file][errors]") {
+    TempDir dir;
+    const std::string path = dir.file("last.safetensors");
+    atomic_write(path, "test", [](std::ostream& out) { out << "old"; });
+    std::string message;
+    {
+        FileSizeLimit full(1000);  // the first 1,000 bytes of the 1 MB reach the disk, the rest not
+        try {
+            atomic_write(path, "save_checkpoint", [](std::ostream& out) { out << std::string(1 << 20, 'x'); });
+        } catch (const std::runtime_error& e) {
+            message = e.what();
+        }
+    }
+    INFO(message);
+    CHECK(message.find("save_checkpoint") != std::string::npos);
+    CHECK(message.find(path + ".tmp") != std::string::npos);
+    CHECK(message.find("File too large") != std::string::npos);
+    CHECK(message.find("the old file is untouched") != std::string::npos);
+    CHECK(contents(path) == "old");
+    CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+}
+
 }  // namespace patchgrad

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <map>
 
 #include "autograd/cpu/parallel.h"
 #include "datasets/normalize.h"
@@ -493,21 +494,28 @@ TEST_CASE("train: a new run into a folder holding one is refused, --overwrite re
     CHECK(read_bytes(o.out_dir + "/last.safetensors") != weights);
 }
 
+// The tiny run trained straight through into "straight", and again into "pieces" stopped
+// after step 3, to be resumed.
+struct StraightAndStopped {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions straight = run.options, pieces = run.options;
+    StraightAndStopped() {
+        straight.out_dir = run.out("straight");
+        REQUIRE(quiet(straight).stop == StopReason::Finished);
+        pieces.out_dir = run.out("pieces");
+        pieces.max_steps = 3;
+        REQUIRE(quiet(pieces).stop == StopReason::MaxSteps);
+    }
+};
+
 // A save writes the resume file, then the weights file. A crash between the two renames (a
 // SIGKILL, a full disk) used to leave state one save ahead of the weights, and --resume then
 // refused the run for ever. The resume file is a complete save on its own, so the run goes on
 // from it and ends exactly as an uninterrupted one.
 TEST_CASE("train: a crash between the two files of a save resumes from the newer, complete save", "[trainer][resume]") {
-    TinyRun run;
-    QuietTrain quiet;
-    TrainOptions straight = run.options;
-    straight.out_dir = run.out("straight");
-    REQUIRE(quiet(straight).stop == StopReason::Finished);
-
-    TrainOptions pieces = run.options;
-    pieces.out_dir = run.out("pieces");
-    pieces.max_steps = 3;
-    REQUIRE(quiet(pieces).stop == StopReason::MaxSteps);
+    StraightAndStopped r;
+    auto& [run, quiet, straight, pieces] = r;
     const std::string weights_at_3 = read_bytes(last_of(pieces));
     pieces.resume = true;
     pieces.max_steps = 4;
@@ -530,6 +538,41 @@ TEST_CASE("train: a crash between the two files of a save resumes from the newer
     first.max_steps = 0;
     REQUIRE(quiet(first).stop == StopReason::Finished);
     require_identical_weights(last_of(straight), last_of(first));
+}
+
+// Every file in `dir` with its bytes.
+std::map<std::string, std::string> files_in(const std::string& dir) {
+    std::map<std::string, std::string> files;
+    for (const auto& entry : std::filesystem::directory_iterator(dir))
+        files[entry.path().filename().string()] = read_bytes(entry.path().string());
+    return files;
+}
+
+TEST_CASE("train: a disk that fills up stops the run naming the file, changes no file, and --resume ends bit-identical",
+          "[trainer][resume][errors]") {
+    StraightAndStopped r;
+    auto& [run, quiet, straight, pieces] = r;
+    const std::map<std::string, std::string> before = files_in(pieces.out_dir);
+    pieces.resume = true;
+    pieces.max_steps = 0;
+    std::string message;
+    {
+        FileSizeLimit full(0);  // the disk is full: no write of the resumed run gets through
+        try {
+            quiet(pieces);
+        } catch (const std::runtime_error& e) {
+            message = e.what();
+        }
+    }
+    INFO(message);
+    CHECK(message.find(pieces.out_dir) != std::string::npos);
+    CHECK(message.find("File too large") != std::string::npos);
+    CHECK(message.find("the old file is untouched") != std::string::npos);
+    CHECK(files_in(pieces.out_dir) == before);  // every file as the last save left it, no .tmp
+
+    // Space again: the run resumes from that save and ends as if nothing had happened.
+    REQUIRE(quiet(pieces).stop == StopReason::Finished);
+    require_identical_weights(last_of(straight), last_of(pieces));
 }
 
 // A single malformed line in metrics.csv made --resume refuse the run.

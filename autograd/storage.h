@@ -7,13 +7,14 @@
 // each step pays for ~200,000 page faults and the kernel zeroing every page: that was 70%
 // of patchgrad's step time. Like PyTorch's GPU allocator, patchgrad keeps freed blocks and
 // hands them out again for the next request of the same size; a training step asks for
-// the same sizes every step, so after the first step nothing new is allocated at all.
+// the same sizes every step, so after the first step no big block is allocated again.
+// Blocks under 64 KiB go to the system allocator, which recycles small blocks well itself.
 //
-// The cache is the one piece of shared mutable state besides the RNG and thread settings;
-// it holds free memory only, so it can never change a result. It is guarded by a mutex.
-// Blocks are reused only for requests of exactly their size (rounded up to 4 KiB): the
-// gradient of a tensor has the tensor's size, so the backward pass reuses the forward's
-// activations, and a cifar-tiny step holds 7% more than its peak of live tensors. When a
+// The cache is the one piece of shared mutable state besides the RNG and the CPU settings
+// (thread count, instruction-set level, matmul precision); it holds free memory only, so it
+// can never change a result. It is guarded by a mutex. Blocks are reused only for requests
+// of exactly their size (rounded up to 4 KiB): the gradient of a tensor has the tensor's
+// size, so the backward pass reuses the forward's activations, and a cifar-tiny step holds 7% more than its peak of live tensors. When a
 // request it cannot serve would take the memory held (in use + cached) above twice the most
 // ever in use at once, the cache is emptied first, so a program whose sizes keep changing
 // (a smaller last batch, an evaluation) cannot make it grow without bound.

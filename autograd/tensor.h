@@ -69,7 +69,7 @@ bool product_fits(int64_t a, int64_t b);
 int64_t checked_mul(int64_t a, int64_t b, const std::string& what);
 // a + b (a, b >= 0), or std::invalid_argument "<what>: <a> + <b> is more than ...".
 int64_t checked_add(int64_t a, int64_t b, const std::string& what);
-// Normalises a possibly negative axis (-1 = last) for a tensor of `ndim` dimensions,
+// Normalises a possibly negative axis (-1 = last) for a tensor of shape `shape`,
 // throwing "op: axis A is out of range for a tensor of shape [..]" otherwise.
 int64_t normalize_axis(int64_t axis, const Shape& shape, const char* op);
 

@@ -5,12 +5,14 @@
 
 namespace patchgrad {
 
-// int(dim * mlp_ratio) truncates exactly like timm's Mlp, so both build the same shapes.
-// (ViT from scratch's ViTBlock loses the mlp_ratio path: chapter 8.)
+// int(dim * mlp_ratio) truncates exactly like timm's Mlp, so both build the same shapes. The
+// ratio is a double, as in Python, in the float32 build too: 2.6 as a float is 2.5999999, and
+// 640 of it truncate to 1663, where timm has 1664. (ViT from scratch's ViTBlock loses the
+// mlp_ratio path: chapter 8.)
 // [snippet:mlp-hidden-dim]
-int64_t mlp_hidden_dim(int64_t dim, int64_t mlp_dim, real mlp_ratio) {
+int64_t mlp_hidden_dim(int64_t dim, int64_t mlp_dim, double mlp_ratio) {
     if (mlp_dim > 0) return mlp_dim;
-    const int64_t hidden = static_cast<int64_t>(double(dim) * double(mlp_ratio));
+    const int64_t hidden = static_cast<int64_t>(double(dim) * mlp_ratio);
     check(hidden > 0, "mlp_hidden_dim: give mlp_dim > 0 or mlp_ratio > 0 (got dim ", dim, ", mlp_dim ", mlp_dim,
           ", mlp_ratio ", mlp_ratio, ")");
     return hidden;

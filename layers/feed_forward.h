@@ -18,7 +18,7 @@ namespace patchgrad {
 
 // The MLP's hidden size as ViT from scratch's ViTBlock takes it: `mlp_dim` when given (> 0),
 // otherwise dim * mlp_ratio (timm's convention, e.g. 768 * 4 = 3072).
-int64_t mlp_hidden_dim(int64_t dim, int64_t mlp_dim, real mlp_ratio);
+int64_t mlp_hidden_dim(int64_t dim, int64_t mlp_dim, double mlp_ratio);
 
 class FeedForward : public Layer {
 public:

@@ -45,13 +45,14 @@ std::string with_thousands(int64_t n);
 
 // ---- counting the work ------------------------------------------------------------------
 // Multiply-adds of one image's forward pass, counting the matrix products only (the
-// LayerNorms, softmax, GELU, residual adds and the loss are O(tokens * D), a few percent).
+// LayerNorms, GELU, residual adds and the loss are O(tokens * D), the softmax
+// O(heads * tokens^2): a few percent).
 // With N patches, T = N + 1 tokens, D = dim, F = MLP hidden size, K classes, L blocks:
 //   patch embedding   N * (C * P * P) * D
 //   per block         qkv T * D * 3D  +  QK^T T * T * D  +  AV T * T * D  (all heads together)
 //                     + proj T * D * D  +  fc1 T * D * F  +  fc2 T * F * D
 //   head              D * K  (+ D * D for the pre-training head's hidden layer)
-// In training, patch dropout leaves the blocks T = 1 + K' tokens (PatchDropout::kept).
+// In training, patch dropout leaves the blocks T = 1 + K' tokens (patch_dropout_kept).
 double forward_multiply_adds(const ViTConfig& c, bool training);
 // GFLOP of one image in one training step: a multiply-add is 2 FLOPs, and a step costs about
 // 3 forward passes: the backward of every product computes two products of the same size,

@@ -8,7 +8,8 @@ namespace patchgrad {
 
 namespace {
 
-// The paper's Table 1 at the resolution and label count of ImageNet fine-tuning.
+// The paper's Table 1 at 224 x 224 and 1000 classes, as timm's vit_*_224 (the paper pre-trains at 224
+// and fine-tunes at higher resolutions).
 ViTConfig paper_config(const std::string& name, int64_t patch_size, int64_t dim, int64_t depth, int64_t heads,
                        int64_t mlp_dim) {
     ViTConfig c;
@@ -124,8 +125,8 @@ void validate(const ViTConfig& c) {
                            {c.patch_dropout, "patch_dropout"}})
         check(p >= 0 && p < 1, who, what, " must be in [0, 1), got ", p);
     // mlp_hidden() converts dim * mlp_ratio to an integer, which must not overflow.
-    check(c.mlp_dim != 0 || double(c.dim) * double(c.mlp_ratio) < 0x1p62, who, "the MLP size dim ", c.dim,
-          " x mlp_ratio ", c.mlp_ratio, " is more than a 64-bit integer holds");
+    check(c.mlp_dim != 0 || double(c.dim) * c.mlp_ratio < 0x1p62, who, "the MLP size dim ", c.dim, " x mlp_ratio ",
+          c.mlp_ratio, " is more than a 64-bit integer holds");
     // Every count the model multiplies out must fit int64_t: wrapped around, a size of 2^64
     // patches reads as 0 and the model as tiny (ViT from scratch's sizes never get near this,
     // but a flag or a checkpoint's metadata can ask for anything).
@@ -170,7 +171,9 @@ BlockConfig ViTConfig::block(int64_t l) const {
     b.lsa = lsa;
     b.dropout = dropout;
     b.attn_dropout = attn_dropout;
-    // Stochastic depth grows linearly with depth, 0 for the first block (timm's dpr).
+    // Stochastic depth grows linearly with depth, from 0 at the first block to drop_path at the
+    // last (timm's dpr). A single block gets drop_path itself: timm's linspace would give it 0,
+    // and the flag would do nothing.
     b.drop_path = depth > 1 ? drop_path * real(l) / real(depth - 1) : drop_path;
     b.gelu = gelu;
     b.layer_norm_eps = layer_norm_eps;

@@ -7,8 +7,10 @@
 //   y    = LN(z_L^0)                                     (4)  norm
 //   logits = head(y)
 //
-// Parameter names, shapes and order are timm's VisionTransformer, so a timm state_dict maps
-// one to one (only patch_embed.proj.weight needs a reshape, see patch_embedding.h):
+// Parameter names, shapes and order are timm's VisionTransformer, so a timm state_dict of a
+// class-token model maps one to one (only patch_embed.proj.weight needs a reshape, see
+// patch_embedding.h; timm's mean pooling leaves the class token out of the mean and names the
+// final LayerNorm fc_norm, README "The Vision Transformer"):
 //   cls_token [1, 1, D], pos_embed [1, N+1, D], patch_embed.proj.{weight [D, C*P*P], bias},
 //   blocks.{l}.norm1, blocks.{l}.attn.qkv [3D, D], blocks.{l}.attn.proj, blocks.{l}.norm2,
 //   blocks.{l}.mlp.fc1 [hidden, D], blocks.{l}.mlp.fc2, [attention_pool [1, D] (seq pooling,
@@ -48,7 +50,9 @@ enum class Pool {
     Cls,   // "cls": the class token z_L^0 (paper eq. 4)
     Mean,  // "mean": the mean of all N+1 tokens (ViT study notes)
     Seq,   // "seq": a learned weighted mean of the tokens, softmax(z_L w + b)^T z_L (Hassani et al.
-           // 2021, Compact Transformers' sequence pooling)
+           // 2021, Compact Transformers' sequence pooling). Compact Transformers apply the final
+           // LayerNorm to the tokens before pooling; here it follows the pooling, as for cls and
+           // mean, so their attention_pool weights score other inputs than ours.
 };
 enum class Head {
     Linear,  // "linear": one Linear D -> K, the fine-tuning head
@@ -64,7 +68,7 @@ struct ViTConfig {
     int64_t depth = 12;  // L, the number of ViTBlocks
     int64_t heads = 12;
     int64_t mlp_dim = 0;  // the MLP's hidden size; 0 = dim * mlp_ratio
-    real mlp_ratio = 4;
+    double mlp_ratio = 4;  // a double, as in timm (mlp_hidden_dim says why)
     int64_t num_classes = 1000;
     Pool pool = Pool::Cls;
     Head head = Head::Linear;

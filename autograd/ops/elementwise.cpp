@@ -1,9 +1,10 @@
 // elementwise.cpp — arithmetic with NumPy broadcasting, and the pointwise functions.
 //
 // Every binary op goes through one broadcasting helper, parametrised by the function
-// f(x, y) and its partial derivatives df/dx(x, y, out) and df/dy(x, y, out); every unary
-// op through one loop parametrised by f(x) and df/dx(x, out). Adding an op is one line of
-// maths, not another copy of the loops.
+// f(x, y) and its partial derivatives df/dx(x, y, out) and df/dy(x, y, out) (add of two
+// tensors of one shape, every residual connection, takes a shortcut: add_same_shape); every
+// unary op through one loop parametrised by f(x) and df/dx(x, out). Adding an op is one line
+// of maths, not another copy of the loops.
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>

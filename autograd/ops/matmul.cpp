@@ -2,7 +2,7 @@
 // the batch dimensions.
 //
 // Every product, forward and backward, is one call of gemm (autograd/cpu/gemm.h) per matrix
-// of the batch; a gradient matrix that several products reach (a broadcast input) gets the
+// of the batch (one tall call for the whole batch when b has none); a gradient matrix that several products reach (a broadcast input) gets the
 // first with beta 0 and adds the others, so no buffer is zero-filled first.
 #include <algorithm>
 #include <stdexcept>
@@ -70,7 +70,8 @@ bool all_different(std::vector<int64_t> index) {
 
 // gemm's beta for the t-th product into gradient matrix index[t]: `beta` (0 when the
 // gradient is fresh, uninitialised memory) for the first product that reaches a matrix, 1 (add)
-// for later ones. Every matrix of a broadcast input is reached at least once.
+// for later ones. Every matrix of a broadcast input is reached at least once when the output
+// has elements (an empty output never runs its backward: it has no gradient).
 std::vector<real> first_use_beta(const std::vector<int64_t>& index, real beta) {
     std::vector<real> out(index.size(), real(1));
     std::unordered_set<int64_t> seen;

@@ -10,10 +10,10 @@
 //
 //   AdamW optimizer(split_weight_decay(model.named_parameters()), 1e-3, {0.9, 0.999}, 1e-8, 0.05);
 //   for (...) {
-//       Tensor loss = cross_entropy(model(images), labels);
+//       Tensor loss = cross_entropy(model.forward(images), labels);
 //       loss.backward();
 //       clip_grad_norm(model.parameters(), 1.0);
-//       optimizer.set_lr(schedule(step));
+//       optimizer.set_lr(schedule.lr_at(step));
 //       optimizer.step();
 //       optimizer.zero_grad();
 //   }

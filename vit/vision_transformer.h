@@ -67,7 +67,7 @@ struct ViTConfig {
     int64_t dim = 768;   // D, the hidden size
     int64_t depth = 12;  // L, the number of ViTBlocks
     int64_t heads = 12;
-    int64_t mlp_dim = 0;  // the MLP's hidden size; 0 = dim * mlp_ratio
+    int64_t mlp_dim = 0;   // the MLP's hidden size; 0 = dim * mlp_ratio
     double mlp_ratio = 4;  // a double, as in timm (mlp_hidden_dim says why)
     int64_t num_classes = 1000;
     Pool pool = Pool::Cls;

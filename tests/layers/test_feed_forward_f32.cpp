@@ -6,8 +6,7 @@
 
 using namespace patchgrad;
 
-TEST_CASE("mlp_hidden_dim: 640 x 2.6 is timm's int(640 * 2.6) = 1664 in the float32 build too",
-          "[layer:FeedForward]") {
+TEST_CASE("mlp_hidden_dim: 640 x 2.6 is timm's int(640 * 2.6) = 1664 in the float32 build too", "[layer:FeedForward]") {
     CHECK(mlp_hidden_dim(640, 0, 2.6) == 1664);  // a float 2.6 would give 1663
     CHECK(mlp_hidden_dim(10, 0, 2.6) == 26);
     ViTConfig c = vit_config("cifar-tiny");

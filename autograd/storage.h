@@ -14,10 +14,11 @@
 // (thread count, instruction-set level, matmul precision); it holds free memory only, so it
 // can never change a result. It is guarded by a mutex. Blocks are reused only for requests
 // of exactly their size (rounded up to 4 KiB): the gradient of a tensor has the tensor's
-// size, so the backward pass reuses the forward's activations, and a cifar-tiny step holds 7% more than its peak of live tensors. When a
-// request it cannot serve would take the memory held (in use + cached) above twice the most
-// ever in use at once, the cache is emptied first, so a program whose sizes keep changing
-// (a smaller last batch, an evaluation) cannot make it grow without bound.
+// size, so the backward pass reuses the forward's activations, and a cifar-tiny step holds 7%
+// more than its peak of live tensors. When a request it cannot serve would take the memory
+// held (in use + cached) above twice the most ever in use at once, the cache is emptied
+// first, so a program whose sizes keep changing (a smaller last batch, an evaluation) cannot
+// make it grow without bound.
 #pragma once
 
 #include <cstddef>

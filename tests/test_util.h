@@ -143,15 +143,15 @@ struct TempDir {
 // A disk that fills up, for as long as this object lives: every write that would take a file
 // past `bytes` fails (RLIMIT_FSIZE, EFBIG: "File too large"), as a full disk fails with
 // ENOSPC, through the same error paths; SIGXFSZ, which would kill the process, is ignored.
-// Only the writes inside its scope are affected: no test output is written meanwhile.
+// Keep assertions out of its scope: test output going to a file would fail too.
 class FileSizeLimit {
 public:
     explicit FileSizeLimit(rlim_t bytes) {
         REQUIRE(::getrlimit(RLIMIT_FSIZE, &old_) == 0);
-        old_handler_ = std::signal(SIGXFSZ, SIG_IGN);
         rlimit limit = old_;
         limit.rlim_cur = bytes;
         REQUIRE(::setrlimit(RLIMIT_FSIZE, &limit) == 0);
+        old_handler_ = std::signal(SIGXFSZ, SIG_IGN);
     }
     ~FileSizeLimit() {
         ::setrlimit(RLIMIT_FSIZE, &old_);

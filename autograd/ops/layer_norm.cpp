@@ -20,8 +20,8 @@ void check_affine(const Tensor& param, const char* name, const Tensor& x) {
 }
 
 // Rows [r0, r1) of x [rows, D] -> y, with each row's mean and 1 / sqrt(var + eps). The three
-// loops below are compiled for each instruction-set level (cpu_isa.h); the sums run in lane_sum's 16
-// lanes (fast_math.h) so that they vectorise.
+// loops below are compiled for each instruction-set level (cpu_isa.h); the sums run in
+// lane_sum's 16 lanes (fast_math.h) so that they vectorise.
 PATCHGRAD_LOOP void forward_rows_loop(const real* xd, const real* w, const real* b, real eps, int64_t D, int64_t r0,
                                       int64_t r1, real* yd, real* mean, real* rstd) {
     for (int64_t r = r0; r < r1; ++r) {

@@ -2,8 +2,9 @@
 // the batch dimensions.
 //
 // Every product, forward and backward, is one call of gemm (autograd/cpu/gemm.h) per matrix
-// of the batch (one tall call for the whole batch when b has none); a gradient matrix that several products reach (a broadcast input) gets the
-// first with beta 0 and adds the others, so no buffer is zero-filled first.
+// of the batch (one tall call for the whole batch when b has none); a gradient matrix that
+// several products reach (a broadcast input) gets the first with beta 0 and adds the others,
+// so no buffer is zero-filled first.
 #include <algorithm>
 #include <stdexcept>
 #include <string>

@@ -2,8 +2,8 @@
 // transpose, concat, slice, select, gather_rows. Tensors are always contiguous (see tensor.h):
 // reshape, and a slice or select whose axes before it all have size 1 (slicing the first axis,
 // say: one contiguous run, see take_along), share the input's storage; every other op here
-// copies into a new tensor. Each backward routes every gradient element
-// back to the single input element it came from.
+// copies into a new tensor. Each backward routes every gradient element back to the single
+// input element it came from.
 #include <algorithm>
 #include <stdexcept>
 #include <string>

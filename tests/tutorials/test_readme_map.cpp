@@ -66,9 +66,7 @@ TEST_CASE("README: the map names every folder of the libraries, and only folders
 TEST_CASE("README: the test names that README.md, tutorials/README.md and the measurement log quote exist",
           "[readme]") {
     using namespace patchgrad::tutorials;
-    std::vector<std::string> names;
-    for (const fs::path& file : test_name_files(kRoot))
-        for (std::string& name : test_names_in_source(read_file(file).value_or(""))) names.push_back(std::move(name));
+    const std::vector<std::string> names = test_names_in_tree(kRoot);
     REQUIRE(names.size() > 500);
     for (const char* markdown : {"README.md", "tutorials/README.md", "tutorials/12_speed/measurements.md"}) {
         const std::optional<std::string> text = read_file(kRoot / markdown);

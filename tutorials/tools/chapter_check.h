@@ -1231,21 +1231,4 @@ inline void check_quoted_test_names(const std::string& markdown, const std::vect
     }
 }
 
-// The files that name tests: every .cpp under tests/, and the CMake files of the root,
-// tests/ and tutorials/ (CTest names).
-inline std::vector<std::filesystem::path> test_name_files(const std::filesystem::path& root) {
-    namespace fs = std::filesystem;
-    std::vector<fs::path> files{root / "CMakeLists.txt"};
-    std::error_code ec;
-    for (const char* folder : {"tests", "tutorials"})
-        for (const auto& e : fs::recursive_directory_iterator(root / folder, ec)) {
-            const fs::path& f = e.path();
-            if ((std::string(folder) == "tests" && f.extension() == ".cpp") || f.filename() == "CMakeLists.txt" ||
-                f.extension() == ".cmake")
-                files.push_back(f);
-        }
-    std::sort(files.begin(), files.end());
-    return files;
-}
-
 }  // namespace patchgrad::tutorials

@@ -180,11 +180,7 @@ int main(int argc, char** argv) {
     check_exercise_items(*markdown, "tutorials/" + chapter, infos, readme_rel, problems);
 
     // (k) quoted test names are real ones.
-    std::vector<std::string> test_names;
-    for (const fs::path& file : test_name_files(root))
-        for (std::string& name : test_names_in_source(read_file(file).value_or("")))
-            test_names.push_back(std::move(name));
-    check_quoted_test_names(*markdown, test_names, readme_rel, problems);
+    check_quoted_test_names(*markdown, test_names_in_tree(root), readme_rel, problems);
 
     // tutorials/README.md's list of the chapters with exercises includes this one exactly when
     // it names the tag of an exercise (the tag selects the exercise with the chapter's number).

@@ -2,11 +2,16 @@
 // grade.cpp), kept apart from chapter_check.h, whose logic stays free of files and processes.
 #pragma once
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <system_error>
+#include <vector>
+
+#include "chapter_check.h"
 
 namespace patchgrad::tutorials {
 
@@ -17,6 +22,27 @@ inline std::optional<std::string> read_file(const std::filesystem::path& path) {
     std::ostringstream ss;
     ss << in.rdbuf();
     return ss.str();
+}
+
+// The name of every test in the tree at `root` (test_names_in_source): the TEST_CASEs of the
+// .cpp files under tests/, and the CTest names in the CMake files of the root, tests/ and
+// tutorials/.
+inline std::vector<std::string> test_names_in_tree(const std::filesystem::path& root) {
+    namespace fs = std::filesystem;
+    std::vector<fs::path> files{root / "CMakeLists.txt"};
+    std::error_code ec;
+    for (const char* folder : {"tests", "tutorials"})
+        for (const auto& e : fs::recursive_directory_iterator(root / folder, ec)) {
+            const fs::path& f = e.path();
+            if ((std::string(folder) == "tests" && f.extension() == ".cpp") || f.filename() == "CMakeLists.txt" ||
+                f.extension() == ".cmake")
+                files.push_back(f);
+        }
+    std::sort(files.begin(), files.end());
+    std::vector<std::string> names;
+    for (const fs::path& file : files)
+        for (std::string& name : test_names_in_source(read_file(file).value_or(""))) names.push_back(std::move(name));
+    return names;
 }
 
 // s as one single-quoted shell word.

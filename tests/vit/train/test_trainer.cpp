@@ -543,8 +543,7 @@ TEST_CASE("train: a crash between the two files of a save resumes from the newer
 // Every file in `dir` with its bytes.
 std::map<std::string, std::string> files_in(const std::string& dir) {
     std::map<std::string, std::string> files;
-    for (const auto& entry : std::filesystem::directory_iterator(dir))
-        files[entry.path().filename().string()] = read_bytes(entry.path().string());
+    for (const std::string& name : files_ending_in(dir, "")) files[name] = read_bytes(dir + "/" + name);
     return files;
 }
 

@@ -112,8 +112,16 @@ struct AmxKernel {
     }
 
     static constexpr Bf16Kernels table(const char* name) {
-        // One kernel for any width: a narrow edge still multiplies whole tiles.
-        return Bf16Kernels{name, MR, NR, NR, 0x1p-24, &pack_a, &pack_b, {&micro_kernel, &micro_kernel}};
+        // One kernel for any width (a narrow edge still multiplies whole tiles) and both transposes.
+        return Bf16Kernels{name,
+                           MR,
+                           NR,
+                           NR,
+                           0x1p-24,
+                           &pack_a,
+                           &pack_b,
+                           {&micro_kernel, &micro_kernel},
+                           {&micro_kernel, &micro_kernel}};
     }
 };
 

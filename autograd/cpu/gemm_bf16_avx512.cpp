@@ -10,10 +10,33 @@
 // float32 one (12 x 32, 24 accumulators + 2 B + 1 A of the 32 registers); what changes is
 // that each step of the loop consumes two values of k, packed as pairs: A's pair for row i is
 // broadcast to every lane, B's pairs for 16 columns are one register.
+//
+// Packing is where the time goes besides the kernel, because every input is rounded on the
+// way in. vcvtne2ps2bf16 rounds 32 floats to 32 bf16 values in order, i.e. 16 pairs of
+// consecutive k: a row of a row-major matrix comes out as its pairs, ready to use. So
+//  - an A sliver from a row-major A keeps its rows ([i][q], row i's pairs contiguous): one
+//    conversion and one store per 16 pairs, and the kernel broadcasts row i's pair from
+//    `pairs` words further on per row (micro_kernel<NB, true>);
+//  - an A sliver from a transposed A, or a B sliver from a row-major B, needs rows k and k+1
+//    of the matrix interleaved: converted together, one vpermw puts each pair in place;
+//  - a B sliver from a transposed B (the linear layer's weights, attention's keys) needs the
+//    converted rows transposed: 16 rows of 16 pairs at a time, in registers (transpose_16x16).
+// (The first version scattered each converted row down its sliver's column, 16 scattered
+// stores per 16 pairs: on an AMD EPYC Zen 5, 29% of a bf16 training step was packing.)
 #include "gemm_kernels.h"
 
 #if defined(__x86_64__) && !defined(PATCHGRAD_DOUBLE)
+// GCC 12's AVX-512 header starts some shuffles from a deliberately undefined register
+// (`__m512i __Y = __Y;`), which -Wmaybe-uninitialized reports once they are inlined (GCC bug
+// 105593, fixed in GCC 13); the warning's location is the header, so the pragma covers it.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+#pragma GCC diagnostic pop
+#else
+#include <immintrin.h>
+#endif
 
 namespace patchgrad {
 namespace {
@@ -26,69 +49,135 @@ inline __mmask16 first_lanes(int64_t n) {  // the lowest n of 16 lanes, n clampe
     return static_cast<__mmask16>(n <= 0 ? 0u : n >= 16 ? 0xffffu : (1u << n) - 1);
 }
 
-// The pairs (lo[j], hi[j]) of two runs of 16 floats, each rounded to nearest even by the CPU's
-// conversion (vcvtne2ps2bf16, which also flushes float32 denormals, below 1.2e-38, to zero:
-// the one difference from round_to_bf16). The conversion gives lo's 16 bf16 values, then hi's;
-// vpermw moves lo[j] to element 2j and hi[j] to 2j + 1.
+// The 16 pairs of the floats x[0 .. n), n clamped to [0, 32], rounded to nearest even by the
+// CPU's conversion (which also flushes float32 denormals, below 1.2e-38, to zero: the one
+// difference from round_to_bf16); floats past n read nothing and are zero.
+inline __m512i pairs_of_run(const float* x, int64_t n) {
+    const __m512 lo = _mm512_maskz_loadu_ps(first_lanes(n), x);
+    const __m512 hi = _mm512_maskz_loadu_ps(first_lanes(n - L), x + L);
+    return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+}
+
+// The pairs (lo[j], hi[j]) of two runs of 16 floats: the conversion gives lo's 16 bf16 values,
+// then hi's; vpermw moves lo[j] to element 2j and hi[j] to 2j + 1.
 inline __m512i interleaved_pairs(__m512 lo, __m512 hi) {
     alignas(64) static const uint16_t order[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
                                                    8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
     return _mm512_permutexvar_epi16(_mm512_load_si512(order), (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
 }
 
-// P[s][q][i] = the pair op(X)[r0 + s*W + i, k0 + 2q .. 2q+1], for slivers of W rows, zero-padded
-// to whole slivers (and the second value of the last pair of an odd kc). Packing A is this with
-// W = MR; packing B is this for op(B)^T (whose rows are op(B)'s columns) with W = NR.
-// Lanes past the matrix are masked off the loads (they read nothing and hold zero).
-template <int64_t W>
-void pack_pairs(bool trans, const float* X, int64_t ld, int64_t r0, int64_t k0, int64_t rows, int64_t kc, uint32_t* P) {
+// r[j] lane q  ->  r[q] lane j, for 16 x 16 words: rows interleaved by 32 bits, then by 64
+// bits, then by 128-bit quarters twice (the usual four rounds, 64 shuffles).
+inline void transpose_16x16(__m512i (&r)[16]) {
+    __m512i t[16];
+#pragma GCC unroll 8
+    for (int j = 0; j < 16; j += 2) {
+        t[j] = _mm512_unpacklo_epi32(r[j], r[j + 1]);
+        t[j + 1] = _mm512_unpackhi_epi32(r[j], r[j + 1]);
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < 16; j += 4) {
+        r[j] = _mm512_unpacklo_epi64(t[j], t[j + 2]);
+        r[j + 1] = _mm512_unpackhi_epi64(t[j], t[j + 2]);
+        r[j + 2] = _mm512_unpacklo_epi64(t[j + 1], t[j + 3]);
+        r[j + 3] = _mm512_unpackhi_epi64(t[j + 1], t[j + 3]);
+    }
+    // Now quarter c of r[4g + m] is lane 4c + m of rows 4g .. 4g + 3, and row 4c + m of the
+    // result is quarter c of r[m], r[4 + m], r[8 + m], r[12 + m]: two rounds gather them.
+#pragma GCC unroll 4
+    for (int m = 0; m < 4; ++m) {
+        t[m] = _mm512_shuffle_i32x4(r[m], r[4 + m], 0x88);      // quarters 0, 2 of each
+        t[4 + m] = _mm512_shuffle_i32x4(r[m], r[4 + m], 0xdd);  // quarters 1, 3
+        t[8 + m] = _mm512_shuffle_i32x4(r[8 + m], r[12 + m], 0x88);
+        t[12 + m] = _mm512_shuffle_i32x4(r[8 + m], r[12 + m], 0xdd);
+    }
+#pragma GCC unroll 4
+    for (int m = 0; m < 4; ++m) {
+        r[m] = _mm512_shuffle_i32x4(t[m], t[8 + m], 0x88);
+        r[8 + m] = _mm512_shuffle_i32x4(t[m], t[8 + m], 0xdd);
+        r[4 + m] = _mm512_shuffle_i32x4(t[4 + m], t[12 + m], 0x88);
+        r[12 + m] = _mm512_shuffle_i32x4(t[4 + m], t[12 + m], 0xdd);
+    }
+}
+
+// An A sliver from a row-major A: word [i * pairs + q] is row i's pair q; rows past the matrix
+// are zero.
+void pack_a_rows(const float* A, int64_t lda, int64_t r0, int64_t k0, int64_t rows, int64_t kc, uint32_t* Ap) {
     const int64_t pairs = (kc + 1) / 2;
-    for (int64_t s = 0; s < rows; s += W) {
-        const int64_t n = smaller(W, rows - s);
+    for (int64_t s = 0; s < rows; s += MR)
+        for (int64_t i = 0; i < MR; ++i) {
+            uint32_t* dst = Ap + (s + i) * pairs;
+            const bool inside = s + i < rows;
+            const float* row = A + (inside ? r0 + s + i : 0) * lda + k0;  // (not read past the matrix)
+            for (int64_t q = 0; q < pairs; q += L)
+                _mm512_mask_storeu_epi32(dst + q, first_lanes(pairs - q),
+                                         inside ? pairs_of_run(row + 2 * q, kc - 2 * q) : _mm512_setzero_si512());
+        }
+}
+
+// P[s][q][i] = the pair X[k0 + 2q .. 2q+1, r0 + s*W + i] for slivers of W columns of X: rows
+// k and k + 1 of X interleaved, zero-padded to whole slivers (and the second value of the
+// last pair of an odd kc). The packing of a transposed A (W = MR) and of a row-major B (W = NR).
+template <int64_t W>
+void pack_interleaved(const float* X, int64_t ld, int64_t r0, int64_t k0, int64_t cols, int64_t kc, uint32_t* P) {
+    const int64_t pairs = (kc + 1) / 2;
+    for (int64_t s = 0; s < cols; s += W) {
+        const int64_t n = smaller(W, cols - s);
         uint32_t* dst = P + s * pairs;
-        if (trans) {
-            // op(X)[r, k] = X[k * ld + r]: for each pair, rows k and k + 1 of X are runs along r.
-            for (int64_t q = 0; q < pairs; ++q) {
-                const float* lo = X + (k0 + 2 * q) * ld + r0 + s;
-                const bool odd_end = 2 * q + 1 == kc;  // the zero that pads an odd kc
-                for (int64_t i = 0; i < W; i += L) {
-                    const __mmask16 valid = first_lanes(n - i);
-                    const __m512 hi = odd_end ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(valid, lo + ld + i);
-                    _mm512_mask_storeu_epi32(dst + q * W + i, first_lanes(W - i),
-                                             interleaved_pairs(_mm512_maskz_loadu_ps(valid, lo + i), hi));
-                }
-            }
-        } else {
-            // op(X)[r, k] = X[r * ld + k]: a row's consecutive k are its pairs already; 16 of
-            // them at a time are converted and scattered down the sliver's column i.
-            const __m512i down =
-                _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                   _mm512_set1_epi32(static_cast<int>(W)));
-            for (int64_t i = 0; i < W; ++i) {
-                const float* row = i < n ? X + (r0 + s + i) * ld + k0 : X;  // (not read past the matrix)
-                for (int64_t q = 0; q < pairs; q += L) {
-                    const int64_t floats = i < n ? kc - 2 * q : 0;  // a row past the matrix packs zeros
-                    const __m512 lo = _mm512_maskz_loadu_ps(first_lanes(floats), row + 2 * q);
-                    const __m512 hi = _mm512_maskz_loadu_ps(first_lanes(floats - L), row + 2 * q + L);
-                    _mm512_mask_i32scatter_epi32(dst + q * W + i, first_lanes(pairs - q), down,
-                                                 (__m512i)_mm512_cvtne2ps_pbh(hi, lo), 4);
-                }
+        for (int64_t q = 0; q < pairs; ++q) {
+            const float* lo = X + (k0 + 2 * q) * ld + r0 + s;
+            const bool odd_end = 2 * q + 1 == kc;  // the zero that pads an odd kc
+            for (int64_t i = 0; i < W; i += L) {
+                const __mmask16 valid = first_lanes(n - i);
+                const __m512 hi = odd_end ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(valid, lo + ld + i);
+                _mm512_mask_storeu_epi32(dst + q * W + i, first_lanes(W - i),
+                                         interleaved_pairs(_mm512_maskz_loadu_ps(valid, lo + i), hi));
             }
         }
     }
 }
 
 void pack_a(bool trans_a, const float* A, int64_t lda, int64_t r0, int64_t k0, int64_t rows, int64_t kc, uint32_t* Ap) {
-    pack_pairs<MR>(trans_a, A, lda, r0, k0, rows, kc, Ap);
+    if (trans_a)  // op(A)[r, k] = A[k * lda + r]: A's rows k and k + 1 give the pairs
+        pack_interleaved<MR>(A, lda, r0, k0, rows, kc, Ap);
+    else
+        pack_a_rows(A, lda, r0, k0, rows, kc, Ap);
+}
+
+// A B sliver from a transposed B (op(B)[k, c] = B[c * ldb + k]): column c of op(B) is row c of
+// B, whose pairs come out of the conversion in order; 16 such rows of 16 pairs are transposed
+// in registers into 16 rows of the sliver (word [q * NR + j] is column j's pair q).
+void pack_b_transposed(const float* B, int64_t ldb, int64_t k0, int64_t c0, int64_t kc, int64_t cols, uint32_t* Bp) {
+    const int64_t pairs = (kc + 1) / 2;
+    for (int64_t s = 0; s < cols; s += NR)
+        for (int64_t half = 0; half < NR; half += L) {
+            const int64_t n = cols - s - half;  // columns of B left from here (none: zeros)
+            uint32_t* dst = Bp + s * pairs + half;
+            for (int64_t q = 0; q < pairs; q += L) {
+                __m512i r[16];
+#pragma GCC unroll 16
+                for (int64_t j = 0; j < L; ++j)
+                    r[j] = j < n ? pairs_of_run(B + (c0 + s + half + j) * ldb + k0 + 2 * q, kc - 2 * q)
+                                 : _mm512_setzero_si512();
+                transpose_16x16(r);
+                for (int64_t p = 0; p < L && q + p < pairs; ++p) _mm512_storeu_si512(dst + (q + p) * NR, r[p]);
+            }
+        }
 }
 
 void pack_b(bool trans_b, const float* B, int64_t ldb, int64_t k0, int64_t c0, int64_t kc, int64_t cols, uint32_t* Bp) {
-    pack_pairs<NR>(!trans_b, B, ldb, c0, k0, cols, kc, Bp);  // op(B)^T is stored transposed unless B is
+    if (trans_b)
+        pack_b_transposed(B, ldb, k0, c0, kc, cols, Bp);
+    else  // op(B)[k, c] = B[k * ldb + c]: B's rows k and k + 1 give the pairs
+        pack_interleaved<NR>(B, ldb, c0, k0, cols, kc, Bp);
 }
 
-template <int64_t NB>
+// The A sliver's layout: [q][i] (pack_interleaved) or, `by_rows`, [i][q] (pack_a_rows).
+template <int64_t NB, bool by_rows>
 void micro_kernel(int64_t pairs, const uint32_t* a, const uint32_t* b, float alpha, float beta, const float* bias,
                   float* c, int64_t ldc, int64_t mr, int64_t nr) {
+    for (int64_t i = 0; i < mr; ++i) __builtin_prefetch(c + i * ldc, 1);  // (why: gemm_tile.h)
+    const int64_t a_k = by_rows ? 1 : MR, a_i = by_rows ? pairs : 1;
     __m512 acc[MR][NB];
 #pragma GCC unroll 16
     for (int64_t i = 0; i < MR; ++i)
@@ -100,29 +189,46 @@ void micro_kernel(int64_t pairs, const uint32_t* a, const uint32_t* b, float alp
         for (int64_t v = 0; v < NB; ++v) bv[v] = (__m512bh)_mm512_loadu_si512(b + q * NR + v * L);
 #pragma GCC unroll 16
         for (int64_t i = 0; i < MR; ++i) {
-            const __m512bh ai = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[q * MR + i]));  // row i's pair
+            const __m512bh ai = (__m512bh)_mm512_set1_epi32(static_cast<int>(a[q * a_k + i * a_i]));  // row i's pair
 #pragma GCC unroll 2
             for (int64_t v = 0; v < NB; ++v) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], ai, bv[v]);
         }
     }
+    // Rows and vectors by constant indices, so that the tile stays in registers (a loop to mr
+    // would index it at run time, from a copy in memory: a tenth of a call at K = 128); lanes
+    // past nr are neither read nor written, since C may end there.
     const __m512 alpha_v = _mm512_set1_ps(alpha), beta_v = _mm512_set1_ps(beta);
-    for (int64_t i = 0; i < mr; ++i)
+    __mmask16 mask[NB];
+    __m512 bias_v[NB];
+#pragma GCC unroll 2
+    for (int64_t v = 0; v < NB; ++v) {
+        mask[v] = first_lanes(nr - v * L);
+        bias_v[v] = bias ? _mm512_maskz_loadu_ps(mask[v], bias + v * L) : _mm512_setzero_ps();
+    }
+#pragma GCC unroll 16
+    for (int64_t i = 0; i < MR; ++i) {
+        if (i >= mr) break;
+#pragma GCC unroll 2
         for (int64_t v = 0; v < NB; ++v) {
-            // Lanes past nr are neither read nor written: C may end there.
-            const __mmask16 mask = first_lanes(nr - v * L);
-            if (mask == 0) break;
             float* cv = c + i * ldc + v * L;
-            __m512 out = _mm512_mul_ps(acc[i][v], alpha_v);
-            if (beta != 0) out = _mm512_add_ps(out, _mm512_mul_ps(beta_v, _mm512_maskz_loadu_ps(mask, cv)));
-            if (bias) out = _mm512_add_ps(out, _mm512_maskz_loadu_ps(mask, bias + v * L));
-            _mm512_mask_storeu_ps(cv, mask, out);
+            __m512 out = _mm512_fmadd_ps(acc[i][v], alpha_v, bias_v[v]);
+            if (beta != 0) out = _mm512_fmadd_ps(beta_v, _mm512_maskz_loadu_ps(mask[v], cv), out);
+            _mm512_mask_storeu_ps(cv, mask[v], out);
         }
+    }
 }
 
 }  // namespace
 
-const Bf16Kernels gemm_bf16_kernels_avx512 = {"avx512_bf16 (vdpbf16ps)",           MR, NR, L, 0x1p-24, &pack_a, &pack_b,
-                                              {&micro_kernel<1>, &micro_kernel<2>}};
+const Bf16Kernels gemm_bf16_kernels_avx512 = {"avx512_bf16 (vdpbf16ps)",
+                                              MR,
+                                              NR,
+                                              L,
+                                              0x1p-24,
+                                              &pack_a,
+                                              &pack_b,
+                                              {&micro_kernel<1, false>, &micro_kernel<2, false>},
+                                              {&micro_kernel<1, true>, &micro_kernel<2, true>}};
 
 }  // namespace patchgrad
 #endif

@@ -102,7 +102,15 @@ void micro_kernel(int64_t pairs, const uint32_t* a, const uint32_t* b, float alp
 }  // namespace
 
 const Bf16Kernels gemm_bf16_kernels_neon = {
-    "neon_bf16 (bfdot)", MR, NR, L, 0x1p-23, &pack_a, &pack_b, {&micro_kernel<1>, &micro_kernel<2>}};
+    "neon_bf16 (bfdot)",
+    MR,
+    NR,
+    L,
+    0x1p-23,
+    &pack_a,
+    &pack_b,
+    {&micro_kernel<1>, &micro_kernel<2>},
+    {&micro_kernel<1>, &micro_kernel<2>}};  // (pack_a writes [q][i] for both transposes)
 
 }  // namespace patchgrad
 #endif

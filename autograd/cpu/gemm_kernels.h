@@ -57,7 +57,8 @@ struct GemmKernels {
 //   Ap[s][q][i] = pair of op(A)[r0 + s*MR + i, k0 + 2q .. 2q+1], zero-padded to whole MR slivers
 //   Bp[s][q][j] = pair of op(B)[k0 + 2q .. 2q+1, c0 + s*NR + j], zero-padded to whole NR slivers
 // (the driver needs only that a sliver's MR * pairs or NR * pairs words are contiguous: the AMX
-// kernel orders an A sliver's words [i][q], as its tile loads want them).
+// kernel orders an A sliver's words [i][q], as its tile loads want them, and the AVX-512 one
+// does so for a row-major A, whose rows convert straight into their pairs).
 // C[mr, nr] = alpha * (A sliver @ B sliver) + beta * C + bias as for MicroKernel, all in float32.
 using Bf16MicroKernel = void (*)(int64_t pairs, const uint32_t* a, const uint32_t* b, float alpha, float beta,
                                  const float* bias, float* c, int64_t ldc, int64_t mr, int64_t nr);
@@ -72,7 +73,8 @@ struct Bf16Kernels {
                    uint32_t* Ap);
     void (*pack_b)(bool trans_b, const float* B, int64_t ldb, int64_t k0, int64_t c0, int64_t kc, int64_t cols,
                    uint32_t* Bp);
-    Bf16MicroKernel micro[2];  // by vectors of the B sliver used, as GemmKernels::packed
+    Bf16MicroKernel micro[2];       // by vectors of the B sliver used, as GemmKernels::packed
+    Bf16MicroKernel micro_rows[2];  // the same for an A sliver pack_a wrote from a row-major A
 };
 
 // Defined in gemm_bf16_avx512.cpp (x86-64 only); use only where the CPU has AVX512_BF16.

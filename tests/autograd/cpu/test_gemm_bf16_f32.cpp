@@ -43,14 +43,18 @@ constexpr double kBf16Unit = 1.0 / 256;  // u = 2^-8: bf16 keeps 8 significant b
 using Bf16Fn = void (*)(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t,
                         float, float*, int64_t, const float*);
 
-void check_bf16(Bf16Fn kernel, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, uint64_t seed) {
-    INFO("trans_a " << trans_a << " trans_b " << trans_b << " M " << M << " N " << N << " K " << K);
+// `pad` extra columns in every row of A, B and C (attention reads q, k and v out of the rows of
+// qkv, three heads' worth apart): the kernels must use the leading dimensions, not the sizes.
+void check_bf16(Bf16Fn kernel, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, uint64_t seed,
+                int64_t pad = 0) {
+    INFO("trans_a " << trans_a << " trans_b " << trans_b << " M " << M << " N " << N << " K " << K << " pad " << pad);
     Rng rng(seed);
-    std::vector<float> A(M * K), B(K * N), C(M * N, std::numeric_limits<float>::quiet_NaN());
+    const int64_t lda = (trans_a ? M : K) + pad, ldb = (trans_b ? K : N) + pad, ldc = N + pad;
+    std::vector<float> A((trans_a ? K : M) * lda), B((trans_b ? N : K) * ldb),
+        C(M * ldc, std::numeric_limits<float>::quiet_NaN());
     for (auto& v : A) v = static_cast<float>(rng.uniform(-1, 1));
     for (auto& v : B) v = static_cast<float>(rng.uniform(-1, 1));
-    const int64_t lda = trans_a ? M : K, ldb = trans_b ? K : N;
-    kernel(trans_a, trans_b, M, N, K, 1, A.data(), lda, B.data(), ldb, 0, C.data(), N, nullptr);  // beta 0: C unread
+    kernel(trans_a, trans_b, M, N, K, 1, A.data(), lda, B.data(), ldb, 0, C.data(), ldc, nullptr);  // beta 0: C unread
 
     const double s = kernel == &gemm_bf16 ? gemm_bf16_sum_roundoff() : std::ldexp(1.0, -24);  // the others: emulations
     const double gamma = K * s / (1 - K * s), u = kBf16Unit;
@@ -67,7 +71,7 @@ void check_bf16(Bf16Fn kernel, bool trans_a, bool trans_b, int64_t M, int64_t N,
                 rounded += ar * br;
                 abs_rounded += std::abs(ar * br);
             }
-            const double c = C[i * N + j];
+            const double c = C[i * ldc + j];
             worst_rounded = std::max(worst_rounded, std::abs(c - rounded) / (gamma * abs_rounded));
             worst_exact =
                 std::max(worst_exact, std::abs(c - exact) / ((2 * u + u * u + gamma * (1 + u) * (1 + u)) * abs_exact));
@@ -76,6 +80,8 @@ void check_bf16(Bf16Fn kernel, bool trans_a, bool trans_b, int64_t M, int64_t N,
     INFO("worst error / bound: " << worst_rounded << " (rounded inputs), " << worst_exact << " (float32 inputs)");
     CHECK(worst_rounded <= 1);
     CHECK(worst_exact <= 1);
+    for (int64_t i = 0; i < M; ++i)  // and the padding of C untouched
+        for (int64_t j = N; j < ldc; ++j) CHECK(std::isnan(C[i * ldc + j]));
     // And the inputs were really rounded: float32 inputs would be exact to ~1e-7 here.
     CHECK(largest_error > 1e-4);
 }
@@ -205,7 +211,10 @@ TEST_CASE("bf16: gemm_bf16 is within the bf16 error bound of float64, at every i
         for (Bf16Fn kernel : {&gemm_bf16, &gemm_bf16_emulated})
             for (const Sizes& s : kSizes)
                 for (bool trans_a : {false, true})
-                    for (bool trans_b : {false, true}) check_bf16(kernel, trans_a, trans_b, s.M, s.N, s.K, ++seed);
+                    for (bool trans_b : {false, true}) {
+                        check_bf16(kernel, trans_a, trans_b, s.M, s.N, s.K, ++seed);
+                        check_bf16(kernel, trans_a, trans_b, s.M, s.N, s.K, ++seed, 7);
+                    }
     });
 }
 
@@ -277,7 +286,8 @@ TEST_CASE("bf16: gemm follows the matmul precision, and the guard restores it", 
 TEST_CASE("bf16: gemm_bf16 gives the same bits for any thread count, at every instruction-set level",
           "[op:gemm][bf16][parallel]") {
     for_each_isa([&](Isa) {
-        for (bool trans_a : {false, true}) check_same_bits_for_any_thread_count(&gemm_bf16, trans_a, false, 11);
+        for (bool trans_a : {false, true})
+            for (bool trans_b : {false, true}) check_same_bits_for_any_thread_count(&gemm_bf16, trans_a, trans_b, 11);
     });
 }
 

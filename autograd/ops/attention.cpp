@@ -40,6 +40,24 @@ Head head_at(const real* qkv, int64_t t, int64_t heads, int64_t N, int64_t D) {
 }
 // [/snippet:sdpa-head-pointers]
 
+// Asks for the cache lines of `rows` rows of `width` reals, `ld` apart: the next head's inputs,
+// while this head is computed. Each head reads its own columns of qkv (the next head's are
+// other cache lines of the same rows), written long before or far out of cache by backward, so
+// without this every head starts by waiting for memory.
+void prefetch_rows(const real* p, int64_t rows, int64_t width, int64_t ld) {
+    constexpr int64_t line = 64 / sizeof(real);
+    for (int64_t i = 0; i < rows; ++i) {
+        for (int64_t j = 0; j < width; j += line) __builtin_prefetch(p + i * ld + j);
+        __builtin_prefetch(p + i * ld + width - 1);  // (a row that does not start on a line boundary)
+    }
+}
+
+// A head's q, k and v [N, d] (or their gradients): `p` is where q starts in qkv [B, N, 3 * D],
+// k and v are D and 2D further.
+void prefetch_head(const real* p, int64_t N, int64_t d, int64_t D) {
+    for (int64_t part = 0; part < 3; ++part) prefetch_rows(p + part * D, N, d, 3 * D);
+}
+
 }  // namespace
 
 // Per (batch b, head h), q, k, v [N, d] being columns h*d .. h*d+d-1 of qkv's three thirds,
@@ -84,6 +102,7 @@ Tensor scaled_dot_product_attention(const Tensor& qkv, int64_t heads, const Tens
         // [snippet:sdpa-forward-head]
         for (int64_t t = t0; t < t1; ++t) {
             const Head x = head_at(qkv.data(), t, heads, N, D);
+            if (t + 1 < t1) prefetch_head(head_at(qkv.data(), t + 1, heads, N, D).q, N, d, D);
             real* at = a.data() + t * N * N;
             gemm(false, true, N, N, d, learned ? head_scale.data()[x.h] : fixed_scale, x.q, ld, x.k, ld, 0, at, N,
                  bias);
@@ -114,6 +133,13 @@ Tensor scaled_dot_product_attention(const Tensor& qkv, int64_t heads, const Tens
                        const real *q = x.q, *k = x.k, *v = x.v;
                        const real* at = a.data() + t * N * N;
                        const real* dot = dout + x.out;
+                       if (t + 1 < t1) {  // the next head's q, k, v, A, dO, and gradients dq, dk, dv
+                           const Head y = head_at(qkv.data(), t + 1, heads, N, D);
+                           prefetch_head(y.q, N, d, D);
+                           prefetch_rows(at + N * N, 1, N * N, 0);
+                           prefetch_rows(dout + y.out, N, d, D);
+                           if (want_qkv) prefetch_head(g.data + y.in, N, d, D);
+                       }
                        gemm(false, true, N, N, d, 1, dot, D, v, ld, 0, da, N);  // dA = dO v^T
                        std::fill(ds, ds + N * N, real(0));
                        softmax_rows_backward(at, da, ds, N, N);  // dS

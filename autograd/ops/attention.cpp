@@ -40,10 +40,7 @@ Head head_at(const real* qkv, int64_t t, int64_t heads, int64_t N, int64_t D) {
 }
 // [/snippet:sdpa-head-pointers]
 
-// Asks for the cache lines of `rows` rows of `width` reals, `ld` apart: the next head's inputs,
-// while this head is computed. Each head reads its own columns of qkv (the next head's are
-// other cache lines of the same rows), written long before or far out of cache by backward, so
-// without this every head starts by waiting for memory.
+// Asks for the cache lines of `rows` rows of `width` reals, `ld` apart.
 void prefetch_rows(const real* p, int64_t rows, int64_t width, int64_t ld) {
     constexpr int64_t line = 64 / sizeof(real);
     for (int64_t i = 0; i < rows; ++i) {
@@ -52,10 +49,27 @@ void prefetch_rows(const real* p, int64_t rows, int64_t width, int64_t ld) {
     }
 }
 
-// A head's q, k and v [N, d] (or their gradients): `p` is where q starts in qkv [B, N, 3 * D],
-// k and v are D and 2D further.
-void prefetch_head(const real* p, int64_t N, int64_t d, int64_t D) {
-    for (int64_t part = 0; part < 3; ++part) prefetch_rows(p + part * D, N, d, 3 * D);
+// What the next head reads and writes, asked for while this one is computed. Each head reads
+// and writes cache lines no other head touches (its own columns of qkv and of the output, its
+// own block of A), written long before or far out of cache by the time backward reads them;
+// without this every head starts by waiting for memory (the forward took 13% longer in bf16 on
+// an AMD EPYC Zen 5). q, k and v [N, d] are at next.q, D and 2D further, rows 3D apart.
+void prefetch_qkv(const real* q, int64_t N, int64_t d, int64_t D) {
+    for (int64_t part = 0; part < 3; ++part) prefetch_rows(q + part * D, N, d, 3 * D);
+}
+
+// Forward: its q, k, v, its N x N block of A and its columns of the output [B, N, D].
+void prefetch_forward(const Head& next, const real* next_a, const real* out, int64_t N, int64_t d, int64_t D) {
+    prefetch_qkv(next.q, N, d, D);
+    prefetch_rows(next_a, 1, N * N, 0);
+    prefetch_rows(out + next.out, N, d, D);
+}
+
+// Backward: the same, with dOut for the output, and its part of qkv's gradient if there is one.
+void prefetch_backward(const Head& next, const real* next_a, const real* dout, const real* dqkv, int64_t N, int64_t d,
+                       int64_t D) {
+    prefetch_forward(next, next_a, dout, N, d, D);
+    if (dqkv) prefetch_qkv(dqkv + next.in, N, d, D);
 }
 
 }  // namespace
@@ -102,8 +116,8 @@ Tensor scaled_dot_product_attention(const Tensor& qkv, int64_t heads, const Tens
         // [snippet:sdpa-forward-head]
         for (int64_t t = t0; t < t1; ++t) {
             const Head x = head_at(qkv.data(), t, heads, N, D);
-            if (t + 1 < t1) prefetch_head(head_at(qkv.data(), t + 1, heads, N, D).q, N, d, D);
             real* at = a.data() + t * N * N;
+            if (t + 1 < t1) prefetch_forward(head_at(qkv.data(), t + 1, heads, N, D), at + N * N, out.data(), N, d, D);
             gemm(false, true, N, N, d, learned ? head_scale.data()[x.h] : fixed_scale, x.q, ld, x.k, ld, 0, at, N,
                  bias);
             if (learned)
@@ -133,13 +147,9 @@ Tensor scaled_dot_product_attention(const Tensor& qkv, int64_t heads, const Tens
                        const real *q = x.q, *k = x.k, *v = x.v;
                        const real* at = a.data() + t * N * N;
                        const real* dot = dout + x.out;
-                       if (t + 1 < t1) {  // the next head's q, k, v, A, dO, and gradients dq, dk, dv
-                           const Head y = head_at(qkv.data(), t + 1, heads, N, D);
-                           prefetch_head(y.q, N, d, D);
-                           prefetch_rows(at + N * N, 1, N * N, 0);
-                           prefetch_rows(dout + y.out, N, d, D);
-                           if (want_qkv) prefetch_head(g.data + y.in, N, d, D);
-                       }
+                       if (t + 1 < t1)
+                           prefetch_backward(head_at(qkv.data(), t + 1, heads, N, D), at + N * N, dout,
+                                             want_qkv ? g.data : nullptr, N, d, D);
                        gemm(false, true, N, N, d, 1, dot, D, v, ld, 0, da, N);  // dA = dO v^T
                        std::fill(ds, ds + N * N, real(0));
                        softmax_rows_backward(at, da, ds, N, N);  // dS

@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "gemm_kernels.h"
 
@@ -64,6 +65,42 @@ inline void copy_run(real* dst, const real* src, int64_t n) {
         return;
     }
     for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
+}
+
+// The first n (<= L) reals at p, the rest zero: the last run of a row, which may end the
+// matrix (a whole-vector load would read past it).
+template <class Vector, int64_t L>
+inline Vector load_first(const real* p, int64_t n) {
+    if (n == L) return load<Vector>(p);
+    real part[L] = {};
+    for (int64_t i = 0; i < n; ++i) part[i] = p[i];
+    return load<Vector>(part);
+}
+
+// ---- an L x L transpose in registers (pack_b of a transposed B) -------------------------------
+//
+// In log2(L) rounds, h = L/2, L/4, .., 1: rows i and i + h (for i with bit h clear) swap
+// chunks of h lanes, row i keeping the even chunks of both, i + h the odd ones:
+//     a = [a0 a1 | a2 a3], b = [b0 b1 | b2 b3]  ->  [a0 a1 | b0 b1], [a2 a3 | b2 b3]   (h = 2)
+// after which row i holds column i. Each step is one two-vector shuffle whose lanes are known
+// at compile time (__builtin_shufflevector, GCC 12+ and clang): lane I of the result comes from
+// chunk 2 (I / 2h) + hi of a or (for odd I / h) of b.
+template <int64_t L, int64_t h, bool hi, class Vector, int64_t... I>
+inline Vector chunks(Vector a, Vector b, std::integer_sequence<int64_t, I...>) {
+    return __builtin_shufflevector(a, b, ((2 * (I / (2 * h)) + hi) * h + I % h + (I / h) % 2 * L)...);
+}
+
+template <class Vector, int64_t L, int64_t h = L / 2>
+inline void transpose(Vector (&r)[L]) {
+    constexpr auto lanes = std::make_integer_sequence<int64_t, L>{};
+#pragma GCC unroll 16
+    for (int64_t i = 0; i < L; ++i)
+        if ((i / h) % 2 == 0) {
+            const Vector a = r[i], b = r[i + h];
+            r[i] = chunks<L, h, false>(a, b, lanes);
+            r[i + h] = chunks<L, h, true>(a, b, lanes);
+        }
+    if constexpr (h > 1) transpose<Vector, L, h / 2>(r);
 }
 
 // What C[i, j] becomes for the product `ab` (alpha * op(A) @ op(B) there), by the same formula
@@ -117,11 +154,25 @@ struct Tile {
         for (int64_t s = 0; s < cols; s += NR) {
             const int64_t n = smaller(NR, cols - s);
             real* dst = Bp + s * kc;
-            if (trans_b)
-                for (int64_t p = 0; p < kc; ++p)
-                    for (int64_t j = 0; j < n; ++j) dst[p * NR + j] = B[(c0 + s + j) * ldb + k0 + p];
-            else
-                for (int64_t p = 0; p < kc; ++p) copy_run<NR>(dst + p * NR, B + (k0 + p) * ldb + c0 + s, n);
+            if (trans_b) {
+                // Column j of op(B) is row j of B: L rows of L values, transposed, are L rows of
+                // L columns of the sliver (an element-by-element copy was 5% of a float32 step,
+                // attention's k^T and v^T). Rows past the matrix are zeros, written as well.
+                for (int64_t v = 0; v < NV; ++v)
+                    for (int64_t p = 0; p < kc; p += L) {
+                        const int64_t values = smaller(L, kc - p);
+                        Vector r[L];
+#pragma GCC unroll 16
+                        for (int64_t j = 0; j < L; ++j)
+                            r[j] = v * L + j < n
+                                       ? load_first<Vector, L>(B + (c0 + s + v * L + j) * ldb + k0 + p, values)
+                                       : Vector{};
+                        transpose<Vector, L>(r);
+                        for (int64_t q = 0; q < values; ++q) store(dst + (p + q) * NR + v * L, r[q]);
+                    }
+                continue;
+            }
+            for (int64_t p = 0; p < kc; ++p) copy_run<NR>(dst + p * NR, B + (k0 + p) * ldb + c0 + s, n);
             for (int64_t p = 0; p < kc; ++p)
                 for (int64_t j = n; j < NR; ++j) dst[p * NR + j] = 0;
         }

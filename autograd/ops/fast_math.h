@@ -72,47 +72,55 @@ inline float fast_erf(float x) {
     return std::copysign(a < 0.75f ? series : tail, x);
 }
 
-// Reductions over j in [0, n) of term(j) that vectorise: kLanes running results in one
-// vector (a GCC/clang vector-extension value, as in gemm_tile.h), combined pairwise in a fixed
-// order at the end. One running sum cannot be vectorised (the compiler must keep its order of
-// additions); 16 independent ones are one AVX-512 register (two AVX2, four SSE2 or NEON ones).
-// The last n % 16 terms run in a result of their own, combined last. The result depends only on
-// n, never on the threads, and a sum agrees with the one-sum order to rounding. (LayerNorm and
-// softmax rows.)
+// Reductions over j in [0, n) of term(j) that vectorise: kLanes running results in vector
+// registers (GCC/clang vector-extension values, as in gemm_tile.h), combined pairwise in a
+// fixed order at the end. One running sum cannot be vectorised (the compiler must keep its
+// order of additions); 16 independent ones are a few vector registers. The last n % 16 terms
+// run in a result of their own, combined last. The result depends only on n, never on the
+// threads or the instruction set, and a sum agrees with the one-sum order to rounding.
+// (LayerNorm and softmax rows.)
 //
-// Why a vector type, not an array of 16: written as `real lanes[16]` with the tail folded into
-// lanes[0 .. n % 16), the lanes were indexed at run time and GCC kept them in memory, with the
-// maximum's lanes in 16 scalar registers; softmax rows of 65 (attention's) took 65 ns each on an
-// AMD EPYC Zen 5 that way, 42 with the tail apart, 2x fewer with the vector.
+// Why vectors of 16 bytes, not an array of 16 reals or one vector of 64 bytes: written as
+// `real lanes[16]` with the tail folded into lanes[0 .. n % 16), the lanes were indexed at run
+// time and GCC kept them in memory (softmax rows of 65, attention's: 65 ns each on an AMD EPYC
+// Zen 5; 29 ns now). One 64-byte vector is one register with AVX-512, but code compiled for
+// AVX2 or SSE2 has no register that wide, and GCC then keeps it in memory too (a cifar-tiny
+// step 10% slower under PATCHGRAD_ISA=avx2). 16 bytes is a register on every level and on NEON.
 constexpr int64_t kLanes = 16;
 enum class LaneOp { sum, max };
 template <LaneOp op, class Term>
 inline __attribute__((always_inline)) real lane_reduce(int64_t n, Term&& term) {
-    typedef real Lanes __attribute__((vector_size(kLanes * sizeof(real))));
+    typedef real Vector __attribute__((vector_size(16)));
+    constexpr int64_t per_vector = 16 / sizeof(real), vectors = kLanes / per_vector;
     const real init = op == LaneOp::max ? -std::numeric_limits<real>::infinity() : real(0);
-    Lanes lanes = init - Lanes{};  // (a scalar minus a zero vector: the scalar in every lane)
+    Vector lanes[vectors];  // lane l is element l % per_vector of lanes[l / per_vector]
+#pragma GCC unroll 8
+    for (int64_t v = 0; v < vectors; ++v) lanes[v] = init - Vector{};  // (init in every element)
     int64_t j = 0;
     for (; j + kLanes <= n; j += kLanes) {
-        // One vector load (or a few vector operations) per 16 terms, if the compiler sees a loop:
-        // at -O3 GCC 12 unrolls a loop of 16 first and then assembles the vector one element at
-        // a time, hence `unroll 1`, and fills an array (a vector's elements, set one by one, stay
-        // one by one in clang and GCC alike).
+        // One or a few vector loads per 16 terms, if the compiler sees a loop: at -O3 GCC 12
+        // unrolls a loop of 16 first and then assembles the vectors one element at a time,
+        // hence `unroll 1`; and an array, because a vector's elements, set one by one, stay one
+        // by one in clang and GCC alike.
         real values[kLanes];
 #pragma GCC unroll 1
         for (int64_t l = 0; l < kLanes; ++l) values[l] = term(j + l);
-        Lanes terms;
-        std::memcpy(&terms, values, sizeof terms);
-        if constexpr (op == LaneOp::max)
-            lanes = lanes < terms ? terms : lanes;
-        else
-            lanes += terms;
+#pragma GCC unroll 8
+        for (int64_t v = 0; v < vectors; ++v) {
+            Vector terms;
+            std::memcpy(&terms, values + v * per_vector, sizeof terms);
+            if constexpr (op == LaneOp::max)
+                lanes[v] = lanes[v] < terms ? terms : lanes[v];
+            else
+                lanes[v] += terms;
+        }
     }
     auto combine = [](real a, real b) { return op == LaneOp::max ? (a < b ? b : a) : a + b; };
     real rest = init;
     for (; j < n; ++j) rest = combine(rest, term(j));
     real r[kLanes];
 #pragma GCC unroll 16
-    for (int64_t l = 0; l < kLanes; ++l) r[l] = lanes[l];
+    for (int64_t l = 0; l < kLanes; ++l) r[l] = lanes[l / per_vector][l % per_vector];
 #pragma GCC unroll 4
     for (int64_t width = kLanes / 2; width > 0; width /= 2)  // 16 -> 8 -> 4 -> 2 -> 1
 #pragma GCC unroll 8

@@ -149,10 +149,10 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
             // rows are already the runs the kernel reads, and copying them cost 3-10% of
             // those products (bench matmul, AVX2 and AVX-512). And so does a transposed A, whose
             // sliver is MR consecutive values of each of kc rows (a weight gradient, dOut^T @ x:
-            // on an AMD EPYC Zen 5, 384 x 128 x 8320 went from 178 to 214 GFLOP/s), unless those
-            // rows are a multiple of 4 KiB apart: then every row of the sliver falls into the
-            // same few sets of each cache, which hold a handful of lines each, and the kernel
-            // waits for memory (AVX2 on 1024^3: 122 GFLOP/s packed, 84 in place).
+            // on an AMD EPYC Zen 5, bench matmul 384 128 8320 went from 167 to 199 GFLOP/s),
+            // unless those rows are a multiple of 4 KiB apart: then every row of the sliver falls
+            // into the same few sets of each cache, which hold a handful of lines each, and the
+            // kernel waits for memory (AVX2 on 1024^3: 113 GFLOP/s packed, 79 in place).
             const bool set_conflict = lda * static_cast<int64_t>(sizeof(real)) % 4096 == 0;
             const bool direct = nc <= 64 || (!trans_a && K <= KC) || (trans_a && !set_conflict);
             // A row-major A is packed row by row (a copy of runs), a transposed one column by

@@ -15,8 +15,9 @@
 // Lake, AMD Zen 4 and later), the native kernel runs (gemm_bf16_avx512.cpp); on ARM64 with the
 // BF16 extension (Apple M2 and later, Neoverse V1/N2) BFDOT does the same (gemm_bf16_neon.cpp). Twice the work
 // per instruction is not twice the speed: on an Intel Xeon of CPU family 6 model 207 the
-// instruction issues at a quarter of the FMA's rate, so bf16 is half as fast there (chapter
-// 12.9; `patchgrad bench matmul` prints both peaks). Elsewhere, and when PATCHGRAD_ISA asks
+// instruction issues at a quarter of the FMA's rate, so bf16 is half as fast there; on an AMD
+// EPYC Zen 5 it issues at the FMA's rate, twice float32's peak (chapter 12.9; `patchgrad bench
+// matmul` prints both peaks). Elsewhere, and when PATCHGRAD_ISA asks
 // for less than avx512, the product is *emulated*: the inputs are rounded to bf16 and
 // multiplied by the float32 gemm. The emulation gives the same numbers within float32
 // rounding of the sums (and for inputs below 1.2e-38, which the native conversion flushes to

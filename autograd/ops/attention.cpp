@@ -52,8 +52,8 @@ void prefetch_rows(const real* p, int64_t rows, int64_t width, int64_t ld) {
 // What the next head reads and writes, asked for while this one is computed. Each head reads
 // and writes cache lines no other head touches (its own columns of qkv and of the output, its
 // own block of A), written long before or far out of cache by the time backward reads them;
-// without this every head starts by waiting for memory (the forward took 13% longer in bf16 on
-// an AMD EPYC Zen 5). q, k and v [N, d] are at next.q, D and 2D further, rows 3D apart.
+// without this every head starts by waiting for memory. q, k and v [N, d] are at next.q, D
+// and 2D further, rows 3D apart.
 void prefetch_qkv(const real* q, int64_t N, int64_t d, int64_t D) {
     for (int64_t part = 0; part < 3; ++part) prefetch_rows(q + part * D, N, d, 3 * D);
 }

@@ -28,7 +28,7 @@
 #if defined(__x86_64__) && !defined(PATCHGRAD_DOUBLE)
 // GCC 12's AVX-512 header starts some shuffles from a deliberately undefined register
 // (`__m512i __Y = __Y;`), which -Wmaybe-uninitialized reports once they are inlined (GCC bug
-// 105593, fixed in GCC 13); the warning's location is the header, so the pragma covers it.
+// 105593, fixed in GCC 12.3); the warning's location is the header, so the pragma covers it.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"

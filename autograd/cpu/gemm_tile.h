@@ -79,7 +79,7 @@ inline Vector load_first(const real* p, int64_t n) {
 
 // ---- an L x L transpose in registers (pack_b of a transposed B) -------------------------------
 //
-// In log2(L) rounds, h = L/2, L/4, .., 1: rows i and i + h (for i with bit h clear) swap
+// In log2(L) rounds, h = L/2, L/4, .., 1: rows i and i + h (for each i with i / h even) swap
 // chunks of h lanes, row i keeping the even chunks of both, i + h the odd ones:
 //     a = [a0 a1 | a2 a3], b = [b0 b1 | b2 b3]  ->  [a0 a1 | b0 b1], [a2 a3 | b2 b3]   (h = 2)
 // after which row i holds column i. Each step is one two-vector shuffle whose lanes are known

@@ -77,13 +77,12 @@ inline float fast_erf(float x) {
 // fixed order at the end. One running sum cannot be vectorised (the compiler must keep its
 // order of additions); 16 independent ones are a few vector registers. The last n % 16 terms
 // run in a result of their own, combined last. The result depends only on n, never on the
-// threads or the instruction set, and a sum agrees with the one-sum order to rounding.
-// (LayerNorm and softmax rows.)
+// threads, and a sum agrees with the one-sum order to rounding. (LayerNorm and softmax rows.)
 //
 // Why vectors of 16 bytes, not an array of 16 reals or one vector of 64 bytes: written as
 // `real lanes[16]` with the tail folded into lanes[0 .. n % 16), the lanes were indexed at run
-// time and GCC kept them in memory (softmax rows of 65, attention's: 65 ns each on an AMD EPYC
-// Zen 5; 29 ns now). One 64-byte vector is one register with AVX-512, but code compiled for
+// time and GCC kept them in memory (softmax rows of 65, attention's, took about twice as long
+// on an AMD EPYC Zen 5). One 64-byte vector is one register with AVX-512, but code compiled for
 // AVX2 or SSE2 has no register that wide, and GCC then keeps it in memory too (a cifar-tiny
 // step 10% slower under PATCHGRAD_ISA=avx2). 16 bytes is a register on every level and on NEON.
 constexpr int64_t kLanes = 16;

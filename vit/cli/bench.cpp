@@ -83,8 +83,9 @@ void print_help() {
                  "  -h, --help      show this help\n"
                  "\n"
                  "'matmul M N K' times C[M, N] = A[M, K] @ B[K, N], and the transposed forms linear uses,\n"
-                 "(without sizes: 1024^3 and cifar-tiny's linear layers at batch 128, 8320 x {384, 128, 256} x\n"
-                 "{128, 256}),\n"
+                 "(without sizes: 1024^3, then the products of cifar-tiny's linear layers at batch 128, 8320\n"
+                 "token rows: forward A @ B^T and input gradient A @ B at M = 8320, weight gradient A^T @ B at\n"
+                 "K = 8320),\n"
                  "with patchgrad's gemm_blocked, gemm_reference (when M*N*K <= 2^26), cblas_sgemm (when\n"
                  "built with PATCHGRAD_USE_OPENBLAS) and gemm_bf16 (bf16 inputs, float32 sums); best of R\n"
                  "runs after one warm-up (default R: 5), on T threads (default 1, one core against one-thread\n"
@@ -447,13 +448,22 @@ int run_matmul(const std::vector<std::string>& args) {
     if (!sizes.empty())
         return run_one_matmul(parse_positive_int("M", sizes[0]), parse_positive_int("N", sizes[1]),
                               parse_positive_int("K", sizes[2]), repeats);
-    // The standard set: the big square product BLAS libraries are judged by, then cifar-tiny's
-    // linear layers at batch 128 (8320 token rows): qkv, proj, fc1, fc2.
+    // The standard set: the big square product BLAS libraries are judged by, then the products
+    // of cifar-tiny's linear layers at batch 128 (8320 token rows; qkv 128 -> 384, proj 128 ->
+    // 128, fc1 128 -> 256, fc2 256 -> 128): the forward x W^T [8320, out] is A @ B^T at
+    // 8320 x out x in, the input gradient dOut W [8320, in] is A @ B at 8320 x in x out, and the
+    // weight gradient dOut^T x [out, in] is A^T @ B at out x in x 8320 (each size's other forms
+    // are printed too, for comparison).
     for (const auto& [M, N, K] : {std::array<int64_t, 3>{1024, 1024, 1024},
                                   {8320, 384, 128},
                                   {8320, 128, 128},
                                   {8320, 256, 128},
-                                  {8320, 128, 256}})
+                                  {8320, 128, 256},
+                                  {8320, 128, 384},
+                                  {384, 128, 8320},
+                                  {128, 128, 8320},
+                                  {256, 128, 8320},
+                                  {128, 256, 8320}})
         run_one_matmul(M, N, K, repeats);
     return 0;
 }

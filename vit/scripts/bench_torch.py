@@ -174,7 +174,10 @@ def torch_worker(args):
                           torch=torch.__version__, blas=blas_library(), blas_core=blas_core(blas_library()))))
 
 
-MATMUL_SIZES = [(1024, 1024, 1024), (8320, 384, 128), (8320, 128, 128), (8320, 256, 128), (8320, 128, 256)]
+# As `patchgrad bench matmul` runs them: 1024^3, then cifar-tiny's linear layers at batch 128 (forward
+# A @ B^T and input gradient A @ B at M = 8320, weight gradient A^T @ B at K = 8320).
+MATMUL_SIZES = [(1024, 1024, 1024), (8320, 384, 128), (8320, 128, 128), (8320, 256, 128), (8320, 128, 256),
+                (8320, 128, 384), (384, 128, 8320), (128, 128, 8320), (256, 128, 8320), (128, 256, 8320)]
 MATMUL_FORMS = ["A @ B", "A @ B^T", "A^T @ B"]  # as `patchgrad bench matmul` names its rows
 
 

@@ -301,8 +301,8 @@ const Preset kPresets[] = {
     // TFLOP). Dropping three quarters of the patches for twice the epochs led dropping half
     // for 110 at every point of equal compute compared (chapter 10, 10.12); mixup and cutmix
     // as DeiT's, the regularisation every published pure ViT above 90% on CIFAR-10 used. The
-    // last 2 epochs see every patch, at 4 times the cost, so the same budget is 204 epochs:
-    // a model trained on a quarter of its patches gains from seeing whole images (10.12).
+    // last 2 epochs see every patch, each costing about 4 of the others, so that budget is 204
+    // epochs: a model trained on a quarter of its patches gains from seeing whole images (10.12).
     {"long", "cifar-small",
      [](TrainOptions& o) {
          small_vit_recipe(o);
@@ -462,8 +462,10 @@ std::string preset_summary(const TrainOptions& o) {
     if (o.erasing > 0) os << ", erasing " << o.erasing;
     if (o.config.drop_path > 0) os << ", drop path " << o.config.drop_path;
     if (o.config.pool != Pool::Cls) os << ", " << enum_name(o.config.pool) << " pool";
-    if (o.config.patch_dropout > 0) os << ", patch dropout " << o.config.patch_dropout;
-    if (o.full_patch_epochs > 0) os << " (every patch in the last " << o.full_patch_epochs << ")";
+    if (o.config.patch_dropout > 0) {
+        os << ", patch dropout " << o.config.patch_dropout;
+        if (o.full_patch_epochs > 0) os << " (every patch in the last " << o.full_patch_epochs << ")";
+    }
     if (o.config.lsa) os << ", lsa";
     if (o.ema > 0) os << ", ema " << o.ema;
     if (o.tta != TestTimeAugment::None) os << ", tta " << enum_name(o.tta);

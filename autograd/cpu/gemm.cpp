@@ -68,9 +68,10 @@ void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
 // Threads split the rows of C (see parallel.h): each thread packs its own blocks of A and
 // all share the panel of B, which they pack together first.
 //
-// Summation order: each C element adds k in increasing order within a KC block, and the
-// blocks in increasing order, so the result depends only on the sizes, the transposes and
-// the instruction-set level, never on the threads.
+// Summation order: each C element adds k in increasing order within a K block (KC, or fewer
+// for a transposed A read in place, see k_block), and the blocks in increasing order, so the
+// result depends only on the sizes, the leading dimension of a transposed A, the transposes
+// and the instruction-set level, never on the threads.
 
 namespace {
 
@@ -125,11 +126,19 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
     b_pack.resize(static_cast<size_t>(kc_max * std::min(NC, (N + NR - 1) / NR * NR)));
     real* Bp = b_pack.data();
     const int64_t slivers = (M + MR - 1) / MR;  // MR-row slivers of C
+    // A transposed A read in place (below) puts each of a sliver's kc values of k on a row of
+    // its own, lda apart: with KC = 256 and a weight gradient's lda of 384 floats the sliver
+    // spans 96 pages of 4 KiB, more than a 64-entry first-level TLB (Intel's) holds, and each
+    // call of the kernel misses it on every row. A K block that keeps the sliver within 32
+    // pages (kc = 85 there) costs one more pass over C per 85 values of k instead of 256.
+    const bool set_conflict = lda * static_cast<int64_t>(sizeof(real)) % 4096 == 0;
+    const int64_t sliver_pages = 32 * 4096 / (lda * static_cast<int64_t>(sizeof(real)));
+    const int64_t k_block = trans_a && !set_conflict ? std::clamp<int64_t>(sliver_pages, 64, KC) : KC;
 
     for (int64_t jc = 0; jc < N; jc += NC) {
         const int64_t nc = std::min(NC, N - jc);
-        for (int64_t pc = 0; pc < K; pc += KC) {
-            const int64_t kc = std::min(KC, K - pc);
+        for (int64_t pc = 0; pc < K; pc += k_block) {
+            const int64_t kc = std::min(k_block, K - pc);
             // Later K blocks add onto what the first one wrote (the bias included).
             const real beta_block = pc == 0 ? beta : real(1);
             const real* bias_block = pc == 0 && bias ? bias + jc : nullptr;
@@ -153,7 +162,6 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
             // unless those rows are a multiple of 4 KiB apart: then every row of the sliver falls
             // into the same few sets of each cache, which hold a handful of lines each, and the
             // kernel waits for memory (AVX2 on 1024^3: 113 GFLOP/s packed, 79 in place).
-            const bool set_conflict = lda * static_cast<int64_t>(sizeof(real)) % 4096 == 0;
             const bool direct = nc <= 64 || (!trans_a && K <= KC) || (trans_a && !set_conflict);
             // A row-major A is packed row by row (a copy of runs), a transposed one column by
             // column (its columns are the runs).

@@ -85,6 +85,9 @@ TEST_CASE("gemm: float32 gemm agrees with gemm_reference on ViT shapes, at every
             check_f32(kernel, true, false, 65, 32, 65, ++seed);
             // 8 images' tokens (520 rows) with K past one cache block of 256.
             check_f32(kernel, false, true, 520, 384, 300, ++seed);
+            // A weight gradient dy^T @ x over 300 rows: its transposed A (lda 384) is read in
+            // place in K blocks of 85 (gemm.cpp's k_block), three whole ones and a part.
+            check_f32(kernel, true, false, 384, 128, 300, ++seed);
         }
     });
 }

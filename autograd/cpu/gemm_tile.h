@@ -182,6 +182,10 @@ struct Tile {
     // How the micro-kernel finds element (i, p) of the A sliver: a[p * a_k + i * a_i].
     enum class ALayout { packed, row_packed, strided };  // (MR, 1), (1, kGemmKC), as given
 
+    // How many values of k ahead the kernel asks for a transposed A's rows: about 300 cycles of
+    // AVX-512 multiply-adds, a trip to memory (16, 24 and 40 all gave a weight gradient of 384
+    // rows 25-30% on an Intel Xeon; 24 did best over the four of `bench matmul`'s).
+    static constexpr int64_t kAhead = 24;
     template <int64_t NB, ALayout layout>
     static void micro_kernel(int64_t kc, const real* a, int64_t a_k, int64_t a_i, const real* b, real alpha, real beta,
                              const real* bias, real* c, int64_t ldc, int64_t mr, int64_t nr) {
@@ -201,7 +205,17 @@ struct Tile {
         for (int64_t i = 0; i < MR; ++i)
 #pragma GCC unroll 4
             for (int64_t v = 0; v < NB; ++v) acc[i][v] = Vector{};
+        // A transposed A read in place has the MR values of each k on a row of their own, lda
+        // apart, a stride the hardware prefetchers follow late or not at all: ask for the row
+        // kAhead steps on, both of the cache lines it may straddle (the block's last row near its
+        // end, to stay inside the matrix).
+        const bool rows_apart = layout == ALayout::strided && a_i == 1;
         for (int64_t p = 0; p < kc; ++p) {
+            if (rows_apart) {
+                const real* ahead = a + smaller(p + kAhead, kc - 1) * a_k;
+                __builtin_prefetch(ahead);
+                __builtin_prefetch(ahead + MR - 1);
+            }
             Vector bv[NB];  // row p of the B sliver
 #pragma GCC unroll 4
             for (int64_t v = 0; v < NB; ++v) bv[v] = load<Vector>(b + p * NR + v * L);

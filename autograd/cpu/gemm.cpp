@@ -128,9 +128,9 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
     const int64_t slivers = (M + MR - 1) / MR;  // MR-row slivers of C
     // A transposed A read in place (below) puts each of a sliver's kc values of k on a row of
     // its own, lda apart: with KC = 256 and a weight gradient's lda of 384 floats the sliver
-    // spans 96 pages of 4 KiB, more than a 64-entry first-level TLB (Intel's) holds, and each
-    // call of the kernel misses it on every row. A K block that keeps the sliver within 32
-    // pages (kc = 85 there) costs one more pass over C per 85 values of k instead of 256.
+    // spans 96 pages of 4 KiB, more than many cores' first-level TLB holds (Skylake's 64), so
+    // each call of the kernel would miss it row after row. A K block that keeps the sliver
+    // within 32 pages (kc = 85 there) costs one more pass over C per 85 values of k.
     const bool set_conflict = lda * static_cast<int64_t>(sizeof(real)) % 4096 == 0;
     const int64_t sliver_pages = 32 * 4096 / (lda * static_cast<int64_t>(sizeof(real)));
     const int64_t k_block = trans_a && !set_conflict ? std::clamp<int64_t>(sliver_pages, 64, KC) : KC;

@@ -184,8 +184,11 @@ struct Tile {
 
     // How many values of k ahead the kernel asks for a transposed A's rows: about 300 cycles of
     // AVX-512 multiply-adds, a trip to memory (16, 24 and 40 all gave a weight gradient of 384
-    // rows 25-30% on an Intel Xeon; 24 did best over the four of `bench matmul`'s).
+    // rows 25-30% on an Intel Xeon; 24 did best over the four of `bench matmul`'s). Only for
+    // 16-lane vectors: AVX2's 6 x 16 tile, half the multiply-adds per k, was slower with it in
+    // two of three sets of alternations on that Xeon (PATCHGRAD_ISA=avx2).
     static constexpr int64_t kAhead = 24;
+    static constexpr bool kPrefetchRows = L >= 16;
     template <int64_t NB, ALayout layout>
     static void micro_kernel(int64_t kc, const real* a, int64_t a_k, int64_t a_i, const real* b, real alpha, real beta,
                              const real* bias, real* c, int64_t ldc, int64_t mr, int64_t nr) {
@@ -209,7 +212,7 @@ struct Tile {
         // apart, a stride the hardware prefetchers follow late or not at all: ask for the row
         // kAhead steps on, both of the cache lines it may straddle (the block's last row near its
         // end, to stay inside the matrix).
-        const bool rows_apart = layout == ALayout::strided && a_i == 1;
+        const bool rows_apart = kPrefetchRows && layout == ALayout::strided && a_i == 1;
         for (int64_t p = 0; p < kc; ++p) {
             if (rows_apart) {
                 const real* ahead = a + smaller(p + kAhead, kc - 1) * a_k;

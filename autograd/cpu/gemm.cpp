@@ -132,8 +132,9 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
     // each call of the kernel would miss it row after row. A K block that keeps the sliver
     // within 32 pages (kc = 85 there) costs one more pass over C per 85 values of k.
     const bool set_conflict = lda * static_cast<int64_t>(sizeof(real)) % 4096 == 0;
+    const bool transposed_in_place = trans_a && !set_conflict;
     const int64_t sliver_pages = 32 * 4096 / (lda * static_cast<int64_t>(sizeof(real)));
-    const int64_t k_block = trans_a && !set_conflict ? std::clamp<int64_t>(sliver_pages, 64, KC) : KC;
+    const int64_t k_block = transposed_in_place ? std::clamp<int64_t>(sliver_pages, 64, KC) : KC;
 
     for (int64_t jc = 0; jc < N; jc += NC) {
         const int64_t nc = std::min(NC, N - jc);
@@ -162,7 +163,7 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
             // unless those rows are a multiple of 4 KiB apart: then every row of the sliver falls
             // into the same few sets of each cache, which hold a handful of lines each, and the
             // kernel waits for memory (AVX2 on 1024^3: 113 GFLOP/s packed, 79 in place).
-            const bool direct = nc <= 64 || (!trans_a && K <= KC) || (trans_a && !set_conflict);
+            const bool direct = nc <= 64 || (!trans_a && K <= KC) || transposed_in_place;
             // A row-major A is packed row by row (a copy of runs), a transposed one column by
             // column (its columns are the runs).
             const bool by_rows = !direct && !trans_a;

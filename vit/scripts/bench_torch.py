@@ -35,9 +35,13 @@ for it.
 
 With --matmul it times matrix products alone on one thread (set OPENBLAS_NUM_THREADS=1 too),
 on the sizes `patchgrad bench matmul` uses, best of 5 after a warm-up: PyTorch's float32
-`a @ b` alternating with `patchgrad bench matmul`, round after round, then the best round of
-each and their ratio per size; or, when there is no patchgrad binary, PyTorch's float32 and
-bf16 alone.
+`torch.mm(a, b, out=c)` alternating with `patchgrad bench matmul`, round after round, then the
+best round of each and their ratio per size; or, when there is no patchgrad binary, PyTorch's
+float32 and bf16 alone. (Into a preallocated c, as patchgrad's C is: `a @ b` allocates its
+answer each time, and on an Intel Xeon of family 6 model 207 that made 1024^3 4-10% slower
+than OpenBLAS's own cblas_sgemm, median of 15 alternations, a bias in patchgrad's favour that
+figures before 2026-12-02 carry. Steadier still, a patchgrad built with OpenBLAS runs both in
+one process, in turn: `patchgrad bench matmul`'s ours/BLAS column.)
 """
 
 import argparse
@@ -182,7 +186,7 @@ MATMUL_FORMS = ["A @ B", "A @ B^T", "A^T @ B"]  # as `patchgrad bench matmul` na
 
 
 def torch_matmul_rates(bf16):
-    """{(m, n, k): (float32 GFLOP/s, bf16 GFLOP/s or None)} of PyTorch's `a @ b` on one thread, best of 5."""
+    """{(m, n, k): (float32 GFLOP/s, bf16 GFLOP/s or None)} of PyTorch's `torch.mm(a, b, out=c)` on one thread, best of 5."""
     import torch
     torch.set_num_threads(1)
 
@@ -198,13 +202,13 @@ def torch_matmul_rates(bf16):
 
     rates = {}
     for m, n, k in MATMUL_SIZES:
-        a, b = torch.rand(m, k) * 2 - 1, torch.rand(k, n) * 2 - 1
+        a, b, c = torch.rand(m, k) * 2 - 1, torch.rand(k, n) * 2 - 1, torch.empty(m, n)
         flop = 2.0 * m * n * k
         half = None
         if bf16:
-            a16, b16 = a.bfloat16(), b.bfloat16()
-            half = rate(lambda: a16 @ b16, flop)
-        rates[(m, n, k)] = (rate(lambda: a @ b, flop), half)
+            a16, b16, c16 = a.bfloat16(), b.bfloat16(), c.bfloat16()
+            half = rate(lambda: torch.mm(a16, b16, out=c16), flop)
+        rates[(m, n, k)] = (rate(lambda: torch.mm(a, b, out=c), flop), half)
     return rates
 
 
@@ -250,7 +254,7 @@ def torch_matmul(args):
             print("round %d  M=%-5d N=%-4d K=%-4d  OpenBLAS %6.1f   patchgrad %s" % (
                 r, *size, theirs[size][0], " ".join("%6.1f" % x for x in ours[size])), flush=True)
     print()
-    print("float32 GFLOP/s on one thread, best of %d rounds (each the best of 5 runs): PyTorch's `a @ b` by %s "
+    print("float32 GFLOP/s on one thread, best of %d rounds (each the best of 5 runs): PyTorch's `torch.mm(a, b, out=c)` by %s "
           "(kernels %s) and patchgrad's gemm_blocked (%s)" % (args.rounds, blas, blas_core(blas),
                                                           ", ".join(MATMUL_FORMS)))
     for size in MATMUL_SIZES:

@@ -6,6 +6,14 @@
 # has bf16 instructions, bf16 against PyTorch's autocast and against patchgrad's own float32.
 #
 #   bash vit/scripts/measure_machine.sh [--patchgrad build/patchgrad] [--native PATH] [--rounds 2]
+#                                       [--openblas PATH]
+#
+# --openblas names a patchgrad built with OpenBLAS (cmake -S . -B build-openblas
+# -DCMAKE_BUILD_TYPE=Release -DPATCHGRAD_USE_OPENBLAS=ON && make -C build-openblas -j2 patchgrad):
+# its `bench matmul` runs gemm_blocked and cblas_sgemm in turn in one process on the same
+# matrices, and the median of their pairwise ratios (the ours/BLAS column) is the gemm
+# comparison least moved by a host whose speed swings; without it, gemm is compared with
+# PyTorch's products in separate processes only.
 #
 # Run it on an otherwise idle machine (a build or a training run beside it halves what it
 # measures), with PyTorch and OpenBLAS installed as the README's Speed section says; it runs
@@ -25,11 +33,13 @@ cd "$(dirname "$0")/../.."
 
 binary=build/patchgrad
 native=""
+openblas=""
 rounds=2
 while [ $# -gt 0 ]; do
     case "$1" in
         --patchgrad) binary=${2:?--patchgrad needs a path}; shift 2 ;;
         --native) native=${2:?--native needs a path}; shift 2 ;;
+        --openblas) openblas=${2:?--openblas needs a path}; shift 2 ;;
         --rounds) rounds=${2:?--rounds needs a number}; shift 2 ;;
         -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "measure_machine.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -37,7 +47,7 @@ while [ $# -gt 0 ]; do
 done
 case "$rounds" in '' | *[!0-9]* | 0) echo "measure_machine.sh: --rounds must be a positive number, got '$rounds'" >&2; exit 2 ;; esac
 python=/usr/bin/python3  # Debian's python3-torch is installed for the system Python
-for b in "$binary" $native; do
+for b in "$binary" $native $openblas; do
     [ -x "$b" ] || { echo "measure_machine.sh: no patchgrad binary at $b (build it: cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && make -C build -j2 patchgrad)" >&2; exit 2; }
 done
 "$python" -c "import torch" 2>/dev/null || {
@@ -57,7 +67,7 @@ run() {
     echo "\$ $*"
     output=$("$@" 2>&1) || { echo "$output"; echo "measure_machine.sh: that command failed" >&2; exit 1; }
     echo "$output"
-    summary+=("$label: $*" "$(grep -E '^(ratio|M=|img/s|sgemm rate|paired|threads:|patchgrad precision|  (PyTorch|patchgrad) )' <<<"$output" | sed 's/^/    /' || true)")
+    summary+=("$label: $*" "$(grep -E '^(ratio|M=|img/s|sgemm rate|paired|threads:|patchgrad precision|  (PyTorch|patchgrad) |A @ B|A\^T @ B)' <<<"$output" | sed 's/^/    /' || true)")
 }
 
 flags=" $(lscpu | sed -n 's/^Flags: *//p') "
@@ -99,6 +109,15 @@ fi
 
 section "gemm on one thread against OpenBLAS"
 run "gemm / OpenBLAS" env OPENBLAS_NUM_THREADS=1 "$python" vit/scripts/bench_torch.py --matmul --rounds "$rounds" --patchgrad "$binary"
+if [ -n "$openblas" ]; then
+    section "gemm against cblas_sgemm in one process, in turn (ours/BLAS: median of 9 pairs)"
+    run "gemm / cblas_sgemm in turn" env OPENBLAS_NUM_THREADS=1 "$openblas" bench matmul --repeats 9
+    if has avx512f; then
+        section "the AVX2 laptop's gemm: PATCHGRAD_ISA=avx2 against OpenBLAS's Haswell kernels, in turn"
+        run "forced AVX2 gemm / cblas_sgemm in turn" env OPENBLAS_NUM_THREADS=1 PATCHGRAD_ISA=avx2 \
+            OPENBLAS_CORETYPE=Haswell "$openblas" bench matmul --repeats 9
+    fi
+fi
 section "one core's multiply-add ceiling and bf16 products"
 "$binary" bench matmul --repeats 5
 section "a step's share of this machine's gemm rate (threads chosen by --threads auto)"

@@ -40,7 +40,7 @@ best round of each and their ratio per size; or, when there is no patchgrad bina
 float32 and bf16 alone. (Into a preallocated c, as patchgrad's C is: `a @ b` allocates its
 answer each time, and on an Intel Xeon of family 6 model 207 that made 1024^3 4-10% slower
 than OpenBLAS's own cblas_sgemm, median of 15 alternations, a bias in patchgrad's favour that
-figures before 2026-12-02 carry. Steadier still, a patchgrad built with OpenBLAS runs both in
+every figure taken with `a @ b` carries. Steadier still, a patchgrad built with OpenBLAS runs both in
 one process, in turn: `patchgrad bench matmul`'s ours/BLAS column.)
 """
 
@@ -186,7 +186,8 @@ MATMUL_FORMS = ["A @ B", "A @ B^T", "A^T @ B"]  # as `patchgrad bench matmul` na
 
 
 def torch_matmul_rates(bf16):
-    """{(m, n, k): (float32 GFLOP/s, bf16 GFLOP/s or None)} of PyTorch's `torch.mm(a, b, out=c)` on one thread, best of 5."""
+    """{(m, n, k): (float32 GFLOP/s, bf16 GFLOP/s or None)} of PyTorch's `torch.mm(a, b, out=c)` on one thread,
+    best of 5."""
     import torch
     torch.set_num_threads(1)
 
@@ -254,9 +255,9 @@ def torch_matmul(args):
             print("round %d  M=%-5d N=%-4d K=%-4d  OpenBLAS %6.1f   patchgrad %s" % (
                 r, *size, theirs[size][0], " ".join("%6.1f" % x for x in ours[size])), flush=True)
     print()
-    print("float32 GFLOP/s on one thread, best of %d rounds (each the best of 5 runs): PyTorch's `torch.mm(a, b, out=c)` by %s "
-          "(kernels %s) and patchgrad's gemm_blocked (%s)" % (args.rounds, blas, blas_core(blas),
-                                                          ", ".join(MATMUL_FORMS)))
+    print("float32 GFLOP/s on one thread, best of %d rounds (each the best of 5 runs): PyTorch's "
+          "`torch.mm(a, b, out=c)` by %s (kernels %s) and patchgrad's gemm_blocked (%s)"
+          % (args.rounds, blas, blas_core(blas), ", ".join(MATMUL_FORMS)))
     for size in MATMUL_SIZES:
         print("M=%-5d N=%-4d K=%-4d  OpenBLAS %6.1f   patchgrad %s   ratio %s" % (
             *size, best_torch[size], " ".join("%6.1f" % x for x in best_ours[size]),

@@ -9,8 +9,8 @@
 #                                       [--openblas PATH]
 #
 # --openblas names a patchgrad built with OpenBLAS (cmake -S . -B build-openblas
-# -DCMAKE_BUILD_TYPE=Release -DPATCHGRAD_USE_OPENBLAS=ON && make -C build-openblas -j2 patchgrad):
-# its `bench matmul` runs gemm_blocked and cblas_sgemm in turn in one process on the same
+# -DCMAKE_BUILD_TYPE=Release -DPATCHGRAD_USE_OPENBLAS=ON && make -C build-openblas -j2 patchgrad;
+# another build is refused): its `bench matmul` runs gemm_blocked and cblas_sgemm in turn in one process on the same
 # matrices, and the median of their pairwise ratios (the ours/BLAS column) is the gemm
 # comparison least moved by a host whose speed swings; without it, gemm is compared with
 # PyTorch's products in separate processes only.
@@ -47,9 +47,16 @@ while [ $# -gt 0 ]; do
 done
 case "$rounds" in '' | *[!0-9]* | 0) echo "measure_machine.sh: --rounds must be a positive number, got '$rounds'" >&2; exit 2 ;; esac
 python=/usr/bin/python3  # Debian's python3-torch is installed for the system Python
-for b in "$binary" $native $openblas; do
+for b in "$binary" $native; do
     [ -x "$b" ] || { echo "measure_machine.sh: no patchgrad binary at $b (build it: cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && make -C build -j2 patchgrad)" >&2; exit 2; }
 done
+openblas_build="cmake -S . -B build-openblas -DCMAKE_BUILD_TYPE=Release -DPATCHGRAD_USE_OPENBLAS=ON && make -C build-openblas -j2 patchgrad"
+if [ -n "$openblas" ]; then
+    [ -x "$openblas" ] || { echo "measure_machine.sh: no patchgrad binary at $openblas for --openblas (build it: $openblas_build)" >&2; exit 2; }
+    # Without OpenBLAS, bench matmul has no cblas_sgemm to take turns with: no ours/BLAS column.
+    [[ "$("$openblas" bench matmul 16 16 16 --repeats 1 2>&1)" == *"ours/BLAS"* ]] ||
+        { echo "measure_machine.sh: --openblas $openblas was not built with -DPATCHGRAD_USE_OPENBLAS=ON (build it: $openblas_build)" >&2; exit 2; }
+fi
 "$python" -c "import torch" 2>/dev/null || {
     echo "measure_machine.sh: $python cannot import torch (apt-get install --no-install-recommends python3-torch libopenblas0-pthread)" >&2
     exit 2

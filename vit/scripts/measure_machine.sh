@@ -23,9 +23,11 @@
 # (2026-11-29; bf16 instructions add three runs).
 #
 # Why the environment variables: OpenBLAS 0.3.21 (Debian 12's) does not know CPUs newer than
-# it and falls back to "Prescott", SSE3 kernels that would flatter patchgrad by 2-3x. So when
-# it picks Prescott on a CPU with AVX-512 or AVX2, this script sets OPENBLAS_CORETYPE=SkylakeX
-# or Haswell for every PyTorch run and says so. PATCHGRAD_ISA=avx2 with OPENBLAS_CORETYPE=Haswell
+# it and falls back to "Prescott", SSE3 kernels that would flatter patchgrad by 2-3x; on an AMD
+# EPYC Zen 5 it picks "Haswell", AVX2 kernels at about half of what its SkylakeX ones reach
+# there (1024^3: 98 against 181 GFLOP/s, 2026-12-02). So on a CPU with AVX-512 this script sets
+# OPENBLAS_CORETYPE=SkylakeX unless OpenBLAS already runs AVX-512 kernels, and Haswell where it
+# picks Prescott on an AVX2 CPU, for every PyTorch and cblas_sgemm run, and says so. PATCHGRAD_ISA=avx2 with OPENBLAS_CORETYPE=Haswell
 # is the AVX2 laptop on an AVX-512 machine (issue 19); PATCHGRAD_BF16=vdpbf16ps is a CPU with
 # AVX512_BF16 but no AMX (issue 23).
 set -euo pipefail
@@ -94,9 +96,12 @@ import sys; sys.path.insert(0, 'vit/scripts')
 import torch, bench_torch
 print(bench_torch.blas_core(bench_torch.blas_library()))")
 echo "OpenBLAS kernels PyTorch gets on its own: $blas_core"
-if [ "$blas_core" = Prescott ] && [ -z "${OPENBLAS_CORETYPE:-}" ]; then
-    if has avx512f; then export OPENBLAS_CORETYPE=SkylakeX; elif has avx2; then export OPENBLAS_CORETYPE=Haswell; fi
-    [ -n "${OPENBLAS_CORETYPE:-}" ] && echo "OpenBLAS does not know this CPU: OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE for every PyTorch run below"
+if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
+    case "$blas_core" in
+        SkylakeX | Cooperlake | SapphireRapids) ;;
+        *) if has avx512f; then export OPENBLAS_CORETYPE=SkylakeX; elif [ "$blas_core" = Prescott ] && has avx2; then export OPENBLAS_CORETYPE=Haswell; fi ;;
+    esac
+    [ -n "${OPENBLAS_CORETYPE:-}" ] && echo "OpenBLAS's own choice leaves this CPU's widest vectors unused: OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE for every PyTorch and cblas_sgemm run below"
 fi
 
 bench_torch=("$python" vit/scripts/bench_torch.py --steps 8 --warmup 2 --rounds "$rounds")

@@ -27,9 +27,9 @@
 # EPYC Zen 5 it picks "Haswell", AVX2 kernels at about half of what its SkylakeX ones reach
 # there (1024^3: 98 against 181 GFLOP/s, 2026-12-02). So on a CPU with AVX-512 this script sets
 # OPENBLAS_CORETYPE=SkylakeX unless OpenBLAS already runs AVX-512 kernels, and Haswell where it
-# picks Prescott on an AVX2 CPU, for every PyTorch and cblas_sgemm run, and says so. PATCHGRAD_ISA=avx2 with OPENBLAS_CORETYPE=Haswell
-# is the AVX2 laptop on an AVX-512 machine (issue 19); PATCHGRAD_BF16=vdpbf16ps is a CPU with
-# AVX512_BF16 but no AMX (issue 23).
+# picks Prescott on an AVX2 CPU, for every PyTorch and cblas_sgemm run, and says so.
+# PATCHGRAD_ISA=avx2 with OPENBLAS_CORETYPE=Haswell is the AVX2 laptop on an AVX-512 machine
+# (issue 19); PATCHGRAD_BF16=vdpbf16ps is a CPU with AVX512_BF16 but no AMX (issue 23).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -101,7 +101,7 @@ if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
         SkylakeX | Cooperlake | SapphireRapids) ;;
         *) if has avx512f; then export OPENBLAS_CORETYPE=SkylakeX; elif [ "$blas_core" = Prescott ] && has avx2; then export OPENBLAS_CORETYPE=Haswell; fi ;;
     esac
-    [ -n "${OPENBLAS_CORETYPE:-}" ] && echo "OpenBLAS's own choice leaves this CPU's widest vectors unused: OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE for every PyTorch and cblas_sgemm run below"
+    [ -n "${OPENBLAS_CORETYPE:-}" ] && echo "OpenBLAS's own choice leaves this CPU's widest vectors unused: OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE for every PyTorch and cblas_sgemm run below but the forced-AVX2 ones (Haswell)"
 fi
 
 bench_torch=("$python" vit/scripts/bench_torch.py --steps 8 --warmup 2 --rounds "$rounds")

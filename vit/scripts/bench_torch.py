@@ -31,7 +31,8 @@ gets).
 The summary names the kernel set OpenBLAS chose for this CPU (openblas_get_corename): an
 OpenBLAS older than the CPU falls back to old, slow kernels (0.3.21 runs "Prescott", SSE3, on
 an Intel Xeon of CPU family 6 model 207), and OPENBLAS_CORETYPE=SkylakeX (or Haswell) chooses
-for it.
+for it. A choice made by that variable is named as such ("Haswell, forced by OPENBLAS_CORETYPE"):
+check the environment before comparing, since a variable left set there decides for OpenBLAS.
 
 With --matmul it times matrix products alone on one thread (set OPENBLAS_NUM_THREADS=1 too),
 on the sizes `patchgrad bench matmul` uses, best of 5 after a warm-up: PyTorch's float32
@@ -107,14 +108,18 @@ def blas_library():
 
 
 def blas_core(blas):
-    """The kernel set OpenBLAS runs on this CPU ("SkylakeX", "Haswell", "Prescott", ...), or "unknown"."""
+    """The kernel set OpenBLAS runs on this CPU ("SkylakeX", "Haswell", "Prescott", ...), or "unknown";
+    "Haswell, forced by OPENBLAS_CORETYPE" when the environment chose it (a machine may come with the
+    variable set: the AMD EPYC Zen 5 machines of 2026-12-02 had Haswell there, half the speed of the
+    Cooperlake kernels OpenBLAS picks on them by itself)."""
     try:
         import ctypes
         lib = ctypes.CDLL(blas)
         lib.openblas_get_corename.restype = ctypes.c_char_p
-        return lib.openblas_get_corename().decode()
+        core = lib.openblas_get_corename().decode()
     except (OSError, AttributeError):
         return "unknown"
+    return core + ", forced by OPENBLAS_CORETYPE" if os.environ.get("OPENBLAS_CORETYPE") else core
 
 
 def blas_warning(blas):

@@ -22,12 +22,14 @@
 # command that produced it. It took 4 min 41 s on a 2-vCPU AMD EPYC Zen 3 with --native
 # (2026-11-29; bf16 instructions add three runs).
 #
-# Why the environment variables: OpenBLAS 0.3.21 (Debian 12's) does not know CPUs newer than
-# it and falls back to "Prescott", SSE3 kernels that would flatter patchgrad by 2-3x; on an AMD
-# EPYC Zen 5 it picks "Haswell", AVX2 kernels at about half of what its SkylakeX ones reach
-# there (1024^3: 98 against 181 GFLOP/s, 2026-12-02). So on a CPU with AVX-512 this script sets
-# OPENBLAS_CORETYPE=SkylakeX unless OpenBLAS already runs AVX-512 kernels, and Haswell where it
-# picks Prescott on an AVX2 CPU, for every PyTorch and cblas_sgemm run, and says so.
+# Why the environment variables: OpenBLAS 0.3.21 (Debian 12's) may not know CPUs newer than it
+# and fall back to "Prescott", SSE3 kernels that would flatter patchgrad by 2-3x. So on a CPU
+# with AVX-512 this script sets OPENBLAS_CORETYPE=SkylakeX unless OpenBLAS already runs AVX-512
+# kernels, and Haswell where it picks Prescott on an AVX2 CPU, for every PyTorch and cblas_sgemm
+# run, and says so. An OPENBLAS_CORETYPE already in the environment is dropped first (and
+# named): the 2-vCPU AMD EPYC Zen 5 machines of 2026-12-02 came with OPENBLAS_CORETYPE=Haswell
+# set, AVX2 kernels at about half of what OpenBLAS's own choice there (Cooperlake) reaches, and a
+# comparison against those would flatter patchgrad by about 2x.
 # PATCHGRAD_ISA=avx2 with OPENBLAS_CORETYPE=Haswell is the AVX2 laptop on an AVX-512 machine
 # (issue 19); PATCHGRAD_BF16=vdpbf16ps is a CPU with AVX512_BF16 but no AMX (issue 23).
 set -euo pipefail
@@ -91,18 +93,21 @@ echo "commit: $(git describe --always --dirty 2>/dev/null || echo unknown)"
 "$binary" --version
 "$python" -c "import torch; print('PyTorch', torch.__version__)"
 
+if [ -n "${OPENBLAS_CORETYPE:-}" ]; then
+    echo "OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE was set in the environment: dropped, so OpenBLAS picks its own kernels"
+    unset OPENBLAS_CORETYPE
+fi
 blas_core=$("$python" -c "
 import sys; sys.path.insert(0, 'vit/scripts')
 import torch, bench_torch
 print(bench_torch.blas_core(bench_torch.blas_library()))")
 echo "OpenBLAS kernels PyTorch gets on its own: $blas_core"
-if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
-    case "$blas_core" in
-        SkylakeX | Cooperlake | SapphireRapids) ;;
-        *) if has avx512f; then export OPENBLAS_CORETYPE=SkylakeX; elif [ "$blas_core" = Prescott ] && has avx2; then export OPENBLAS_CORETYPE=Haswell; fi ;;
-    esac
-    [ -n "${OPENBLAS_CORETYPE:-}" ] && echo "OpenBLAS's own choice leaves this CPU's widest vectors unused: OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE for every PyTorch and cblas_sgemm run below but the forced-AVX2 ones (Haswell)"
-fi
+case "$blas_core" in
+    SkylakeX | Cooperlake | SapphireRapids) ;;
+    *) if has avx512f; then export OPENBLAS_CORETYPE=SkylakeX; elif [ "$blas_core" = Prescott ] && has avx2; then export OPENBLAS_CORETYPE=Haswell; fi ;;
+esac
+[ -n "${OPENBLAS_CORETYPE:-}" ] && echo "OpenBLAS's own choice leaves this CPU's widest vectors unused: OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE for every PyTorch and cblas_sgemm run below but the forced-AVX2 ones (Haswell)"
+[ -n "${OPENBLAS_L2_SIZE:-}" ] && echo "OPENBLAS_L2_SIZE=$OPENBLAS_L2_SIZE from the environment is kept (OpenBLAS's L2 size hint, for machines whose CPUID does not report it)"
 
 bench_torch=("$python" vit/scripts/bench_torch.py --steps 8 --warmup 2 --rounds "$rounds")
 for b in "$binary" $native; do

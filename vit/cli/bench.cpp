@@ -52,6 +52,7 @@ void print_help() {
     std::cout << "usage: patchgrad bench [--config NAME] [--dim D] [--depth L] [--heads H] [--mlp M] [--patch P]\n"
                  "                       [--pool NAME] [--patch-dropout P]\n"
                  "                       [--batch B] [--steps S] [--warmup W] [--threads T] [--precision P]\n"
+                 "                       [--paired on|off]\n"
                  "       patchgrad bench matmul [M N K] [--repeats R] [--threads T]\n"
                  "\n"
                  "Times full training steps of a Vision Transformer on one random batch (forward,\n"
@@ -80,6 +81,9 @@ void print_help() {
                  "                  environment variable OPENBLAS_NUM_THREADS)\n"
                  "  --precision P   fp32 (the default) or bf16: matrix products with bf16 inputs and float32\n"
                  "                  sums, everything else in float32 (autograd/cpu/gemm_bf16.h)\n"
+                 "  --paired on|off the gemm run after each step for the paired figure (default: on); off\n"
+                 "                  for a profiler, which would count that gemm's samples with the steps'\n"
+                 "                  (the gemm runs after the last step, for the mean's share, remain)\n"
                  "  -h, --help      show this help\n"
                  "\n"
                  "'matmul M N K' times C[M, N] = A[M, K] @ B[K, N], and the transposed forms linear uses,\n"
@@ -345,6 +349,10 @@ int run_training(const Flags& flags) {
     const int threads = parse_threads(flags.value_or("--threads", "auto"));
     const MatmulPrecision precision =
         parse_enum_flag<MatmulPrecision>("--precision", flags.value_or("--precision", "fp32"));
+    const std::string paired_flag = flags.value_or("--paired", "on");
+    if (paired_flag != "on" && paired_flag != "off")
+        throw UsageError("--paired takes on or off, got '" + paired_flag + "'");
+    const bool paired = paired_flag == "on";
 
     VisionTransformer model(config, 0);
     AdamW optimizer(split_weight_decay(model.named_parameters()), 1e-3, {0.9, 0.999}, 1e-8, 0.05);
@@ -419,7 +427,7 @@ int run_training(const Flags& flags) {
         if (measured) {
             ms.push_back(elapsed);
             rss.push_back(mem.rss_mib);
-            paired_sgemm.push_back(sgemm.rate(2));
+            if (paired) paired_sgemm.push_back(sgemm.rate(2));
         }
     }
 
@@ -448,6 +456,10 @@ int run_training(const Flags& flags) {
         "%-16s %.1f GFLOP/s (gemm, 1024 x 1024 x 1024, same threads, best of 3): the mean step runs at "
         "%.0f%% of it\n",
         yardstick, best_sgemm, 100 * step_gflop / (mean_ms * 1e-3) / best_sgemm);
+    if (!paired) {
+        std::printf("%-16s not measured (--paired off)\n", "paired");
+        return 0;
+    }
     std::vector<double> shares;
     for (size_t i = 0; i < ms.size(); ++i) shares.push_back(100 * step_gflop / (ms[i] * 1e-3) / paired_sgemm[i]);
     std::sort(shares.begin(), shares.end());
@@ -587,7 +599,7 @@ int bench_command(const std::vector<std::string>& args) {
     if (!args.empty() && args[0] == "matmul") return run_matmul(std::vector<std::string>(args.begin() + 1, args.end()));
     const Flags flags =
         parse_flags(args, {"--config", "--dim", "--depth", "--heads", "--mlp", "--patch", "--pool", "--patch-dropout",
-                           "--batch", "--steps", "--warmup", "--threads", "--precision"});
+                           "--batch", "--steps", "--warmup", "--threads", "--precision", "--paired"});
     if (flags.help) {
         print_help();
         return 0;

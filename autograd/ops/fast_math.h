@@ -48,7 +48,10 @@ inline float fast_exp(float x) {
     return x < lo ? 0.0f : p * scale;
 }
 
-inline float fast_erf(float x) {
+// erf(x), and exp(-x^2) in *gaussian: the tail's formula needs that exponential, and GELU's
+// derivative needs it too (x phi(x) with exp(-x^2 / 2) = exp(-(x / sqrt 2)^2)), so its backward
+// gets both for one exp (on an AMD EPYC Zen 5, GELU's backward was 4% of a bf16 step).
+inline float fast_erf(float x, float* gaussian) {
     const float a = std::fabs(x);
     const float t = 1.0f / (1.0f + 0.3275911f * a);
     float poly = 1.061405429f;
@@ -56,7 +59,8 @@ inline float fast_erf(float x) {
     poly = poly * t + 1.421413741f;
     poly = poly * t - 0.284496736f;
     poly = poly * t + 0.254829592f;
-    const float tail = 1.0f - poly * t * fast_exp(-a * a);
+    *gaussian = fast_exp(-a * a);
+    const float tail = 1.0f - poly * t * *gaussian;
     // Near 0 the subtraction above cancels; there the Taylor series 2/sqrt(pi) (x - x^3/3 +
     // x^5/10 - x^7/42 + ... + x^17/685440) is accurate to 3e-9 for |x| < 0.75.
     const float z = a * a;
@@ -70,6 +74,11 @@ inline float fast_erf(float x) {
     series = series * z - 1.0f / 3;
     series = (series * z + 1.0f) * a * 1.12837916709551257f;
     return std::copysign(a < 0.75f ? series : tail, x);
+}
+
+inline float fast_erf(float x) {
+    float gaussian;
+    return fast_erf(x, &gaussian);
 }
 
 // Reductions over j in [0, n) of term(j) that vectorise: kLanes running results in vector
@@ -143,5 +152,10 @@ inline float vector_exp(float x) { return fast_exp(x); }
 inline double vector_exp(double x) { return std::exp(x); }
 inline float vector_erf(float x) { return fast_erf(x); }
 inline double vector_erf(double x) { return std::erf(x); }
+inline float vector_erf(float x, float* gaussian) { return fast_erf(x, gaussian); }  // and exp(-x^2)
+inline double vector_erf(double x, double* gaussian) {
+    *gaussian = std::exp(-x * x);
+    return std::erf(x);
+}
 
 }  // namespace patchgrad

@@ -39,8 +39,9 @@ PATCHGRAD_LOOP void gelu_backward_loop(const real* xd, const real* dy, real* dx,
         // [snippet:gelu-backward-exact]
         for (int64_t i = 0; i < n; ++i) {
             const real v = xd[i];
-            const real cdf = real(0.5) * (1 + vector_erf(v * kSqrtHalf));
-            const real pdf = kInvSqrt2Pi * vector_exp(real(-0.5) * v * v);
+            real gaussian;  // exp(-v^2 / 2), which erf computes on the way
+            const real cdf = real(0.5) * (1 + vector_erf(v * kSqrtHalf, &gaussian));
+            const real pdf = kInvSqrt2Pi * gaussian;
             dx[i] += dy[i] * (cdf + v * pdf);
         }
         // [/snippet:gelu-backward-exact]
@@ -65,7 +66,8 @@ PATCHGRAD_MULTIVERSION(gelu_backward, (const real* x, const real* dy, real* dx, 
 // Tanh, with u = sqrt(2/pi) (x + 0.044715 x^3) and t = tanh(u):
 //   y = 0.5 x (1 + t)      dy/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)
 // The backward recomputes the derivative from x; nothing is saved. erf and exp are
-// fast_math.h's vectorisable forms in float32 (libm's in float64).
+// fast_math.h's vectorisable forms in float32 (libm's in float64); the exact backward takes
+// phi's exponential from erf, which computes it anyway.
 Tensor gelu(const Tensor& x, GeluApproximation approximation) {
     const bool exact = approximation == GeluApproximation::None;
     check(exact || approximation == GeluApproximation::Tanh, "gelu: unknown approximation ",

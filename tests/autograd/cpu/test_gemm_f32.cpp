@@ -92,4 +92,21 @@ TEST_CASE("gemm: float32 gemm agrees with gemm_reference on ViT shapes, at every
     });
 }
 
+TEST_CASE("gemm: float32 gemm_blocked packs B rows that end in part of a vector, every length, at every level",
+          "[op:gemm][forward]") {
+    // A row-major B's rows are copied into slivers of NR columns (up to 32): N = 1 .. 33 leaves
+    // every count of columns in the last sliver. A transposed B's rows are loaded L values at a
+    // time (16 floats with AVX-512) and transposed: K = 1 .. 33 ends them with every count of
+    // values, which load_first builds from half, quarter, ... loads (gemm_tile.h).
+    for_each_isa([&](Isa) {
+        uint64_t seed = 1000;
+        for (int64_t n = 1; n <= 33; ++n) check_f32(gemm_blocked, false, false, 13, n, 24, ++seed);
+        for (int64_t k = 1; k <= 33; ++k) check_f32(gemm_blocked, false, true, 13, 65, k, ++seed);
+        // Attention's products for heads of d = 24 (cifar-micro): q k^T, A v and A^T dO.
+        check_f32(gemm_blocked, false, true, 65, 65, 24, ++seed);
+        check_f32(gemm_blocked, false, false, 65, 24, 65, ++seed);
+        check_f32(gemm_blocked, true, false, 65, 24, 65, ++seed);
+    });
+}
+
 }  // namespace patchgrad

@@ -142,7 +142,7 @@ inline Vector joined(HalfVector lo, HalfVector hi, std::integer_sequence<int64_t
 // The first n (<= L) reals at p, the rest zero: the last run of a row, which may end the
 // matrix (a whole-vector load would read past it). Built from loads of half the width, a
 // quarter, ..., down to 16 bytes, then element by element. (The first version gathered the n
-// reals into a zeroed array and loaded that: a 64-byte load waiting on n small stores. With
+// reals into a zeroed array and loaded that: n small stores, then a 64-byte load of them. With
 // d = 24 attention's transposed k and v end every row with 8 of 16 floats, and a 65 x 65 x 24
 // product took 2.65 us against 1.68 at d = 16 and 2.80 at d = 32, AMD EPYC Zen 5; now 2.25.)
 template <class Vector, int64_t L>

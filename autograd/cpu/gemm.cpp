@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gemm_bf16.h"
+#include "gemm_blocks.h"
 #include "gemm_kernels.h"
 #include "parallel.h"
 
@@ -65,8 +66,9 @@ void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
 //
 // The packing and the micro-kernel depend on the CPU's vector registers, so they come from
 // a table chosen at run time (gemm_kernels.h, gemm_tile.h); this driver is the same for all.
-// Threads split the rows of C (see parallel.h): each thread packs its own blocks of A and
-// all share the panel of B, which they pack together first.
+// Threads split the rows of C (see parallel.h): each thread packs its own blocks of A, and
+// the panel of B is packed by all threads together or, for a weight gradient's many small K
+// blocks, by each thread for itself (gemm_blocks.h).
 //
 // Summation order: each C element adds k in increasing order within a K block (KC, or fewer
 // for a transposed A read in place, see k_block), and the blocks in increasing order, so the
@@ -119,13 +121,6 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
     const GemmKernels& kernels = gemm_kernels(active_isa());
     const int64_t MR = kernels.mr, NR = kernels.nr, V = kernels.vector;
 
-    // Reused across calls (and per thread), so the many small multiplies of attention do not
-    // each allocate.
-    thread_local std::vector<real> b_pack;
-    const int64_t kc_max = std::min(KC, K);
-    b_pack.resize(static_cast<size_t>(kc_max * std::min(NC, (N + NR - 1) / NR * NR)));
-    real* Bp = b_pack.data();
-    const int64_t slivers = (M + MR - 1) / MR;  // MR-row slivers of C
     // A transposed A read in place (below) puts each of a sliver's kc values of k on a row of
     // its own, lda apart: with KC = 256 and a weight gradient's lda of 384 floats the sliver
     // spans 96 pages of 4 KiB, more than many cores' first-level TLB holds (Skylake's 64), so
@@ -136,72 +131,65 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
     const int64_t sliver_pages = 32 * 4096 / (lda * static_cast<int64_t>(sizeof(real)));
     const int64_t k_block = transposed_in_place ? std::clamp<int64_t>(sliver_pages, 64, KC) : KC;
 
-    for (int64_t jc = 0; jc < N; jc += NC) {
-        const int64_t nc = std::min(NC, N - jc);
-        for (int64_t pc = 0; pc < K; pc += k_block) {
-            const int64_t kc = std::min(k_block, K - pc);
-            // Later K blocks add onto what the first one wrote (the bias included).
-            const real beta_block = pc == 0 ? beta : real(1);
-            const real* bias_block = pc == 0 && bias ? bias + jc : nullptr;
-            // Both threads pack the panel (a weight gradient packs the whole activation, 5% of a
-            // step when one thread did it while the other waited), a run of NR-wide slivers each.
-            // (Chunks of 2^13 floats: a panel of 128 columns still packs on two threads.)
-            parallel_for((nc + NR - 1) / NR, grain_for(kc * NR, int64_t(1) << 13), [&](int64_t s0, int64_t s1) {
-                const int64_t c0 = s0 * NR, cols = std::min(nc, s1 * NR) - c0;
-                kernels.pack_b(trans_b, B, ldb, pc, jc + c0, kc, cols, Bp + c0 * kc);
-            });
-            // Threads take disjoint row ranges of C: each C element is still summed by one
-            // thread in the same order, so the thread count cannot change the result.
-            const int64_t grain = grain_for_multiply_adds(MR * nc * kc);
-            // Packing A pays when each sliver of it meets many slivers of B; a narrow C
-            // (attention's N = tokens or head_dim) reads A in place instead. So does a
-            // row-major A whose rows fit one K block (the linear layers: K = 128 or 256): its
-            // rows are already the runs the kernel reads, and copying them cost 3-10% of
-            // those products (bench matmul, AVX2 and AVX-512). And so does a transposed A, whose
-            // sliver is MR consecutive values of each of kc rows (a weight gradient, dOut^T @ x:
-            // on an AMD EPYC Zen 5, bench matmul 384 128 8320 went from 167 to 199 GFLOP/s),
-            // unless those rows are a multiple of 4 KiB apart: then every row of the sliver falls
-            // into the same few sets of each cache, which hold a handful of lines each, and the
-            // kernel waits for memory (AVX2 on 1024^3: 113 GFLOP/s packed, 79 in place).
-            const bool direct = nc <= 64 || (!trans_a && K <= KC) || transposed_in_place;
-            // A row-major A is packed row by row (a copy of runs), a transposed one column by
-            // column (its columns are the runs).
-            const bool by_rows = !direct && !trans_a;
-            const int64_t sliver_stride = by_rows ? KC : kc;  // between rows of Ap's slivers
-            const MicroKernel* packed_kernels = by_rows ? kernels.row_packed : kernels.packed;
-            parallel_for(slivers, grain, [&](int64_t s0, int64_t s1) {
-                thread_local std::vector<real> a_pack;
-                a_pack.resize(static_cast<size_t>(KC * MC));
-                real* Ap = a_pack.data();
-                const int64_t row_end = std::min(M, s1 * MR);
-                for (int64_t ic = s0 * MR; ic < row_end; ic += MC) {
-                    const int64_t mc = std::min(MC, row_end - ic);
-                    if (by_rows)
-                        kernels.pack_a_rows(A, lda, ic, pc, mc, kc, Ap);
-                    else if (!direct)
-                        kernels.pack_a(trans_a, A, lda, ic, pc, mc, kc, Ap);
-                    for (int64_t jr = 0; jr < nc; jr += NR) {
-                        const int64_t nr = std::min(NR, nc - jr);
-                        const int64_t vectors = (nr + V - 1) / V;  // of the sliver's NR / V
-                        const real* bias_tile = bias_block ? bias_block + jr : nullptr;
-                        for (int64_t ir = 0; ir < mc; ir += MR) {
-                            const int64_t mr = std::min(MR, mc - ir), r = ic + ir;
-                            real* c = C + r * ldc + jc + jr;
-                            if (direct && mr == MR) {
-                                const real* a = trans_a ? A + pc * lda + r : A + r * lda + pc;
-                                kernels.strided[vectors - 1](kc, a, trans_a ? lda : 1, trans_a ? 1 : lda, Bp + jr * kc,
-                                                             alpha, beta_block, bias_tile, c, ldc, mr, nr);
-                                continue;
-                            }
-                            if (direct) kernels.pack_a(trans_a, A, lda, r, pc, mr, kc, Ap + ir * kc);
-                            packed_kernels[vectors - 1](kc, Ap + ir * sliver_stride, 0, 0, Bp + jr * kc, alpha,
-                                                        beta_block, bias_tile, c, ldc, mr, nr);
-                        }
+    // The panel buffers are reused across calls (and per thread), so the many small multiplies
+    // of attention do not each allocate.
+    const size_t panel_words = static_cast<size_t>(std::min(k_block, K) * std::min(NC, (N + NR - 1) / NR * NR));
+    const auto column_words = [](int64_t kc) { return kc; };
+    const auto pack_panel = [&](int64_t pc, int64_t kc, int64_t c0, int64_t cols, real* Bp) {
+        kernels.pack_b(trans_b, B, ldb, pc, c0, kc, cols, Bp);
+    };
+    // C's slivers [s0, s1) += their block of op(A) @ the panel Bp, for K block pc.
+    const auto multiply = [&](int64_t pc, int64_t kc, int64_t jc, int64_t nc, int64_t s0, int64_t s1, const real* Bp) {
+        // Later K blocks add onto what the first one wrote (the bias included).
+        const real beta_block = pc == 0 ? beta : real(1);
+        const real* bias_block = pc == 0 && bias ? bias + jc : nullptr;
+        // Packing A pays when each sliver of it meets many slivers of B; a narrow C
+        // (attention's N = tokens or head_dim) reads A in place instead. So does a
+        // row-major A whose rows fit one K block (the linear layers: K = 128 or 256): its
+        // rows are already the runs the kernel reads, and copying them cost 3-10% of
+        // those products (bench matmul, AVX2 and AVX-512). And so does a transposed A, whose
+        // sliver is MR consecutive values of each of kc rows (a weight gradient, dOut^T @ x:
+        // on an AMD EPYC Zen 5, bench matmul 384 128 8320 went from 167 to 199 GFLOP/s),
+        // unless those rows are a multiple of 4 KiB apart: then every row of the sliver falls
+        // into the same few sets of each cache, which hold a handful of lines each, and the
+        // kernel waits for memory (AVX2 on 1024^3: 113 GFLOP/s packed, 79 in place).
+        const bool direct = nc <= 64 || (!trans_a && K <= KC) || transposed_in_place;
+        // A row-major A is packed row by row (a copy of runs), a transposed one column by
+        // column (its columns are the runs).
+        const bool by_rows = !direct && !trans_a;
+        const int64_t sliver_stride = by_rows ? KC : kc;  // between rows of Ap's slivers
+        const MicroKernel* packed_kernels = by_rows ? kernels.row_packed : kernels.packed;
+        thread_local std::vector<real> a_pack;
+        a_pack.resize(static_cast<size_t>(KC * MC));
+        real* Ap = a_pack.data();
+        const int64_t row_end = std::min(M, s1 * MR);
+        for (int64_t ic = s0 * MR; ic < row_end; ic += MC) {
+            const int64_t mc = std::min(MC, row_end - ic);
+            if (by_rows)
+                kernels.pack_a_rows(A, lda, ic, pc, mc, kc, Ap);
+            else if (!direct)
+                kernels.pack_a(trans_a, A, lda, ic, pc, mc, kc, Ap);
+            for (int64_t jr = 0; jr < nc; jr += NR) {
+                const int64_t nr = std::min(NR, nc - jr);
+                const int64_t vectors = (nr + V - 1) / V;  // of the sliver's NR / V
+                const real* bias_tile = bias_block ? bias_block + jr : nullptr;
+                for (int64_t ir = 0; ir < mc; ir += MR) {
+                    const int64_t mr = std::min(MR, mc - ir), r = ic + ir;
+                    real* c = C + r * ldc + jc + jr;
+                    if (direct && mr == MR) {
+                        const real* a = trans_a ? A + pc * lda + r : A + r * lda + pc;
+                        kernels.strided[vectors - 1](kc, a, trans_a ? lda : 1, trans_a ? 1 : lda, Bp + jr * kc, alpha,
+                                                     beta_block, bias_tile, c, ldc, mr, nr);
+                        continue;
                     }
+                    if (direct) kernels.pack_a(trans_a, A, lda, r, pc, mr, kc, Ap + ir * kc);
+                    packed_kernels[vectors - 1](kc, Ap + ir * sliver_stride, 0, 0, Bp + jr * kc, alpha, beta_block,
+                                                bias_tile, c, ldc, mr, nr);
                 }
-            });
+            }
         }
-    }
+    };
+    for_each_gemm_block<real>(M, N, K, MR, NR, NC, k_block, panel_words, column_words, pack_panel, multiply);
 }
 
 // ---- dispatch ----------------------------------------------------------------------------

@@ -11,6 +11,7 @@
 #include "bf16.h"
 #include "cpu_isa.h"
 #include "gemm.h"
+#include "gemm_blocks.h"
 #include "gemm_kernels.h"
 #include "parallel.h"
 
@@ -257,7 +258,8 @@ private:
 
 // gemm_blocked's loops (gemm.cpp explains the blocking) with every block packed as bf16 pairs:
 // A always packed (the float32 driver's in-place reading of A has nothing to read, since A must be
-// rounded anyway). Threads split the rows of C, so the result does not depend on them.
+// rounded anyway). Threads split the rows of C, so the result does not depend on them, and
+// share the panels of B as gemm_blocks.h says.
 void gemm_bf16_with(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                     float alpha, const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
                     int64_t ldc, const float* bias) {
@@ -266,48 +268,40 @@ void gemm_bf16_with(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int6
     constexpr int64_t KC = kGemmKC, NC = 1536;
     const int64_t MR = kernels.mr, NR = kernels.nr, V = kernels.vector;
     const int64_t MC = std::max(MR, 144 / MR * MR);  // whole slivers: 144 rows for MR = 12 or 8, 128 for 32
-    const int64_t max_pairs = (std::min(KC, K) + 1) / 2;
-    thread_local std::vector<uint32_t> b_pack;
-    b_pack.resize(static_cast<size_t>(max_pairs * std::min(NC, (N + NR - 1) / NR * NR)));
-    uint32_t* Bp = b_pack.data();
-    const int64_t slivers = (M + MR - 1) / MR;
+    const size_t panel_words = static_cast<size_t>((std::min(KC, K) + 1) / 2 * std::min(NC, (N + NR - 1) / NR * NR));
+    const auto column_words = [](int64_t kc) { return (kc + 1) / 2; };  // pairs
+    const auto pack_panel = [&](int64_t pc, int64_t kc, int64_t c0, int64_t cols, uint32_t* Bp) {
+        kernels.pack_b(trans_b, B, ldb, pc, c0, kc, cols, Bp);
+    };
     const Bf16MicroKernel* micro = trans_a ? kernels.micro : kernels.micro_rows;
-
-    for (int64_t jc = 0; jc < N; jc += NC) {
-        const int64_t nc = std::min(NC, N - jc);
-        for (int64_t pc = 0; pc < K; pc += KC) {
-            const int64_t kc = std::min(KC, K - pc), pairs = (kc + 1) / 2;
-            const float beta_block = pc == 0 ? beta : 1.0f;
-            const float* bias_block = pc == 0 && bias ? bias + jc : nullptr;
-            parallel_for((nc + NR - 1) / NR, grain_for(kc * NR, int64_t(1) << 13), [&](int64_t s0, int64_t s1) {
-                const int64_t c0 = s0 * NR, cols = std::min(nc, s1 * NR) - c0;
-                kernels.pack_b(trans_b, B, ldb, pc, jc + c0, kc, cols, Bp + c0 * pairs);
-            });
-            parallel_for(slivers, grain_for_multiply_adds(MR * nc * kc), [&](int64_t s0, int64_t s1) {
-                thread_local std::vector<uint32_t> a_pack;
-                a_pack.resize(static_cast<size_t>((KC + 1) / 2 * MC));
-                uint32_t* Ap = a_pack.data();
-                const int64_t row_end = std::min(M, s1 * MR);
-                for (int64_t ic = s0 * MR; ic < row_end; ic += MC) {
-                    const int64_t mc = std::min(MC, row_end - ic);
-                    kernels.pack_a(trans_a, A, lda, ic, pc, mc, kc, Ap);
-                    BlockPrefetch next;
-                    if (ic + MC < row_end)
-                        next = BlockPrefetch(trans_a, A, lda, ic + MC, pc, std::min(MC, row_end - ic - MC), kc);
-                    const int64_t calls = (mc + MR - 1) / MR * ((nc + NR - 1) / NR);
-                    const int64_t lines_per_call = next.lines() / calls + 1;
-                    for (int64_t jr = 0; jr < nc; jr += NR) {
-                        const int64_t nr = std::min(NR, nc - jr);
-                        const float* bias_tile = bias_block ? bias_block + jr : nullptr;
-                        for (int64_t ir = 0; ir < mc; ir += MR, next.fetch(lines_per_call))
-                            micro[(nr + V - 1) / V - 1](pairs, Ap + ir * pairs, Bp + jr * pairs, alpha, beta_block,
-                                                        bias_tile, C + (ic + ir) * ldc + jc + jr, ldc,
-                                                        std::min(MR, mc - ir), nr);
-                    }
-                }
-            });
+    // C's slivers [s0, s1) += their block of op(A) @ the panel Bp, for K block pc.
+    const auto multiply = [&](int64_t pc, int64_t kc, int64_t jc, int64_t nc, int64_t s0, int64_t s1,
+                              const uint32_t* Bp) {
+        const int64_t pairs = (kc + 1) / 2;
+        const float beta_block = pc == 0 ? beta : 1.0f;
+        const float* bias_block = pc == 0 && bias ? bias + jc : nullptr;
+        thread_local std::vector<uint32_t> a_pack;
+        a_pack.resize(static_cast<size_t>((KC + 1) / 2 * MC));
+        uint32_t* Ap = a_pack.data();
+        const int64_t row_end = std::min(M, s1 * MR);
+        for (int64_t ic = s0 * MR; ic < row_end; ic += MC) {
+            const int64_t mc = std::min(MC, row_end - ic);
+            kernels.pack_a(trans_a, A, lda, ic, pc, mc, kc, Ap);
+            BlockPrefetch next;
+            if (ic + MC < row_end)
+                next = BlockPrefetch(trans_a, A, lda, ic + MC, pc, std::min(MC, row_end - ic - MC), kc);
+            const int64_t calls = (mc + MR - 1) / MR * ((nc + NR - 1) / NR);
+            const int64_t lines_per_call = next.lines() / calls + 1;
+            for (int64_t jr = 0; jr < nc; jr += NR) {
+                const int64_t nr = std::min(NR, nc - jr);
+                const float* bias_tile = bias_block ? bias_block + jr : nullptr;
+                for (int64_t ir = 0; ir < mc; ir += MR, next.fetch(lines_per_call))
+                    micro[(nr + V - 1) / V - 1](pairs, Ap + ir * pairs, Bp + jr * pairs, alpha, beta_block, bias_tile,
+                                                C + (ic + ir) * ldc + jc + jr, ldc, std::min(MR, mc - ir), nr);
+            }
         }
-    }
+    };
+    for_each_gemm_block<uint32_t>(M, N, K, MR, NR, NC, KC, panel_words, column_words, pack_panel, multiply);
 }
 
 // AMX's check on first use (amx_state): four small products, one per transpose pair, with a

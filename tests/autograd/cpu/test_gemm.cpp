@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "autograd/cpu/gemm.h"
+#include "autograd/cpu/gemm_blocks.h"
+#include "autograd/cpu/gemm_kernels.h"
 #include "autograd/determinism_util.h"
 #include "catch.h"
 #include "test_util.h"
@@ -213,6 +215,44 @@ TEST_CASE("gemm: gemm_blocked is deterministic, whatever ran before it", "[op:ge
         gemm_blocked(false, false, M, N, K, 1, A.data(), K, B.data(), N, 0, second.data(), N);
         REQUIRE(std::memcmp(first.data(), second.data(), first.size() * sizeof(real)) == 0);
     });
+}
+
+TEST_CASE(
+    "gemm: gemm_blocked gives the same bits for 1, 2 and 3 threads, with the panels of B shared or each thread's own",
+    "[op:gemm][forward][parallel]") {
+    // A weight gradient's kind of shape (few slivers, many small K blocks): each thread packs its
+    // own panels. A larger product of several K blocks, and one of a single K block: the threads
+    // pack each panel together. (A row-major A, so that the K block is kGemmKC.)
+    struct Case {
+        int64_t M, N, K;
+        bool own_panels;
+    };
+    const Case cases[] = {{150, 70, 700, true}, {512, 520, 300, false}, {300, 200, 200, false}};
+    for (const Case& c : cases) REQUIRE(each_thread_packs_panels(c.M, c.N, c.K, kGemmKC) == c.own_panels);
+    for_each_isa([&](Isa) {
+        uint64_t seed = 40;
+        for (const Case& c : cases)
+            for (bool trans_b : {false, true}) {
+                INFO("M " << c.M << " N " << c.N << " K " << c.K << " trans_b " << trans_b);
+                Rng rng(++seed);
+                const std::vector<real> A = random_values(c.M * c.K, rng), B = random_values(c.K * c.N, rng);
+                std::vector<std::vector<real>> results;
+                for (int threads : {1, 2, 3}) {
+                    ThreadCount guard(threads);
+                    std::vector<real> C(c.M * c.N);
+                    gemm_blocked(false, trans_b, c.M, c.N, c.K, 1, A.data(), c.K, B.data(), trans_b ? c.K : c.N, 0,
+                                 C.data(), c.N);
+                    results.push_back(C);
+                }
+                REQUIRE(results[0] == results[1]);
+                REQUIRE(results[0] == results[2]);
+            }
+    });
+    // The tests above check each thread's own panels against the reference (their products of
+    // several K blocks are small); here the shared ones of several K blocks, on two threads.
+    ThreadCount two(2);
+    check_against_reference(gemm_blocked, false, false, 512, 520, 300, 1, 0.5, 77);
+    check_against_reference(gemm_blocked, false, true, 512, 520, 300, -1, 0, 78, 2, true);
 }
 
 }  // namespace patchgrad

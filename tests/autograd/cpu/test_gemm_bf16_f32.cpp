@@ -11,6 +11,8 @@
 #include "autograd/cpu/gemm.h"
 #include "autograd/cpu/gemm_bf16.h"
 #include "autograd/cpu/gemm_bf16_amx_tile.h"
+#include "autograd/cpu/gemm_blocks.h"
+#include "autograd/cpu/gemm_kernels.h"
 #include "autograd/determinism_util.h"
 #include "catch.h"
 #include "test_util.h"
@@ -95,10 +97,11 @@ struct Sizes {
 const Sizes kSizes[] = {{24, 64, 16}, {13, 33, 7},  {1, 1, 1},      {30, 70, 257},
                         {65, 65, 32}, {65, 32, 65}, {130, 384, 128}};
 
-// The kernel's product of op(A) [300, 300] and op(B) [300, 200] (several row slivers per
-// thread, two K blocks) on 1, 2 and 3 threads: the same bits each time.
-void check_same_bits_for_any_thread_count(Bf16Fn kernel, bool trans_a, bool trans_b, uint64_t seed) {
-    const int64_t M = 300, N = 200, K = 300;
+// The kernel's product of op(A) [M, K] and op(B) [K, N] on 1, 2 and 3 threads: the same bits
+// each time. The default, 300 x 300 by 300 x 200, has several row slivers per thread and two K
+// blocks, which each thread runs with panels of its own (gemm_blocks.h).
+void check_same_bits_for_any_thread_count(Bf16Fn kernel, bool trans_a, bool trans_b, uint64_t seed, int64_t M = 300,
+                                          int64_t N = 200, int64_t K = 300) {
     Rng rng(seed);
     std::vector<float> A(M * K), B(K * N);
     for (auto& v : A) v = static_cast<float>(rng.uniform(-1, 1));
@@ -285,9 +288,13 @@ TEST_CASE("bf16: gemm follows the matmul precision, and the guard restores it", 
 
 TEST_CASE("bf16: gemm_bf16 gives the same bits for any thread count, at every instruction-set level",
           "[op:gemm][bf16][parallel]") {
+    REQUIRE(each_thread_packs_panels(300, 200, 300, kGemmKC));
+    REQUIRE_FALSE(each_thread_packs_panels(512, 520, 300, kGemmKC));  // panels packed by all threads together
     for_each_isa([&](Isa) {
         for (bool trans_a : {false, true})
             for (bool trans_b : {false, true}) check_same_bits_for_any_thread_count(&gemm_bf16, trans_a, trans_b, 11);
+        for (bool trans_b : {false, true})
+            check_same_bits_for_any_thread_count(&gemm_bf16, false, trans_b, 13, 512, 520, 300);
     });
 }
 

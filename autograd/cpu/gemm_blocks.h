@@ -1,0 +1,83 @@
+// gemm_blocks.h — how the float32 and bf16 gemm drivers (gemm.cpp, gemm_bf16.cpp) walk a
+// product's blocks and share them out to the threads. Included by those two drivers only: the
+// kernel files, compiled with other instruction sets, must not instantiate its templates.
+//
+// Both walk C in NC-column panels (jc) and op(A) @ op(B) in K blocks (pc); per K block, op(B)'s
+// block is packed once (the panel) and every MR-row sliver of C is multiplied by it. Threads
+// split C's slivers, so each C element is summed by one thread, K blocks in increasing order,
+// and the result never depends on the thread count. They can share the panel in two ways:
+//
+//  - together: all threads pack each panel, then all multiply by it. Two parallel_for calls
+//    per K block, and a thread idles at each end until the other is done. Right for a large
+//    product, whose K block is far more work per thread than that wait.
+//  - each its own: every thread runs every K block for its own slivers, packing each panel by
+//    itself. One parallel_for for the whole product, the panel's packing done once per thread.
+//    Right for a weight gradient, dW = dOut^T x: K is the batch's tokens (8,320 for cifar-micro
+//    at batch 128, so 33 to 74 K blocks), while M and N are the layer's sizes, a few slivers each.
+//    Together, each of those K blocks was 1.2 to 3.5 million multiply-adds per thread between
+//    two barriers, and its panel of 3 slivers was packed by one thread while the other waited:
+//    on an AMD EPYC Zen 5 two threads took as long as one (float32, out 288 x in 96: 2.32 ms
+//    on one thread, 2.33 on two) or longer (out 96 x in 96: 0.77 ms, 0.86). Each its own,
+//    two threads took 1.57 and 0.50 ms.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "parallel.h"
+
+namespace patchgrad {
+
+// Whether each thread packs its own panels (the header's second way) for a product of M rows
+// and nc columns of C in K blocks of k_block: when there are several K blocks of fewer than
+// 2^26 multiply-adds each. On the AMD EPYC Zen 5, two threads (`patchgrad bench matmul OUT IN
+// 8320 --threads 2`, best of two), every weight gradient of cifar-micro, cifar-tiny and
+// cifar-small at batch 128 (2.4 to 28 million multiply-adds per K block) ran faster this way:
+// float32 by 15 to 54%, bf16 by 10 to 74%. 1024 x 1024 x 1024 (268 million per K block) and
+// the linear layers' other products (one K block each) still share.
+inline bool each_thread_packs_panels(int64_t M, int64_t nc, int64_t K, int64_t k_block) {
+    return K > k_block && M * nc * k_block < (int64_t(1) << 26);
+}
+
+// Calls, for each panel jc (nc columns of C) and K block pc (kc values of k), on the threads:
+//   pack(pc, kc, jc + c0, cols, panel + offset): packs op(B)'s block of those columns
+//   multiply(pc, kc, jc, nc, s0, s1, panel): C's MR-row slivers [s0, s1) += op(A) @ the panel
+// `panel_words` is the size of the largest panel, in Words; pack is given an NR-aligned c0
+// and writes its columns at panel + c0 * words_per_column(kc).
+template <class Word, class Pack, class Multiply, class ColumnWords>
+void for_each_gemm_block(int64_t M, int64_t N, int64_t K, int64_t MR, int64_t NR, int64_t NC, int64_t k_block,
+                         size_t panel_words, const ColumnWords& words_per_column, const Pack& pack,
+                         const Multiply& multiply) {
+    const int64_t slivers = (M + MR - 1) / MR;
+    for (int64_t jc = 0; jc < N; jc += NC) {
+        const int64_t nc = std::min(NC, N - jc);
+        if (each_thread_packs_panels(M, nc, K, k_block)) {
+            parallel_for(slivers, grain_for_multiply_adds(MR * nc * K), [&](int64_t s0, int64_t s1) {
+                thread_local std::vector<Word> own;
+                own.resize(panel_words);
+                for (int64_t pc = 0; pc < K; pc += k_block) {
+                    const int64_t kc = std::min(k_block, K - pc);
+                    pack(pc, kc, jc, nc, own.data());
+                    multiply(pc, kc, jc, nc, s0, s1, own.data());
+                }
+            });
+            continue;
+        }
+        // Together. (Chunks of 2^13 words: a panel of 128 columns still packs on two threads.)
+        thread_local std::vector<Word> shared_buffer;  // (by name, in a worker, its own: hence `shared`)
+        shared_buffer.resize(panel_words);
+        Word* shared = shared_buffer.data();
+        for (int64_t pc = 0; pc < K; pc += k_block) {
+            const int64_t kc = std::min(k_block, K - pc);
+            parallel_for((nc + NR - 1) / NR, grain_for(kc * NR, int64_t(1) << 13), [&](int64_t s0, int64_t s1) {
+                const int64_t c0 = s0 * NR, cols = std::min(nc, s1 * NR) - c0;
+                pack(pc, kc, jc + c0, cols, shared + c0 * words_per_column(kc));
+            });
+            parallel_for(slivers, grain_for_multiply_adds(MR * nc * kc),
+                         [&](int64_t s0, int64_t s1) { multiply(pc, kc, jc, nc, s0, s1, shared); });
+        }
+    }
+}
+
+}  // namespace patchgrad

@@ -131,9 +131,6 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
     const int64_t sliver_pages = 32 * 4096 / (lda * static_cast<int64_t>(sizeof(real)));
     const int64_t k_block = transposed_in_place ? std::clamp<int64_t>(sliver_pages, 64, KC) : KC;
 
-    // The panel buffers are reused across calls (and per thread), so the many small multiplies
-    // of attention do not each allocate.
-    const size_t panel_words = static_cast<size_t>(std::min(k_block, K) * std::min(NC, (N + NR - 1) / NR * NR));
     const auto column_words = [](int64_t kc) { return kc; };
     const auto pack_panel = [&](int64_t pc, int64_t kc, int64_t c0, int64_t cols, real* Bp) {
         kernels.pack_b(trans_b, B, ldb, pc, c0, kc, cols, Bp);
@@ -189,7 +186,7 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
             }
         }
     };
-    for_each_gemm_block<real>(M, N, K, MR, NR, NC, k_block, panel_words, column_words, pack_panel, multiply);
+    for_each_gemm_block<real>(M, N, K, MR, NR, NC, k_block, column_words, pack_panel, multiply);
 }
 
 // ---- dispatch ----------------------------------------------------------------------------

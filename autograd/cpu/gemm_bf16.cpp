@@ -268,7 +268,6 @@ void gemm_bf16_with(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int6
     constexpr int64_t KC = kGemmKC, NC = 1536;
     const int64_t MR = kernels.mr, NR = kernels.nr, V = kernels.vector;
     const int64_t MC = std::max(MR, 144 / MR * MR);  // whole slivers: 144 rows for MR = 12 or 8, 128 for 32
-    const size_t panel_words = static_cast<size_t>((std::min(KC, K) + 1) / 2 * std::min(NC, (N + NR - 1) / NR * NR));
     const auto column_words = [](int64_t kc) { return (kc + 1) / 2; };  // pairs
     const auto pack_panel = [&](int64_t pc, int64_t kc, int64_t c0, int64_t cols, uint32_t* Bp) {
         kernels.pack_b(trans_b, B, ldb, pc, c0, kc, cols, Bp);
@@ -301,7 +300,7 @@ void gemm_bf16_with(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int6
             }
         }
     };
-    for_each_gemm_block<uint32_t>(M, N, K, MR, NR, NC, KC, panel_words, column_words, pack_panel, multiply);
+    for_each_gemm_block<uint32_t>(M, N, K, MR, NR, NC, KC, column_words, pack_panel, multiply);
 }
 
 // AMX's check on first use (amx_state): four small products, one per transpose pair, with a

@@ -41,15 +41,17 @@ inline bool each_thread_packs_panels(int64_t M, int64_t nc, int64_t K, int64_t k
 }
 
 // Calls, for each panel jc (nc columns of C) and K block pc (kc values of k), on the threads:
-//   pack(pc, kc, jc + c0, cols, panel + offset): packs op(B)'s block of those columns
+//   pack(pc, kc, jc + c0, cols, panel + c0 * words_per_column(kc)): packs op(B)'s block of
+//       those columns (c0 a multiple of NR), each column's kc values in words_per_column(kc) Words
 //   multiply(pc, kc, jc, nc, s0, s1, panel): C's MR-row slivers [s0, s1) += op(A) @ the panel
-// `panel_words` is the size of the largest panel, in Words; pack is given an NR-aligned c0
-// and writes its columns at panel + c0 * words_per_column(kc).
-template <class Word, class Pack, class Multiply, class ColumnWords>
+template <class Word, class ColumnWords, class Pack, class Multiply>
 void for_each_gemm_block(int64_t M, int64_t N, int64_t K, int64_t MR, int64_t NR, int64_t NC, int64_t k_block,
-                         size_t panel_words, const ColumnWords& words_per_column, const Pack& pack,
-                         const Multiply& multiply) {
+                         const ColumnWords& words_per_column, const Pack& pack, const Multiply& multiply) {
     const int64_t slivers = (M + MR - 1) / MR;
+    // The largest panel (the buffers are reused across calls, and per thread, so that the many
+    // small products of attention do not each allocate).
+    const size_t panel_words =
+        static_cast<size_t>(words_per_column(std::min(k_block, K)) * std::min(NC, (N + NR - 1) / NR * NR));
     for (int64_t jc = 0; jc < N; jc += NC) {
         const int64_t nc = std::min(NC, N - jc);
         if (each_thread_packs_panels(M, nc, K, k_block)) {
@@ -65,7 +67,8 @@ void for_each_gemm_block(int64_t M, int64_t N, int64_t K, int64_t MR, int64_t NR
             continue;
         }
         // Together. (Chunks of 2^13 words: a panel of 128 columns still packs on two threads.)
-        thread_local std::vector<Word> shared_buffer;  // (by name, in a worker, its own: hence `shared`)
+        // (The pointer is taken here: a worker that named the thread_local would get its own.)
+        thread_local std::vector<Word> shared_buffer;
         shared_buffer.resize(panel_words);
         Word* shared = shared_buffer.data();
         for (int64_t pc = 0; pc < K; pc += k_block) {

@@ -29,7 +29,7 @@ TEST_CASE("fast_math: fast_exp at the edges: 0 at -inf and far below, exact 1 at
     REQUIRE(std::isfinite(fast_exp(1000.0f)));  // saturates instead of overflowing
 }
 
-TEST_CASE("fast_math: fast_erf is within 2.5e-7 of std::erf and odd", "[fast_math][forward]") {
+TEST_CASE("fast_math: fast_erf is within 4.1e-7 of std::erf and odd", "[fast_math][forward]") {
     double worst = 0;
     float worst_x = 0;
     for (float x = -8.0f; x <= 8.0f; x += 0.0001373f) {
@@ -38,9 +38,12 @@ TEST_CASE("fast_math: fast_erf is within 2.5e-7 of std::erf and odd", "[fast_mat
         REQUIRE(fast_erf(-x) == -fast_erf(x));
     }
     INFO("worst absolute error " << worst << " at x = " << worst_x);
-    REQUIRE(worst < 2.5e-7);
+    // (Every float in [0, 8], on x86-64: 4.0e-7 without FMA, 3.5e-7 with; fast_math.h.)
+    REQUIRE(worst < 4.1e-7);
     REQUIRE(fast_erf(0.0f) == 0.0f);
     REQUIRE(fast_erf(std::numeric_limits<float>::infinity()) == 1.0f);
+    REQUIRE(fast_erf(-std::numeric_limits<float>::infinity()) == -1.0f);
+    REQUIRE(std::isnan(fast_erf(std::numeric_limits<float>::quiet_NaN())));  // not taken for 1
 }
 
 // GELU's backward takes phi's exponential from erf (gelu.cpp): the same erf, and exp(-x^2)

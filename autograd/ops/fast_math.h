@@ -9,7 +9,8 @@
 //
 //   fast_exp: Cephes' expf. exp(x) = 2^n * exp(r) with n = round(x / ln 2) and
 //             |r| <= ln(2) / 2; exp(r) by a degree-7 polynomial; 2^n built in the exponent
-//             bits. Relative error below 2.5e-7 (about 2 ulp); 0 below -87.3, including -inf.
+//             bits. Relative error below 2.5e-7 (about 2 ulp); 0 below -87.3, including -inf;
+//             NaN for NaN.
 //   fast_erf: erf(x) = x P(x^2) / Q(x^2) for |x| < 3.75 (P of degree 6, Q of degree 4,
 //             fitted by autograd/scripts/fit_erf.py), else +-1. No exponential: ten
 //             multiply-adds, two products and a division, where the first version
@@ -35,8 +36,9 @@ inline float fast_exp(float x) {
     const float clamped = x < lo ? lo : (x > hi ? hi : x);
     // n = round(x / ln 2): adding and subtracting 1.5 * 2^23 rounds to an integer in plain
     // arithmetic (every SIMD instruction set has it, unlike a rounding instruction).
-    const float shifter = 12582912.0f;
-    const float n = (clamped * 1.44269504088896341f + shifter) - shifter;
+    const float shifter = 12582912.0f;  // its bits are 0x4B400000, and shifted's 0x4B400000 + n
+    const float shifted = clamped * 1.44269504088896341f + shifter;
+    const float n = shifted - shifter;
     // r = x - n ln 2, with ln 2 split in two so n * ln2_hi is exact.
     const float r = clamped - n * 0.693359375f + n * 2.12194440e-4f;
     float p = 1.9875691500e-4f;
@@ -46,7 +48,12 @@ inline float fast_exp(float x) {
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * r * r + r + 1.0f;
-    const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;  // 2^n as a float
+    // 2^n as a float: n + 127 in the exponent bits. n is taken from shifted's bits, in unsigned
+    // arithmetic, not by converting n to an integer, which is undefined behaviour for a NaN
+    // (UBSan reports it); a NaN gives a NaN through p. (As fast as the conversion.)
+    uint32_t shifted_bits;
+    std::memcpy(&shifted_bits, &shifted, sizeof shifted_bits);
+    const uint32_t bits = (shifted_bits - 0x4B400000u + 127u) << 23;
     float scale;
     std::memcpy(&scale, &bits, sizeof scale);
     return x < lo ? 0.0f : p * scale;

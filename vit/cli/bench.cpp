@@ -29,6 +29,7 @@
 #include "autograd/cpu/gemm.h"
 #include "autograd/cpu/gemm_bf16.h"
 #include "autograd/cpu/parallel.h"
+#include "autograd/cpu/step_sample.h"
 #include "autograd/cpu/thread_choice.h"
 #include "autograd/ops.h"
 #include "autograd/optim/optimizer.h"
@@ -388,6 +389,8 @@ int run_training(const Flags& flags) {
     }
     set_matmul_precision(precision);
     std::printf("precision: %s\n", matmul_precision_description(precision).c_str());
+    if (precision == MatmulPrecision::bf16 && bf16_native())
+        std::printf("%s\n", bf16_speed_note(measure_bf16_speedup()).c_str());
 #ifdef PATCHGRAD_USE_OPENBLAS
     const char* blas_threads = std::getenv("OPENBLAS_NUM_THREADS");
     std::printf("         (OpenBLAS runs its own threads: OPENBLAS_NUM_THREADS=%s)\n",

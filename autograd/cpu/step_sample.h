@@ -1,0 +1,41 @@
+// step_sample.h — a sample of a training step's work, timed: how the program learns what pays
+// on the machine it runs on, instead of guessing from the CPU's name.
+//
+// The sample is a quarter of a cifar-tiny batch: 32 x 65 tokens of width 128 through LayerNorm,
+// a linear layer to 256, GELU, a second linear layer, softmax rows of 65, and the backward of
+// all of it. Two settings are chosen or checked with it:
+//  - the thread count (choose_thread_count, thread_choice.h);
+//  - bf16 products (measure_bf16_speedup, below). An instruction set says what a CPU can do,
+//    not how fast: an Intel Xeon of CPU family 6 model 207 has AVX512_BF16 but issues
+//    vdpbf16ps at a quarter of the FMA's rate, so bf16 trains *slower* there than float32,
+//    while an AMD Zen 5 issues it at the FMA's rate (chapter 12.9). `train` and `bench` with
+//    --precision bf16 measure it and say so in their headers.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "autograd/tensor.h"
+
+namespace patchgrad {
+
+class StepSample {
+public:
+    StepSample();  // the inputs, from a fixed seed
+    // Runs the sample once, forward and backward, with the current threads and matmul precision.
+    double seconds() const;
+
+private:
+    std::vector<Tensor> inputs_;
+};
+
+// float32's time for the sample over bf16's (above 1: bf16 is faster), the two alternating,
+// best of 3 each, on the current threads; leaves the matmul precision as it found it. Only a
+// speed: results never depend on it. About a tenth of a second.
+double measure_bf16_speedup();
+
+// What the headers of `train` and `bench` print below their "precision:" line for a bf16 run
+// whose speedup measured `speedup`: the figure, and below 1 a warning that float32 is faster.
+std::string bf16_speed_note(double speedup);
+
+}  // namespace patchgrad

@@ -7,7 +7,6 @@
 #include "autograd/ops.h"
 #include "autograd/rng.h"
 #include "autograd/storage.h"
-#include "gemm_bf16.h"
 
 namespace patchgrad {
 
@@ -40,21 +39,27 @@ double StepSample::seconds() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-double measure_bf16_speedup() {
-    const StepSample sample;
-    const auto seconds_in = [&sample](MatmulPrecision precision) {
-        const MatmulPrecisionGuard guard(precision);
-        return sample.seconds();
-    };
-    seconds_in(MatmulPrecision::fp32);  // warm-up: the memory cache, the thread pool, each kernel's first use
-    seconds_in(MatmulPrecision::bf16);
-    double fp32 = 1e30, bf16 = 1e30;
-    for (int round = 0; round < 3; ++round) {
-        fp32 = std::min(fp32, seconds_in(MatmulPrecision::fp32));
-        bf16 = std::min(bf16, seconds_in(MatmulPrecision::bf16));
+std::vector<double> StepSample::best_seconds(int settings, const std::function<void(int)>& apply) const {
+    std::vector<double> best(static_cast<size_t>(settings), 1e30);
+    for (int i = 0; i < settings; ++i) {
+        apply(i);
+        seconds();  // warm-up
     }
-    release_cached_memory();  // the sample's blocks: not the caller's to keep (storage.h)
-    return fp32 / bf16;
+    for (int round = 0; round < 3; ++round)
+        for (int i = 0; i < settings; ++i) {
+            apply(i);
+            best[i] = std::min(best[i], seconds());
+        }
+    release_cached_memory();
+    return best;
+}
+
+double measure_bf16_speedup() {
+    const MatmulPrecisionGuard caller(matmul_precision());  // the caller's precision comes back
+    const MatmulPrecision precisions[2] = {MatmulPrecision::fp32, MatmulPrecision::bf16};
+    const std::vector<double> best =
+        StepSample().best_seconds(2, [&precisions](int i) { set_matmul_precision(precisions[i]); });
+    return best[0] / best[1];
 }
 
 std::string bf16_speed_note(double speedup) {
@@ -68,6 +73,11 @@ std::string bf16_speed_note(double speedup) {
                       "now): --precision fp32 trains faster here (chapter 12.9)",
                       speedup);
     return text;
+}
+
+std::string bf16_header_note(MatmulPrecision precision) {
+    if (precision != MatmulPrecision::bf16 || !bf16_native()) return "";
+    return bf16_speed_note(measure_bf16_speedup()) + "\n";
 }
 
 }  // namespace patchgrad

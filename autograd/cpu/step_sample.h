@@ -12,10 +12,12 @@
 //    --precision bf16 measure it and say so in their headers.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "autograd/tensor.h"
+#include "gemm_bf16.h"
 
 namespace patchgrad {
 
@@ -24,6 +26,12 @@ public:
     StepSample();  // the inputs, from a fixed seed
     // Runs the sample once, forward and backward, with the current threads and matmul precision.
     double seconds() const;
+    // The best of 3 runs under each of `settings` settings, apply(i) putting setting i in force:
+    // one warm-up run under each first (the memory cache, the thread pool, a kernel's first
+    // use), then rounds that run every setting in turn, so that a drift of the host's speed
+    // falls on all of them alike. Leaves setting settings - 1 in force and the storage cache
+    // emptied of the sample's blocks (storage.h: not the caller's to keep).
+    std::vector<double> best_seconds(int settings, const std::function<void(int)>& apply) const;
 
 private:
     std::vector<Tensor> inputs_;
@@ -34,8 +42,13 @@ private:
 // speed: results never depend on it. About a tenth of a second.
 double measure_bf16_speedup();
 
-// What the headers of `train` and `bench` print below their "precision:" line for a bf16 run
-// whose speedup measured `speedup`: the figure, and below 1 a warning that float32 is faster.
+// The line for a bf16 run whose speedup measured `speedup`: the figure, and below 1 a warning
+// that float32 is faster.
 std::string bf16_speed_note(double speedup);
+
+// What the headers of `train` and `bench` print below their "precision:" line: for bf16 on a
+// native kernel, bf16_speed_note of measure_bf16_speedup() and a newline; otherwise nothing (the
+// float32 line needs none, and the emulation's says it is not faster).
+std::string bf16_header_note(MatmulPrecision precision);
 
 }  // namespace patchgrad

@@ -4,7 +4,6 @@
 #include <thread>
 #include <vector>
 
-#include "autograd/storage.h"
 #include "parallel.h"
 #include "step_sample.h"
 
@@ -16,27 +15,20 @@ ThreadChoice choose_thread_count(int max_threads) {
     choice.candidates = std::max(1, std::min(max_threads, hardware));
     if (choice.candidates == 1) return choice;
 
-    const StepSample sample;
     const int before = num_threads();
-    std::vector<double> best(static_cast<size_t>(choice.candidates) + 1, 1e30);
-    sample.seconds();  // warm-up: the memory cache, the thread pool
-    for (int round = 0; round < 3; ++round)
-        for (int t = 1; t <= choice.candidates; ++t) {
-            set_num_threads(t);
-            best[t] = std::min(best[t], sample.seconds());
-        }
+    const std::vector<double> best =  // best[t - 1]: t threads
+        StepSample().best_seconds(choice.candidates, [](int i) { set_num_threads(i + 1); });
     set_num_threads(before);
-    release_cached_memory();  // the sample's blocks: not the caller's to keep (storage.h)
 
     // The fewest threads within 5% of the fastest: one thread unless more are at least 5% faster.
-    const double fastest = *std::min_element(best.begin() + 1, best.end());
+    const double fastest = *std::min_element(best.begin(), best.end());
     for (int t = 1; t <= choice.candidates; ++t)
-        if (best[t] <= fastest * 1.05) {
+        if (best[t - 1] <= fastest * 1.05) {
             choice.threads = t;
             break;
         }
-    choice.best_speedup = best[1] / fastest;
-    choice.speedup = best[1] / best[choice.threads];
+    choice.best_speedup = best[0] / fastest;
+    choice.speedup = best[0] / best[choice.threads - 1];
     return choice;
 }
 

@@ -4,9 +4,9 @@
 // one core, a second thread shares the core's floating-point units: it barely helps a matrix
 // product and helps the memory-bound passes (LayerNorm, softmax, copies) only in part, while
 // a machine with real cores gains nearly 2x. Rather than guess from the core count,
-// choose_thread_count times a sample of the training step's work (step_sample.h: linear layers
-// forward and backward, LayerNorm, GELU, softmax, on a quarter of a cifar-tiny batch) on 1, 2, ... threads,
-// alternating, best of 3 each, and keeps the fewest threads within 5% of the fastest: more
+// choose_thread_count times a sample of the training step's work (step_sample.h: linear
+// layers forward and backward, LayerNorm, GELU, softmax, on a quarter of a cifar-tiny batch)
+// on 1, 2, ... threads, alternating, best of 3 each, and keeps the fewest threads within 5% of the fastest: more
 // threads are chosen only when they measured at least 5% faster than one, so the choice is
 // never slower than one thread. It takes about a quarter of a second. Results are identical for
 // any thread count (parallel.h), so the choice changes speed only.

@@ -389,8 +389,7 @@ int run_training(const Flags& flags) {
     }
     set_matmul_precision(precision);
     std::printf("precision: %s\n", matmul_precision_description(precision).c_str());
-    if (precision == MatmulPrecision::bf16 && bf16_native())
-        std::printf("%s\n", bf16_speed_note(measure_bf16_speedup()).c_str());
+    std::printf("%s", bf16_header_note(precision).c_str());
 #ifdef PATCHGRAD_USE_OPENBLAS
     const char* blas_threads = std::getenv("OPENBLAS_NUM_THREADS");
     std::printf("         (OpenBLAS runs its own threads: OPENBLAS_NUM_THREADS=%s)\n",

@@ -342,7 +342,7 @@ void Trainer::print_header() const {
     out << "compute: " << cpu_model() << "; gemm kernels " << gemm_kernel_description() << "; " << num_threads()
         << (num_threads() == 1 ? " thread" : " threads") << (o.threads == 0 ? " (auto)\n" : "\n");
     out << "precision: " << matmul_precision_description(o.precision) << "\n";
-    if (o.precision == MatmulPrecision::bf16 && bf16_native()) out << bf16_speed_note(measure_bf16_speedup()) << "\n";
+    out << bf16_header_note(o.precision);
     out << "output: " << o.out_dir << "/ (metrics.csv, metrics.png, last.safetensors, best.safetensors)\n";
     if (!o.resume && o.init != "none") out << "init: the weights of " << o.init << "\n";
     if (o.resume)

@@ -183,7 +183,8 @@ const std::vector<TrainOption> kOptions = {
      }},
     {"precision", "P", OptionKind::Running,
      "fp32 (the default) or bf16: matrix products with bf16 inputs and float32\nsums, everything else in float32 "
-     "(faster only where the CPU multiplies\nbf16 faster than float32: README, Speed)",
+     "(faster only where the CPU multiplies\nbf16 faster than float32: README, Speed; with a native kernel the\n"
+     "header says how a sample of the step compared with float32 here)",
      [](TrainOptions& o) -> OptionField { return &o.precision; }, nullptr},
     {"max-steps", "N", OptionKind::Running, "stop after N optimizer steps of the run, saving a checkpoint",
      [](TrainOptions& o) -> OptionField { return Count{&o.max_steps}; },

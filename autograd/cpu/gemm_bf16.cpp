@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 #include <vector>
@@ -72,31 +73,37 @@ bool cpu_has_arm_bf16() {
 // Whether AMX's kernel may run: the CPU has AMX-TILE and AMX-BF16 (CPUID leaf 7: EDX bits 24
 // and 22), Linux grants this process the tile registers' state (from Linux 5.16 a program must
 // ask, and a kernel or hypervisor that does not offer AMX says no), and the kernel's results on
-// a small product are within the bf16 error bound of float64 (a check on hardware this project
-// could not test on: a kernel that misreads its tiles fails it by far, and is not used).
+// a small product are within the bf16 error bound of float64 (bf16_kernel_check: a kernel that
+// misreads its tiles fails it by far, and is set aside with the check's message).
 enum class Amx { absent, refused, failed_check, usable };
-Amx amx_state() {
+struct AmxStatus {
+    Amx state;
+    std::string failure;  // the first-use check's message, for failed_check
+};
+const AmxStatus& amx_status() {
 #if defined(PATCHGRAD_AMX) && defined(__linux__) && !defined(PATCHGRAD_DOUBLE)
-    static const Amx state = [] {
+    static const AmxStatus status = []() -> AmxStatus {
         unsigned a = 0, b = 0, c = 0, d = 0;
-        if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 22))) return Amx::absent;
+        if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 22)))
+            return {Amx::absent, ""};
         constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;  // <asm/prctl.h>
-        if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) return Amx::refused;
-        return bf16_kernels_within_bound(gemm_bf16_kernels_amx) ? Amx::usable : Amx::failed_check;
+        if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) return {Amx::refused, ""};
+        std::string failure = bf16_kernel_check(gemm_bf16_kernels_amx);
+        return {failure.empty() ? Amx::usable : Amx::failed_check, failure};
     }();
-    return state;
 #else
-    return Amx::absent;
+    static const AmxStatus status{Amx::absent, ""};
 #endif
+    return status;
 }
 
 // Why AMX's kernel does not run although the CPU has AMX, or "" (absent or usable).
-std::string amx_refusal(Amx amx) {
-    switch (amx) {
+std::string amx_refusal() {
+    switch (amx_status().state) {
         case Amx::refused:
             return "the CPU has AMX, but the operating system refused it";
         case Amx::failed_check:
-            return "the CPU has AMX, but its kernel failed the check on first use";
+            return "the CPU has AMX, but its kernel failed the check on first use: " + amx_status().failure;
         default:
             return "";
     }
@@ -119,7 +126,7 @@ const Bf16Kernels* allowed_kernels(Bf16Choice choice) {
     static const bool has = cpu_has_avx512_bf16();
     if (active_isa() != Isa::avx512) return nullptr;
 #ifdef PATCHGRAD_AMX
-    if (allows(Bf16Choice::amx) && amx_state() == Amx::usable) return &gemm_bf16_kernels_amx;
+    if (allows(Bf16Choice::amx) && amx_status().state == Amx::usable) return &gemm_bf16_kernels_amx;
 #endif
     return has && allows(Bf16Choice::vdpbf16ps) ? &gemm_bf16_kernels_avx512 : nullptr;
 #elif defined(PATCHGRAD_NEON_BF16) && !defined(PATCHGRAD_DOUBLE)
@@ -139,7 +146,7 @@ const Bf16Kernels* native_kernels() {
     if (choice == Bf16Choice::emulated) return nullptr;
     const Bf16Kernels* kernels = allowed_kernels(choice);
     if (!kernels && choice != Bf16Choice::best) {
-        std::string why = amx_refusal(amx_state());
+        std::string why = amx_refusal();
         if (cpu_has_avx512_bf16() && active_isa() != Isa::avx512 && choice != Bf16Choice::bfdot)
             why = "PATCHGRAD_ISA is below avx512";
         else if (choice == Bf16Choice::vdpbf16ps)
@@ -179,7 +186,7 @@ double gemm_bf16_sum_roundoff() {
 std::string gemm_bf16_description() {
     if (const Bf16Kernels* k = native_kernels()) {
         const std::string note =
-            bf16_choice() != Bf16Choice::best ? "PATCHGRAD_BF16=" + enum_name(bf16_choice()) : amx_refusal(amx_state());
+            bf16_choice() != Bf16Choice::best ? "PATCHGRAD_BF16=" + enum_name(bf16_choice()) : amx_refusal();
         return std::string("bf16 ") + k->name + ", tile " + std::to_string(k->mr) + " x " + std::to_string(k->nr) +
                (note.empty() ? "" : " (" + note + ")");
     }
@@ -303,12 +310,12 @@ void gemm_bf16_with(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int6
     for_each_gemm_block<uint32_t>(M, N, K, MR, NR, NC, KC, column_words, pack_panel, multiply);
 }
 
-// AMX's check on first use (amx_state): four small products, one per transpose pair, with a
+// AMX's check on first use (amx_status): four small products, one per transpose pair, with a
 // K block that ends in a partial tile (70 = 2 tiles of 32 + 6) and C edges in both directions
 // (40 = 32 + 8), each element within 8 times the float32 summation bound of the float64 product
 // of the rounded inputs. The tests hold the emulated kernel to the bound itself; here the point
 // is to catch a gross fault (a misread tile is off by the size of the result), not the last bit.
-bool bf16_kernels_within_bound(const Bf16Kernels& kernels) {
+std::string bf16_kernel_check(const Bf16Kernels& kernels) {
     constexpr int64_t M = 40, N = 40, K = 70;
     std::vector<float> A(M * K), B(K * N), C(M * N);
     uint32_t state = 12345;
@@ -322,6 +329,9 @@ bool bf16_kernels_within_bound(const Bf16Kernels& kernels) {
         for (bool trans_b : {false, true}) {
             const int64_t lda = trans_a ? M : K, ldb = trans_b ? K : N;
             gemm_bf16_with(kernels, trans_a, trans_b, M, N, K, 1, A.data(), lda, B.data(), ldb, 0, C.data(), N);
+            // The element furthest outside its bound (a NaN counts as infinitely far).
+            double worst = 0, worst_exact = 0, worst_bound = 0;
+            int64_t worst_i = -1, worst_j = -1;
             for (int64_t i = 0; i < M; ++i)
                 for (int64_t j = 0; j < N; ++j) {
                     double exact = 0, magnitude = 0;
@@ -331,10 +341,37 @@ bool bf16_kernels_within_bound(const Bf16Kernels& kernels) {
                         exact += a * b;
                         magnitude += std::abs(a * b);
                     }
-                    if (!(std::abs(C[i * N + j] - exact) <= 8 * gamma * magnitude)) return false;  // NaN fails too
+                    const double bound = 8 * gamma * magnitude, error = std::abs(C[i * N + j] - exact);
+                    const double excess = std::isnan(error) ? HUGE_VAL : error / bound;
+                    if (excess > 1 && excess > worst) {
+                        worst = excess, worst_exact = exact, worst_bound = bound;
+                        worst_i = i, worst_j = j;
+                    }
                 }
+            if (worst_i >= 0) {
+                char text[320];
+                std::snprintf(text, sizeof text,
+                              "%s, %lld x %lld x %lld with op(A) = %s and op(B) = %s: C[%lld][%lld] = %.9g where "
+                              "the float64 product of the bf16 inputs is %.9g (allowed error %.3g)",
+                              kernels.name, (long long)M, (long long)N, (long long)K, trans_a ? "A^T" : "A",
+                              trans_b ? "B^T" : "B", (long long)worst_i, (long long)worst_j,
+                              double(C[worst_i * N + worst_j]), worst_exact, worst_bound);
+                return text;
+            }
         }
-    return true;
+    return "";
+}
+
+const Bf16Kernels* amx_kernels_on_this_cpu(std::string& why_not) {
+    const Amx state = amx_status().state;
+#ifdef PATCHGRAD_AMX
+    if (state == Amx::usable || state == Amx::failed_check) return &gemm_bf16_kernels_amx;
+    why_not = state == Amx::refused ? "the operating system refused AMX's tile state" : "this CPU has no AMX-BF16";
+#else
+    (void)state;
+    why_not = "this build's compiler does not know AMX";
+#endif
+    return nullptr;
 }
 
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,

@@ -27,9 +27,10 @@
 // Where the CPU has Intel's AMX tiles (Xeon since Sapphire Rapids) and Linux grants this
 // process their state, a kernel of tdpbf16ps runs instead (gemm_bf16_amx_tile.h: 8,192
 // multiply-adds per instruction); its results on a small product are checked against float64
-// the first time bf16 is used, and a kernel that fails is set aside (the description says so).
-// Its packing, K loop and edges are tested on every CPU through an emulation of the tile
-// instructions; on AMX hardware itself it has not run yet (README, Mixed precision).
+// the first time bf16 is used, and a kernel that fails is set aside (the description says so,
+// naming the shape, the transposes and the worst element). Its packing, K loop and edges are
+// tested on every CPU through an emulation of the tile instructions, and on AMX hardware by the
+// test "amx: the native kernel ..." (skipped elsewhere).
 //
 // The environment variable PATCHGRAD_BF16 (auto, amx, vdpbf16ps, bfdot, emulated; read once)
 // names the kernel instead of the best one, as PATCHGRAD_ISA does for float32: an AMX machine

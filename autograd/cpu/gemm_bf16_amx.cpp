@@ -9,6 +9,11 @@
 // here all eight tiles are 16 rows x 64 bytes, loaded once per thread. (Loading it also
 // zeroes every tile, so it happens before a kernel's first tile, never between two.) The tile
 // numbers are part of each instruction's encoding, so they are written out, not passed in.
+//
+// GCC's _tile_loadd and _tile_loadconfig are asm statements that take the address but do not
+// name the memory behind it, so the compiler may drop or delay stores that only they read (the
+// zero-padded tail buffers of gemm_bf16_amx_tile.h, the configuration). compiler_fence()
+// before them makes every earlier store happen first; clang's builtins need none, harmlessly.
 #include "gemm_bf16_amx_tile.h"
 
 #if defined(PATCHGRAD_AMX) && !defined(PATCHGRAD_DOUBLE)
@@ -16,6 +21,9 @@
 
 namespace patchgrad {
 namespace {
+
+// A compiler-only barrier: no instruction, but memory is assumed read and written here.
+inline void compiler_fence() { asm volatile("" ::: "memory"); }
 
 struct AmxTiles {
     static void configure() {
@@ -27,6 +35,7 @@ struct AmxTiles {
             config[16 + 2 * t] = 64;  // bytes per row (colsb, a 16-bit field)
             config[48 + t] = 16;      // rows
         }
+        compiler_fence();
         _tile_loadconfig(config);
         configured = true;
     }
@@ -38,6 +47,7 @@ struct AmxTiles {
         _tile_zero(3);
     }
     static void multiply(const uint32_t* a, int64_t lda, const uint32_t* b, int64_t ldb) {
+        compiler_fence();
         _tile_loadd(4, a, lda * 4);
         _tile_loadd(5, a + 16 * lda, lda * 4);
         _tile_loadd(6, b, ldb * 4);

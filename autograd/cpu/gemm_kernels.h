@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "autograd/storage.h"
 #include "cpu_isa.h"
@@ -87,10 +88,14 @@ extern const Bf16Kernels gemm_bf16_kernels_amx;
 void gemm_bf16_with(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                     float alpha, const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
                     int64_t ldc, const float* bias = nullptr);
-// Whether `kernels` pass AMX's check on first use (gemm_bf16.cpp): four small products through
-// gemm_bf16_with, one per transpose pair, within a loose multiple of the bf16 error bound. The
-// tests run it on the emulated AMX kernel and on a deliberately faulty one.
-bool bf16_kernels_within_bound(const Bf16Kernels& kernels);
+// AMX's check on first use (gemm_bf16.cpp): four small products through gemm_bf16_with, one
+// per transpose pair, within a loose multiple of the bf16 error bound. "" when `kernels` pass,
+// else the kernel, the shape, the transposes and the worst element, for a user to report.
+std::string bf16_kernel_check(const Bf16Kernels& kernels);
+// The AMX kernel where the CPU has AMX and the operating system grants its state, whether or
+// not it passed the first-use check (the native AMX test runs it either way); else null, and
+// `why_not` says what is missing.
+const Bf16Kernels* amx_kernels_on_this_cpu(std::string& why_not);
 // Defined in gemm_bf16_neon.cpp where the compiler targets ARM64 with BF16 (the build defines
 // PATCHGRAD_NEON_BF16 then); use only where the CPU has BF16.
 extern const Bf16Kernels gemm_bf16_kernels_neon;

@@ -4,8 +4,8 @@
 // Why a cache. A training step of a small ViT creates a few hundred activation and
 // gradient arrays (0.8 GiB for cifar-tiny at batch 128) and frees them all again. Handed
 // straight to malloc, the big ones are mmap'ed fresh and returned to the OS every step, so
-// each step pays for ~200,000 page faults and the kernel zeroing every page: that was 70%
-// of patchgrad's step time. Like PyTorch's GPU allocator, patchgrad keeps freed blocks and
+// each step pays for ~200,000 page faults and the kernel zeroing every page, most of a
+// step's time. Like PyTorch's GPU allocator, patchgrad keeps freed blocks and
 // hands them out again for the next request of the same size; a training step asks for
 // the same sizes every step, so after the first step no big block is allocated again.
 // Blocks under 64 KiB go to the system allocator, which recycles small blocks well itself.

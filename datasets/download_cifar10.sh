@@ -14,8 +14,8 @@
 #     prints "already present" and exits 0 without touching the network.
 #
 # No internet? Any directory holding data_batch_1..5.bin and test_batch.bin works: point
-# patchgrad at it with --data DIR or PATCHGRAD_DATA=DIR (e.g. PATCHGRAD_DATA=../shared/cifar10,
-# a "../shared/cifar10"-style copy of the files), or copy the files into data/cifar-10-batches-bin.
+# patchgrad at it with --data DIR or PATCHGRAD_DATA=DIR, or copy the files into
+# data/cifar-10-batches-bin.
 #
 # For tests, the environment may override the source and the expected sizes:
 #   PATCHGRAD_CIFAR_URL        archive URL (file:// works with curl)

@@ -11,8 +11,8 @@
 #   bash tests/arm64.sh --float32              # the float32 build and tests only (what CI runs)
 #   CXX=clang++ bash tests/arm64.sh            # built by clang (Apple's compiler is one), not GCC
 #
-# The float64 half costs the most: in a CI run of 515 s its emulated run took 155 s, and its
-# build a share of the 332 s that building took; CI's 30 minutes do not hold it.
+# The float64 half costs the most (minutes of emulation, and a build of its own); CI's 30
+# minutes do not hold it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -4,7 +4,7 @@
 # A manual soak test (not part of ctest: it needs CIFAR-10 and takes minutes); run it for as
 # long as you like after touching checkpoints or the trainer:
 #
-#   bash tests/soak_kill_resume.sh --data ../shared/cifar10              # 5 kills
+#   bash tests/soak_kill_resume.sh --data DIR                            # 5 kills
 #   bash tests/soak_kill_resume.sh --data DIR --rounds 50                # longer
 #   PATCHGRAD=build-asan/patchgrad bash tests/soak_kill_resume.sh --data DIR
 #
@@ -29,7 +29,7 @@ while (($#)); do
 done
 [ -x "$bin" ] || { echo "soak_kill_resume.sh: no patchgrad binary at $bin (build it, or set PATCHGRAD=...)" >&2; exit 2; }
 [ -n "$data" ] || { echo "soak_kill_resume.sh: say where CIFAR-10 is: --data DIR (or PATCHGRAD_DATA)" >&2; exit 2; }
-steps=${steps:-$((2 + 16 * rounds + 8))}  # the sessions' saves, and a last stretch after them
+steps=${steps:-$((2 + 16 * rounds + 8))}  # the rounds' saves, and a last stretch after them
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -46,7 +46,7 @@ tensor_bytes() {
 echo "soak: the uninterrupted run ($steps steps)"
 "${train[@]}" --max-steps "$steps" --out "$work/straight" > "$work/straight.log" 2>&1
 
-# The interrupted run: a first save after 2 steps, then sessions that resume and save every few
+# The interrupted run: a first save after 2 steps, then rounds that resume and save every few
 # steps, each killed at a random moment.
 "${train[@]}" --max-steps 2 --out "$work/killed" > "$work/start.log" 2>&1
 kills=0

@@ -61,7 +61,7 @@ double forward_multiply_adds(const ViTConfig& c, bool training);
 // estimates. What `patchgrad bench` prints, and what a training budget is counted in.
 double training_gflop_per_image(const ViTConfig& c);
 // A run's training compute: training_gflop_per_image times its image passes (epochs times
-// training images), in TFLOP, the unit of issue 24's preset budgets.
+// training images), in TFLOP, the unit the presets' budgets are counted in.
 double training_tflop(const ViTConfig& c, double image_passes);
 
 }  // namespace patchgrad

@@ -140,16 +140,9 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
         // Later K blocks add onto what the first one wrote (the bias included).
         const real beta_block = pc == 0 ? beta : real(1);
         const real* bias_block = pc == 0 && bias ? bias + jc : nullptr;
-        // Packing A pays when each sliver of it meets many slivers of B; a narrow C
-        // (attention's N = tokens or head_dim) reads A in place instead. So does a
-        // row-major A whose rows fit one K block (the linear layers: K = 128 or 256): its
-        // rows are already the runs the kernel reads, and copying them cost 3-10% of
-        // those products (bench matmul, AVX2 and AVX-512). And so does a transposed A, whose
-        // sliver is MR consecutive values of each of kc rows (a weight gradient, dOut^T @ x:
-        // on an AMD EPYC Zen 5, bench matmul 384 128 8320 went from 167 to 199 GFLOP/s),
-        // unless those rows are a multiple of 4 KiB apart: then every row of the sliver falls
-        // into the same few sets of each cache, which hold a handful of lines each, and the
-        // kernel waits for memory (AVX2 on 1024^3: 113 GFLOP/s packed, 79 in place).
+        // Packing A pays when each sliver meets many slivers of B. A is read in place for a narrow C
+        // (attention's N), a row-major A whose rows fit one K block (they already are the kernel's
+        // runs) and a transposed A without set conflicts (tutorials/12_speed/measurements.md#kernel-notes).
         const bool direct = nc <= 64 || (!trans_a && K <= KC) || transposed_in_place;
         // A row-major A is packed row by row (a copy of runs), a transposed one column by
         // column (its columns are the runs).

@@ -21,8 +21,8 @@
 //    of the matrix interleaved: converted together, one vpermw puts each pair in place;
 //  - a B sliver from a transposed B (the linear layer's weights, attention's keys) needs the
 //    converted rows transposed: 16 rows of 16 pairs at a time, in registers (transpose_16x16).
-// (The first version scattered each converted row down its sliver's column, 16 scattered
-// stores per 16 pairs: on an AMD EPYC Zen 5, 29% of a bf16 training step was packing.)
+// (Scattering each converted row down its sliver's column instead takes 16 scattered stores
+// per 16 pairs and makes packing a large part of a bf16 step: tutorials/12_speed/measurements.md#kernel-notes.)
 #include "gemm_kernels.h"
 
 #if defined(__x86_64__) && !defined(PATCHGRAD_DOUBLE)

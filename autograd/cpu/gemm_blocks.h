@@ -14,11 +14,8 @@
 //    itself. One parallel_for for the whole product, the panel's packing done once per thread.
 //    Right for a weight gradient, dW = dOut^T x: K is the batch's tokens (8,320 for cifar-micro
 //    at batch 128, so 33 to 74 K blocks), while M and N are the layer's sizes, a few slivers each.
-//    Together, each of those K blocks was 1.2 to 3.5 million multiply-adds per thread between
-//    two barriers, and its panel of 3 slivers was packed by one thread while the other waited:
-//    on an AMD EPYC Zen 5 two threads took as long as one (float32, out 288 x in 96: 2.32 ms
-//    on one thread, 2.33 on two) or longer (out 96 x in 96: 0.77 ms, 0.86). Each its own,
-//    two threads took 1.57 and 0.50 ms.
+//    Together, each small K block sits between two barriers and its panel of 3 slivers is packed
+//    by one thread while the other waits, so two threads gain nothing over one.
 #pragma once
 
 #include <algorithm>
@@ -31,11 +28,9 @@ namespace patchgrad {
 
 // Whether each thread packs its own panels (the header's second way) for a product of M rows
 // and nc columns of C in K blocks of k_block: when there are several K blocks of fewer than
-// 2^26 multiply-adds each. On the AMD EPYC Zen 5, two threads (`patchgrad bench matmul OUT IN
-// 8320 --threads 2`, best of two), every weight gradient of cifar-micro, cifar-tiny and
-// cifar-small at batch 128 (2.4 to 28 million multiply-adds per K block) ran faster this way:
-// float32 by 15 to 54%, bf16 by 10 to 74%. 1024 x 1024 x 1024 (268 million per K block) and
-// the linear layers' other products (one K block each) still share.
+// 2^26 multiply-adds each: every weight gradient of the presets at batch 128 (2.4 to 28 million
+// per K block) runs faster so, while 1024^3 (268 million) and the linear layers' other products
+// (one K block each) share (tutorials/12_speed/measurements.md#kernel-notes).
 inline bool each_thread_packs_panels(int64_t M, int64_t nc, int64_t K, int64_t k_block) {
     return K > k_block && M * nc * k_block < (int64_t(1) << 26);
 }

@@ -9,11 +9,10 @@
 //   gemm_baseline.cpp  (the default: SSE2)      16 bytes (4f)   6 x 8   (NV = 2)      12 acc + 2 B + 1 A of 16
 //                      (ARM64: NEON)            16 bytes (4f)   8 x 12  (NV = 3)      24 acc + 3 B + 1 A of 32
 //
-// Why the width is written down. The first version of this kernel was plain loops over a
-// real acc[MR][NR] tile, left for the compiler to vectorise, with MR and NR picked per
-// -march. On an Intel Xeon whose -march=native tuning prefers 256-bit vectors
-// (-mprefer-vector-width=256), GCC split the 12 x 32 tile meant for 24 AVX-512 registers into
-// 48 AVX2-sized ones, spilled half of them to memory, and ran at half speed. A tile only fits
+// Why the width is written down. Plain loops over a real acc[MR][NR] tile, left for the
+// compiler to vectorise, depend on its tuning: where -march=native prefers 256-bit vectors
+// (-mprefer-vector-width=256), GCC splits the 12 x 32 tile meant for 24 AVX-512 registers into
+// 48 AVX2-sized ones, spills half of them to memory, and runs at half speed. A tile only fits
 // the register file if the code says how wide a register is, so the tile here is an array of
 // GCC/clang vector-extension values (`real __attribute__((vector_size(64)))` is 16 floats in
 // one zmm register): `acc[i][v] += a * b[v]` is then one fused multiply-add instruction on a
@@ -69,13 +68,8 @@ constexpr int64_t power_of_two_below(int64_t w) { return w <= 2 ? 1 : 2 * power_
 
 // dst[0, n) = src[0, n) for n <= W. A whole sliver's run (n == W, all but the last sliver of
 // a block) is one copy of a size known at compile time, which becomes a few vector moves; a
-// loop with a run-time count stays scalar (pack_a's share of a one-thread cifar-tiny step, in
-// perf on an AVX2 AMD EPYC: 5.8% with the loop, 4.9% with this; what remains is mostly the
-// wait for A's first read from memory, which packing or not, the product must pay). A shorter
-// run is copied in pieces of compile-time size too: with d = 24, attention's v [65, 24] is the
-// B of O = A v, and its rows, 24 floats of a 32-wide sliver, copied one float at a time made
-// that product slower than at d = 32 (AMD EPYC Zen 5, one head, hot cache: 2.20 us against
-// 1.79; in pieces, 1.90).
+// loop with a run-time count stays scalar. A shorter run (attention's v rows at d = 24, in a
+// 32-wide sliver) is copied in pieces of compile-time size too (tutorials/12_speed/measurements.md#kernel-notes).
 template <int64_t W>
 inline void copy_run(real* dst, const real* src, int64_t n) {
     if (n == W)
@@ -142,10 +136,9 @@ inline Vector joined(HalfVector lo, HalfVector hi, std::integer_sequence<int64_t
 
 // The first n (<= L) reals at p, the rest zero: the last run of a row, which may end the
 // matrix (a whole-vector load would read past it). Built from loads of half the width, a
-// quarter, ..., down to 16 bytes, then element by element. (The first version gathered the n
-// reals into a zeroed array and loaded that: n small stores, then a 64-byte load of them. With
-// d = 24 attention's transposed k and v end every row with 8 of 16 floats, and a 65 x 65 x 24
-// product took 2.65 us against 1.68 at d = 16 and 2.80 at d = 32, AMD EPYC Zen 5; now 2.25.)
+// quarter, ..., down to 16 bytes, then element by element: n small stores into a zeroed array
+// and one load of it would wait on the stores (at d = 24 attention's transposed k and v end
+// every row with 8 of 16 floats: tutorials/12_speed/measurements.md#kernel-notes).
 template <class Vector, int64_t L>
 inline Vector load_first(const real* p, int64_t n) {
     if (n >= L) return load<Vector>(p);
@@ -203,8 +196,8 @@ struct Tile {
             real* dst = Bp + s * kc;
             if (trans_b) {
                 // Column j of op(B) is row j of B: L rows of L values, transposed, are L rows of
-                // L columns of the sliver (an element-by-element copy was 5% of a float32 step,
-                // attention's k^T and v^T). Rows past the matrix are zeros, written as well.
+                // L columns of the sliver (an element-by-element copy is a visible part of a step
+                // for attention's k^T and v^T). Rows past the matrix are zeros, written as well.
                 for (int64_t v = 0; v < NV; ++v)
                     for (int64_t p = 0; p < kc; p += L) {
                         const int64_t values = smaller(L, kc - p);
@@ -219,8 +212,8 @@ struct Tile {
                     }
                 continue;
             }
-            // A last sliver's row is zeroed just before its copy overwrites the start: one memset
-            // of the whole sliver first made A v at d = 24 5% slower (1.92 -> 2.02 us, Zen 5).
+            // A last sliver's row is zeroed just before its copy overwrites the start, while it
+            // is in cache: one memset of the whole sliver first is slower.
             for (int64_t p = 0; p < kc; ++p) {
                 if (n < NR) std::memset(dst + p * NR, 0, NR * sizeof(real));
                 copy_run<NR>(dst + p * NR, B + (k0 + p) * ldb + c0 + s, n);
@@ -233,10 +226,8 @@ struct Tile {
     enum class ALayout { packed, row_packed, strided };  // (MR, 1), (1, kGemmKC), as given
 
     // How many values of k ahead the kernel asks for a transposed A's rows: about 300 cycles of
-    // AVX-512 multiply-adds, a trip to memory (16, 24 and 40 all gave a weight gradient of 384
-    // rows 25-30% on an Intel Xeon; 24 did best over the four of `bench matmul`'s). Only for
-    // 16-lane vectors: AVX2's 6 x 16 tile, half the multiply-adds per k, was slower with it in
-    // two of three sets of alternations on that Xeon (PATCHGRAD_ISA=avx2).
+    // AVX-512 multiply-adds, a trip to memory. Only for 16-lane vectors: AVX2's 6 x 16 tile, half
+    // the multiply-adds per k, is not faster with it (tutorials/12_speed/measurements.md#kernel-notes).
     static constexpr int64_t kAhead = 24;
     static constexpr bool kPrefetchRows = L >= 16;
     template <int64_t NB, ALayout layout>
@@ -245,8 +236,8 @@ struct Tile {
         if (layout == ALayout::packed) a_k = MR, a_i = 1;
         if (layout == ALayout::row_packed) a_k = 1, a_i = kGemmKC;
         // [snippet:gemm-micro-kernel]
-        // The C tile, in MR * NB vector registers, cleared by a loop: GCC turned `= {}` into a
-        // `rep stos` on a copy in memory at every call, 4-13% of the kernels' time on an AMD EPYC.
+        // The C tile, in MR * NB vector registers, cleared by a loop: GCC turns `= {}` into a
+        // `rep stos` on a copy in memory at every call, slow before a loop of at most 256 steps.
         Vector acc[MR][NB];
         // Ask for the C tile now, so that the final read-modify-write does not wait for memory
         // after the kc loop (a large C, like 1024 x 1024, is out of every cache by then).

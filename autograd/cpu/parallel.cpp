@@ -19,7 +19,7 @@ namespace {
 
 // Waiting politely. Waking a sleeping thread costs a system call on one side and a context
 // switch on the other, several microseconds each, and a ViT training step runs a few hundred
-// loops: sleeping between them cost 7% of a step (perf: the kernel's wake-up and
+// loops: sleeping between them costs several % of a step (perf: the kernel's wake-up and
 // task-switch functions). So a thread that waits, a worker for the next loop or the caller for
 // its workers, first spins on an atomic for up to kSpin, pausing between looks (the pause
 // instruction leaves the core's other hyper-thread its units), and only then sleeps on a

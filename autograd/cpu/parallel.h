@@ -54,10 +54,9 @@ inline int64_t grain_for_elements(int64_t elements_per_index) {
 // column sums of dOut), on the threads, in an order that no thread count changes. The rows are
 // cut into fixed blocks of kSumRowBlock; add_rows(r0, r1, acc) adds rows [r0, r1) into a
 // block's acc[0, width), which starts at zero, in row order; the blocks' sums are then added
-// in block order. Splitting the columns over the threads instead (each thread summing all
-// rows of its own columns) kept the order too, but cost far more on two threads than on one
-// (perf, cifar-tiny on an AVX2 AMD EPYC: 2.2x the samples for linear's bias gradient and 4.7x
-// for LayerNorm's weight and bias), each thread streaming through every row for a part of it.
+// in block order. Splitting the columns over the threads instead keeps the order too, but each
+// thread then streams through every row for a part of it, far slower on two threads than on one
+// (tutorials/12_speed/measurements.md#kernel-notes).
 constexpr int64_t kSumRowBlock = 256;
 std::vector<real> sum_rows(int64_t rows, int64_t width,
                            const std::function<void(int64_t r0, int64_t r1, real* acc)>& add_rows);

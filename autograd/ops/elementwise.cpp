@@ -232,9 +232,9 @@ Tensor unary(const char* op, const Tensor& a, F f, D d) {
 
 // add for operands of one shape (every residual connection), the result binary would give:
 // dOut passes to both inputs unchanged, so it is handed over instead of added into zero-filled
-// gradients as binary's backward would (the fill was 1% of a cifar-tiny training step): b's
-// gradient gets a copy (add_to_grad), a's takes dOut's own buffer when backward() is done with
-// it (add_grad_from; the copies were 2.5% of a step).
+// gradients as binary's backward would (a fill per residual connection): b's gradient gets a
+// copy (add_to_grad), a's takes dOut's own buffer when backward() is done with it
+// (add_grad_from), saving a copy too.
 Tensor add_same_shape(const Tensor& a, const Tensor& b) {
     Tensor out = Tensor::empty(a.shape());
     const real *x = a.data(), *y = b.data();

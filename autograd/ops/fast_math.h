@@ -1,7 +1,7 @@
 // fast_math.h — exp and erf that the compiler can vectorise, for softmax and GELU.
 //
-// std::exp and std::erf are calls into libm, one element at a time: in a float32 training
-// step they were 14% of the time (GELU's erf and exp, softmax's exp). The versions below are
+// std::exp and std::erf are calls into libm, one element at a time, a large part of a float32
+// training step (GELU's erf and exp, softmax's exp). The versions below are
 // branch-free polynomials, so a loop calling them compiles to SIMD code (16 floats per
 // instruction with AVX-512). They are used in the float build only: the double build keeps
 // libm, so gradient checks in float64 test the exact functions and the formulas around them,
@@ -13,10 +13,8 @@
 //             NaN for NaN.
 //   fast_erf: erf(x) = x P(x^2) / Q(x^2) for |x| < 3.75 (P of degree 6, Q of degree 4,
 //             fitted by autograd/scripts/fit_erf.py), else +-1. No exponential: ten
-//             multiply-adds, two products and a division, where the first version
-//             (Abramowitz & Stegun 7.1.26 beside a Taylor series, both computed, one kept)
-//             took an exp and twice the arithmetic, and GELU's loops were bound by it
-//             (below). Odd in x. Absolute error below 4.1e-7, the float32 rounding of P / Q
+//             multiply-adds, two products and a division, as GELU's loops are bound by
+//             arithmetic. Odd in x. Absolute error below 4.1e-7, the float32 rounding of P / Q
 //             near erf = 1, about 7 ulp there (the fit itself: 2.5e-8); GELU multiplies it
 //             by x / 2, far inside float32 training noise.
 #pragma once
@@ -60,9 +58,7 @@ inline float fast_exp(float x) {
 }
 
 // erf(x), and exp(-x^2) in *gaussian, from the same square: GELU's derivative needs the
-// Gaussian too (x phi(x) with exp(-x^2 / 2) = exp(-(x / sqrt 2)^2)). On an AMD EPYC Zen 5 the
-// exact GELU's forward took about 0.5 ns a float with the first version of erf, as much for
-// 16 K floats (in L2) as for 1.6 M (beyond it), so the arithmetic was the bound; now 0.18.
+// Gaussian too (x phi(x) with exp(-x^2 / 2) = exp(-(x / sqrt 2)^2)).
 inline float fast_erf(float x, float* gaussian) {
     const float a = std::fabs(x), t = a * a;
     float p = 2.189073516e-08f;
@@ -94,12 +90,9 @@ inline float fast_erf(float x) {
 // run in a result of their own, combined last. The result depends only on n, never on the
 // threads, and a sum agrees with the one-sum order to rounding. (LayerNorm and softmax rows.)
 //
-// Why vectors of 16 bytes, not an array of 16 reals or one vector of 64 bytes: written as
-// `real lanes[16]` with the tail folded into lanes[0 .. n % 16), the lanes were indexed at run
-// time and GCC kept them in memory (softmax rows of 65, attention's, took about twice as long
-// on an AMD EPYC Zen 5). One 64-byte vector is one register with AVX-512, but code compiled for
-// AVX2 or SSE2 has no register that wide, and GCC then keeps it in memory too (a cifar-tiny
-// step 10% slower under PATCHGRAD_ISA=avx2). 16 bytes is a register on every level and on NEON.
+// Vectors of 16 bytes, a register on every level and on NEON: an array `real lanes[16]` indexed
+// at run time, or one 64-byte vector compiled for AVX2 or SSE2, is kept in memory by GCC and
+// slower (tutorials/12_speed/measurements.md#kernel-notes).
 constexpr int64_t kLanes = 16;
 enum class LaneOp { sum, max };
 template <LaneOp op, class Term>

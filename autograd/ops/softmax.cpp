@@ -25,15 +25,9 @@ namespace {
 // Compiled for each instruction-set level (cpu_isa.h); the max and the sum run in lanes
 // (fast_math.h) so that they vectorise.
 //
-// Each pass runs over a group of 8 rows before the next pass starts, rather than all four
-// passes over one row and then the next row. Row by row, the sum's 16-byte loads read the
-// exponentials back right after the exp loop stored them, as 64-byte stores that rows of 65
-// floats (attention's) split across cache lines; perf put the most samples of the row on that
-// store, which suggests the loads waited on it. Each row's chain of max, sum and division also
-// ran alone. In groups a row's values are read a few rows' work after they were written, and 8
-// rows' reductions overlap. On an AMD EPYC Zen 5 a 65 x 65 softmax (one head's scores) took
-// 2.62 us row by row, 2.35 in groups with the sum right after each row's exp, 1.88 as below;
-// every row still gets the same operations, so the results are the same bits as row by row.
+// Each pass runs over a group of 8 rows, so a row's exponentials are read back a few rows' work
+// after they were stored and 8 rows' reductions overlap (tutorials/12_speed/measurements.md#kernel-notes).
+// Every row gets the same operations as row by row, so the results are the same bits.
 PATCHGRAD_LOOP void forward_rows_loop(const real* x, real* y, int64_t rows, int64_t n, bool log_output) {
     constexpr int64_t G = 8;
     for (int64_t r0 = 0; r0 < rows; r0 += G) {

@@ -110,8 +110,8 @@ TEST_CASE("datasets: cifar10 missing files name the path and the way out", "[dat
                   {"cifar10: " + dir.file("test_batch.bin"), "is a FIFO (named pipe), not a regular file"});
 }
 
-// A file cut at a record boundary is a valid file of fewer records: training went on with
-// 44,999 images without a word. Now a file named like an official one says so.
+// A file cut at a record boundary is a valid file of fewer records, and training would go on
+// with 44,999 images without a word: a file named like an official one says so.
 TEST_CASE("datasets: cifar10 warns when an official file does not hold 10,000 records", "[datasets][cifar10]") {
     TempDir dir;
     save_synthetic_cifar10(dir.path.string(), 3, 4);

@@ -201,7 +201,7 @@ TEST_CASE(
     ViTConfig c = vit_config("cifar-micro");
     CHECK(forward_multiply_adds(c, true) == Approx(micro).epsilon(1e-12));
     CHECK(training_gflop_per_image(c) == Approx(6 * micro * 1e-9).epsilon(1e-12));
-    CHECK(training_gflop_per_image(c) == Approx(0.136).epsilon(0.01));  // issue 24's budget unit
+    CHECK(training_gflop_per_image(c) == Approx(0.136).epsilon(0.01));  // the presets' budget unit
     CHECK(training_gflop_per_image(vit_config("cifar-tiny")) == Approx(0.348).epsilon(0.01));
     // The quick budget: 16 epochs of the 45,000 training images, 98 TFLOP.
     CHECK(training_tflop(c, 16 * 45000.0) == Approx(6 * micro * 16 * 45000 * 1e-12).epsilon(1e-12));

@@ -489,8 +489,8 @@ TEST_CASE("VisionTransformer: a config whose counts overflow 64 bits is refused 
     require_error([&] { validate(ratio); }, {"ViTConfig 'cifar-tiny'", "MLP size", "mlp_ratio"});
 }
 
-// bench --depth 999999999999 allocated until the system gave up; eval of a checkpoint whose
-// metadata said dim 16384, depth 64 ran out of 12 GB. Both are now refused before allocating.
+// bench --depth 999999999999 would allocate until the system gave up, and eval of a checkpoint
+// whose metadata says dim 16384, depth 64 would need 12 GB: both are refused before allocating.
 TEST_CASE("VisionTransformer: a model larger than the machine's memory is refused before it is built",
           "[vit][layer:VisionTransformer][errors]") {
     ViTConfig deep = vit_config("cifar-tiny");

@@ -91,9 +91,9 @@ struct QuietTrain {
     }
 };
 
-// The run of `options` cut into sessions: each stops after the global step in `stops` (by
+// The run of `options` cut into pieces: each stops after the global step in `stops` (by
 // --max-steps; the last stop 0 runs to the end) and the next resumes it, with `between` run
-// between sessions (to move a file away, say). Returns the last session's result.
+// between pieces (to move a file away, say). Returns the last piece's result.
 inline TrainResult train_in_sessions(QuietTrain& quiet, TrainOptions options, const std::vector<int64_t>& stops,
                                      const std::function<void()>& between = {}) {
     REQUIRE((!stops.empty() && stops.back() == 0));

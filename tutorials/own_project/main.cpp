@@ -2,8 +2,8 @@
 // repository and change it. A small MLP learns which of three rings around the origin a
 // point lies in (2-D points, 3 classes: no straight line separates them); it prints its loss
 // and accuracy as it trains, in a second or two.
-// CMakeLists.txt beside it finds an installed patchgrad (README.md, "Use patchgrad in your
-// own project"), or builds one from source with -DPATCHGRAD_SOURCE_DIR=path/to/patchgrad.
+// CMakeLists.txt beside it finds an installed patchgrad (tutorials/00_setup/README.md, "Use
+// patchgrad in your own project"), or builds one from source with -DPATCHGRAD_SOURCE_DIR=path/to/patchgrad.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>

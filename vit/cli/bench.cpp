@@ -182,7 +182,7 @@ double best_seconds(int64_t repeats, const std::function<void()>& run) {
 
 #ifdef PATCHGRAD_USE_OPENBLAS
 // Two ways to compute the same product, run in turn `repeats` times after one warm-up each.
-// On a host whose speed swings from one moment to the next (a shared VM's did by 2x within
+// On a host whose speed swings from one moment to the next (a shared VM's can, by 2x within
 // seconds), two bests taken one after the other can each come from a fast or a slow spell;
 // a ratio of two runs next to each other in time shares the spell, so the median of those
 // ratios is the steadier comparison.

@@ -177,7 +177,7 @@ struct Inspection {
 
 // The checks write_inspection makes before drawing anything (the image index, the image
 // size against the model's, the options), for a caller to make before it builds the model:
-// a ViT-H/14 takes 17 s to build only to be told that CIFAR-10 images are 32x32.
+// a ViT-H/14 takes many seconds to build only to be told that CIFAR-10 images are 32x32.
 void check_inspection(const ViTConfig& config, const ImageSet& set, const InspectOptions& options);
 
 // Draws the five pictures of `model` for `set` (normalised with `stats`, as in training) and

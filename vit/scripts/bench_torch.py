@@ -39,10 +39,9 @@ on the sizes `patchgrad bench matmul` uses, best of 5 after a warm-up: PyTorch's
 `torch.mm(a, b, out=c)` alternating with `patchgrad bench matmul`, round after round, then the
 best round of each and their ratio per size; or, when there is no patchgrad binary, PyTorch's
 float32 and bf16 alone. (Into a preallocated c, as patchgrad's C is: `a @ b` allocates its
-answer each time, and on an Intel Xeon of family 6 model 207 that made 1024^3 4-10% slower
-than OpenBLAS's own cblas_sgemm, median of 15 alternations, a bias in patchgrad's favour that
-every figure taken with `a @ b` carries. Steadier still, a patchgrad built with OpenBLAS runs both in
-one process, in turn: `patchgrad bench matmul`'s ours/BLAS column.)
+answer each time, which makes it slower than OpenBLAS's own cblas_sgemm, a bias in patchgrad's
+favour. Steadier still, a patchgrad built with OpenBLAS runs both in one process, in turn:
+`patchgrad bench matmul`'s ours/BLAS column.)
 """
 
 import argparse
@@ -110,8 +109,7 @@ def blas_library():
 def blas_core(blas):
     """The kernel set OpenBLAS runs on this CPU ("SkylakeX", "Haswell", "Prescott", ...), or "unknown";
     "Haswell, forced by OPENBLAS_CORETYPE" when the environment chose it (a machine may come with the
-    variable set: the AMD EPYC Zen 5 machines of 2026-12-02 had Haswell there, half the speed of the
-    Cooperlake kernels OpenBLAS picks on them by itself)."""
+    variable set, to kernels slower than those OpenBLAS picks by itself)."""
     try:
         import ctypes
         lib = ctypes.CDLL(blas)
@@ -359,7 +357,7 @@ def main():
     bf16 = args.precision == "bf16"
     torch_tag, ours_tag = ("PyTorch autocast", "patchgrad bf16") if bf16 else ("PyTorch", "patchgrad")
     names = [torch_tag + " 1 thread", torch_tag + " 2 threads", ours_tag + " 1 thread", ours_tag + " 2 threads"]
-    # In bf16, patchgrad's float32 step runs in the same rounds: issue 23 asks bf16 to beat it too.
+    # In bf16, patchgrad's float32 step runs in the same rounds: bf16 pays only if it beats that too.
     fp32_names = ["patchgrad fp32 1 thread", "patchgrad fp32 2 threads"] if bf16 else []
     results = {name: [] for name in names + fp32_names}
     for r in range(1, args.rounds + 1):

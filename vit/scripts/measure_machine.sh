@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# measure_machine.sh — every speed figure the README's Speed section keeps per machine, taken in
+# measure_machine.sh — every speed figure chapter 12's tables keep per machine, taken in
 # one go on the machine at hand: its identity, patchgrad against PyTorch on cifar-tiny and
 # cifar-micro (the default build, the native build if given, and forced AVX2 on an AVX-512
 # CPU), gemm against OpenBLAS on one thread, a step's share of the gemm rate, and, where the CPU
@@ -16,22 +16,20 @@
 # PyTorch's products in separate processes only.
 #
 # Run it on an otherwise idle machine (a build or a training run beside it halves what it
-# measures), with PyTorch and OpenBLAS installed as the README's Speed section says; it runs
+# measures), with PyTorch and OpenBLAS installed as chapter 12 says; it runs
 # in the repository root, so relative paths are taken from there. Everything it prints also
 # goes to a log whose path it prints last; the summary at the end repeats each ratio under the
-# command that produced it. It took 4 min 41 s on a 2-vCPU AMD EPYC Zen 3 with --native
-# (2026-11-29; bf16 instructions add three runs).
+# command that produced it. It takes a few minutes on 2 vCPUs (bf16 instructions add three runs).
 #
 # Why the environment variables: OpenBLAS 0.3.21 (Debian 12's) may not know CPUs newer than it
 # and fall back to "Prescott", SSE3 kernels that would flatter patchgrad by 2-3x. So on a CPU
 # with AVX-512 this script sets OPENBLAS_CORETYPE=SkylakeX unless OpenBLAS already runs AVX-512
 # kernels, and Haswell where it picks Prescott on an AVX2 CPU, for every PyTorch and cblas_sgemm
 # run, and says so. An OPENBLAS_CORETYPE already in the environment is dropped first (and
-# named): the 2-vCPU AMD EPYC Zen 5 machines of 2026-12-02 came with OPENBLAS_CORETYPE=Haswell
-# set, AVX2 kernels at about half of what OpenBLAS's own choice there (Cooperlake) reaches, and a
-# comparison against those would flatter patchgrad by about 2x.
-# PATCHGRAD_ISA=avx2 with OPENBLAS_CORETYPE=Haswell is the AVX2 laptop on an AVX-512 machine
-# (issue 19); PATCHGRAD_BF16=vdpbf16ps is a CPU with AVX512_BF16 but no AMX (issue 23).
+# named): a machine may come with OPENBLAS_CORETYPE=Haswell set, AVX2 kernels at about half
+# of what OpenBLAS's own choice reaches on an AVX-512 CPU, which would flatter patchgrad by 2x.
+# PATCHGRAD_ISA=avx2 with OPENBLAS_CORETYPE=Haswell is the AVX2 laptop on an AVX-512 machine;
+# PATCHGRAD_BF16=vdpbf16ps is a CPU with AVX512_BF16 but no AMX.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

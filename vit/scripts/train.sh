@@ -4,7 +4,7 @@
 #
 #   bash vit/scripts/train.sh                         # the default recipe
 #   bash vit/scripts/train.sh --preset quick          # any `patchgrad train` flags pass through
-#   PATCHGRAD_DATA=../shared/cifar10 bash vit/scripts/train.sh   # data already on disk
+#   PATCHGRAD_DATA=DIR bash vit/scripts/train.sh                # data already on disk in DIR
 #
 # Without --data or PATCHGRAD_DATA the data lives in data/cifar-10-batches-bin, downloaded by
 # datasets/download_cifar10.sh (official archive, MD5-checked; does nothing if present).

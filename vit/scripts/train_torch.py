@@ -3,7 +3,7 @@
 Run by hand from the repository root with Debian's PyTorch (python3-torch 1.13, for the system
 Python) and OpenBLAS (libopenblas0-pthread; see bench_torch.blas_library):
 
-    /usr/bin/python3 vit/scripts/train_torch.py --data ../shared/cifar10 [--preset quick]
+    /usr/bin/python3 vit/scripts/train_torch.py --data DIR [--preset quick]
         [--threads 1] [--epochs E] [--seed 0] [--out runs/torch-quick] [--resume]
         [--patchgrad build/patchgrad] [-- PATCHGRAD TRAIN FLAGS]
 

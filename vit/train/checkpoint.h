@@ -69,7 +69,7 @@ struct TrainingState {
     double correct = 0;          // images classified right (mixed batches count fractionally)
     int64_t seen = 0;            // images
     double best_accuracy = -1;   // the best evaluation accuracy so far, -1 before the first
-    double elapsed_seconds = 0;  // wall time of the run so far, over all sessions
+    double elapsed_seconds = 0;  // wall time of the run so far, resumes included
     double epoch_seconds = 0;    // of it, the time spent in `epoch`
 };
 

@@ -22,7 +22,7 @@ struct EpochRecord {
     std::string eval_set;
     double eval_loss = 0, eval_acc = 0;
     double epoch_seconds = 0;    // training and evaluation of this epoch
-    double elapsed_seconds = 0;  // of the whole run, over all its sessions
+    double elapsed_seconds = 0;  // of the whole run, resumes included
     double img_per_s = 0;        // training images per second of training time
 };
 

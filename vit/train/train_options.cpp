@@ -183,7 +183,7 @@ const std::vector<TrainOption> kOptions = {
      }},
     {"precision", "P", OptionKind::Running,
      "fp32 (the default) or bf16: matrix products with bf16 inputs and float32\nsums, everything else in float32 "
-     "(faster only where the CPU multiplies\nbf16 faster than float32: README, Speed; with a native kernel the\n"
+     "(faster only where the CPU multiplies\nbf16 faster than float32: chapter 12; with a native kernel the\n"
      "header says how a sample of the step compared with float32 here)",
      [](TrainOptions& o) -> OptionField { return &o.precision; }, nullptr},
     {"max-steps", "N", OptionKind::Running, "stop after N optimizer steps of the run, saving a checkpoint",
@@ -258,7 +258,7 @@ struct Preset {
 
 // What the recipes share: AdamW with decoupled weight decay, a cosine schedule down to 1e-5
 // after a linear warmup, label smoothing, 4-pixel padded crops with flips; and the levers that
-// buy more epochs within a budget (chapter 10, 10.12): half the patches dropped in training
+// buy more epochs within a budget (chapter 10): half the patches dropped in training
 // (three quarters in the long one), sequence pooling, flips at evaluation.
 void small_vit_recipe(TrainOptions& o) {
     o.batch = 128;
@@ -276,7 +276,7 @@ void small_vit_recipe(TrainOptions& o) {
 const Preset kPresets[] = {
     // 766 TFLOP (49 epochs of cifar-tiny's 0.348 GFLOP per image pass): patch dropout 0.5
     // makes a pass 0.168 GFLOP, so the budget holds 101 epochs; sequence pooling and flips as
-    // in the quick preset, erasing and drop path as 0.9.0's 45 epochs had them (README, Results).
+    // in the quick preset, with erasing and drop path for the larger model (chapter 10).
     {"default", "cifar-tiny",
      [](TrainOptions& o) {
          small_vit_recipe(o);
@@ -288,7 +288,7 @@ const Preset kPresets[] = {
      }},
     // 98 TFLOP (16 epochs of cifar-micro's 0.136 GFLOP per image pass): patch dropout 0.5 makes
     // a pass 0.065 GFLOP, so the budget holds 33 epochs; sequence pooling reads the prediction
-    // from every token (README, Results: the runs that chose them).
+    // from every token (chapter 10 compares the choices).
     {"quick", "cifar-micro",
      [](TrainOptions& o) {
          small_vit_recipe(o);
@@ -296,14 +296,10 @@ const Preset kPresets[] = {
          o.lr = 2e-3;
          o.warmup_epochs = 1;
      }},
-    // Issue 24's overnight budget, 8 hours of the 2-vCPU Intel Xeon of README's Results:
-    // cifar-small (1.8 M parameters) with patch dropout 0.75 is 0.188 GFLOP per pass, which
-    // ran 448 img/s there, plus about 35 s per epoch of evaluation, so 210 epochs (1777
-    // TFLOP). Dropping three quarters of the patches for twice the epochs led dropping half
-    // for 110 at every point of equal compute compared (chapter 10, 10.12); mixup and cutmix
-    // as DeiT's, the regularisation every published pure ViT above 90% on CIFAR-10 used. The
-    // last 2 epochs see every patch, each costing about 4 of the others, so that budget is 204
-    // epochs: a model trained on a quarter of its patches gains from seeing whole images (10.12).
+    // An overnight budget, about 1777 TFLOP: cifar-small (1.8 M parameters) with patch dropout
+    // 0.75 (0.188 GFLOP per pass) for 204 epochs, the last 2 on every patch (each costing about 4
+    // others) as a model trained on a quarter of its patches gains from whole images; mixup and
+    // cutmix as DeiT's, the regularisation of published pure ViTs above 90% on CIFAR-10 (chapter 10).
     {"long", "cifar-small",
      [](TrainOptions& o) {
          small_vit_recipe(o);

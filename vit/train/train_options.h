@@ -173,9 +173,9 @@ void validate(const TrainOptions& options);
 // the checkpoint's recipe (and its config), and check_recipe refuses one that changed.
 Metadata recipe_metadata(const TrainOptions& options);
 void apply_checkpoint_recipe(TrainOptions& options, const Checkpoint& checkpoint);
-// One recipe option's text in a checkpoint: its train.<flag> entry or, for an option added
-// since 0.9.0, what a file written before it was trained with (--ema 0, --tta none). Throws
-// naming the file when any other entry is missing.
+// One recipe option's text in a checkpoint: its train.<flag> entry or, for an option that older
+// files lack, what they were trained with (--ema 0, --tta none). Throws naming the file when
+// any other entry is missing.
 const std::string& checkpoint_recipe_entry(const Checkpoint& checkpoint, const std::string& flag);
 // "checkpoint <path>: --lr 0.001 in the checkpoint, 0.002 requested" for the first option
 // that differs (or is missing from the checkpoint).

@@ -248,9 +248,9 @@ private:
     std::vector<EpochRecord> history_;
     double last_lr_ = 0;
     Clock::time_point session_start_ = Clock::now();
-    double elapsed_base_ = 0;           // elapsed seconds of earlier sessions
-    int64_t session_first_step_ = 0;    // the global step this session started from
-    Clock::time_point epoch_start_;     // when this session began the current epoch
+    double elapsed_base_ = 0;           // elapsed seconds of the run before this start
+    int64_t session_first_step_ = 0;    // the global step this process started from
+    Clock::time_point epoch_start_;     // when this process began the current epoch
     double epoch_base_ = 0;             // training seconds the epoch had before that
     int64_t epoch_first_step_ = 0;      // the epoch's step at epoch_start_
     int64_t epoch_session_images_ = 0;  // images trained on since epoch_start_
@@ -315,7 +315,7 @@ void Trainer::resume() {
         std::error_code ec;
         fs::rename(metrics, metrics + ".unreadable", ec);
         *output_.log << "warning: " << e.what() << "; kept as " << metrics << ".unreadable, and metrics.csv "
-                     << "restarts with this session's epochs\n";
+                     << "restarts with the epochs trained from here\n";
     }
 }
 
@@ -430,7 +430,7 @@ void Trainer::show_progress() {
     line.loss = state_.loss_sum / double(state_.seen);
     line.accuracy = state_.correct / double(state_.seen);
     line.images_per_second = per_second(double(epoch_session_images_), epoch_time);
-    // At the pace of this session's steps: an earlier session may have run on other threads.
+    // At the pace of this process's steps: the run it resumed may have had other threads.
     line.eta_seconds =
         eta_seconds(state_.step_in_epoch - epoch_first_step_, batcher_.num_batches() - epoch_first_step_, epoch_time);
     progress_.update(line, seconds_since(session_start_));
@@ -474,7 +474,7 @@ void Trainer::end_epoch() {
     write_metrics_chart(path("metrics.png"), history_);
     save("last.safetensors", true);
 
-    // At this session's pace, evaluations included: an earlier session may have run on other threads.
+    // At this process's pace, evaluations included: the run it resumed may have had other threads.
     const int64_t steps = options_.epochs * batcher_.num_batches();
     const double to_go =
         eta_seconds(r.step - session_first_step_, steps - session_first_step_, seconds_since(session_start_));

@@ -59,7 +59,7 @@ enum class StopReason { Finished, MaxSteps, Interrupted };
 struct TrainResult {
     StopReason stop = StopReason::Finished;
     TrainingState state;               // where the run stands
-    std::vector<EpochRecord> history;  // every epoch of the run, earlier sessions included
+    std::vector<EpochRecord> history;  // every epoch of the run, those before a resume included
     std::string checkpoint;            // the last.safetensors written
     std::optional<Evaluation> test;    // the final test evaluation, when finished
 };

@@ -322,9 +322,9 @@ TEST_CASE("checkpoint: the resume file is a complete save, an older run's state 
     CHECK_FALSE(has_resume_point(empty.file("last.safetensors")));
 }
 
-// A 1.25 MB checkpoint whose metadata said dim 16384, MLP 65536, depth 64 made `eval` build
-// a 12 GB model before any tensor was compared; now the file's tensors are checked against
-// its config first, one parameter at a time, and the first difference is named.
+// A 1.25 MB checkpoint whose metadata says dim 16384, MLP 65536, depth 64 would have `eval` build
+// a 12 GB model: the file's tensors are checked against its config first, one parameter at a
+// time, and the first difference is named.
 TEST_CASE("checkpoint: metadata that does not describe the file's tensors is refused before any model is built",
           "[checkpoint][errors]") {
     TempDir dir;

@@ -343,7 +343,7 @@ TEST_CASE("preset_options: the default, quick and long recipes", "[trainer][opti
     CHECK(d.tta == TestTimeAugment::Flip);
     CHECK(d.ema == 0);
     CHECK(d.out_dir == "runs/cifar-tiny");
-    // Within issue 24's budget: 45,000 images x 101 epochs at most 49 epochs of cifar-tiny.
+    // Within the preset's budget: 45,000 images x 101 epochs at most 49 epochs of cifar-tiny.
     CHECK(101 * training_gflop_per_image(d.config) <= 49 * training_gflop_per_image(vit_config("cifar-tiny")));
     validate(d);
 
@@ -356,7 +356,7 @@ TEST_CASE("preset_options: the default, quick and long recipes", "[trainer][opti
     CHECK(q.config.patch_dropout == static_cast<real>(0.5));
     CHECK(q.tta == TestTimeAugment::Flip);
     CHECK(q.ema == 0);
-    // Within issue 24's budget: 45,000 images x 33 epochs at most 16 epochs of cifar-micro.
+    // Within the preset's budget: 45,000 images x 33 epochs at most 16 epochs of cifar-micro.
     CHECK(33 * training_gflop_per_image(q.config) <= 16 * training_gflop_per_image(vit_config("cifar-micro")));
     CHECK(q.rand_augment == "none");
     CHECK(q.erasing == 0);
@@ -370,7 +370,7 @@ TEST_CASE("preset_options: the default, quick and long recipes", "[trainer][opti
     CHECK(l.epochs == 204);
     CHECK(l.full_patch_epochs == 2);
     // Two epochs on every patch cost what eight on a quarter of them do: the same budget as
-    // run B's 210 epochs without them (README, Results), 1776.9 TFLOP on 45,000 images.
+    // run B's 210 epochs without them (chapter 10, 10.12), 1776.9 TFLOP on 45,000 images.
     TrainOptions b = l;
     b.epochs = 210;
     b.full_patch_epochs = 0;

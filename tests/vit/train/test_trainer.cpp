@@ -22,7 +22,7 @@ namespace {
 
 std::string last_of(const TrainOptions& o) { return o.out_dir + "/last.safetensors"; }
 
-// The metrics that must not depend on how a run was cut into sessions (times may).
+// The metrics that must not depend on how a run was cut into pieces (times may).
 void require_same_learning(const std::vector<EpochRecord>& a, const std::vector<EpochRecord>& b) {
     REQUIRE(a.size() == b.size());
     for (size_t i = 0; i < a.size(); ++i) {
@@ -48,8 +48,8 @@ TEST_CASE("train: a run stopped mid-epoch and resumed ends bit-identical to an u
     REQUIRE(reference.stop == StopReason::Finished);
     REQUIRE(reference.state.global_step == 10);
 
-    // Session 1 stops by --max-steps in epoch 0, session 2 by a Ctrl-C in epoch 1 (2 steps
-    // into it), session 3 finishes. 5 steps per epoch.
+    // Piece 1 stops by --max-steps in epoch 0, piece 2 by a Ctrl-C in epoch 1 (2 steps
+    // into it), piece 3 finishes. 5 steps per epoch.
     TrainOptions pieces = run.options;
     pieces.out_dir = run.out("pieces");
     pieces.max_steps = 3;
@@ -72,7 +72,7 @@ TEST_CASE("train: a run stopped mid-epoch and resumed ends bit-identical to an u
     REQUIRE(third.stop == StopReason::Finished);
     CHECK(third.state.global_step == 10);
     require_identical_weights(last_of(straight), last_of(pieces));
-    // Earlier sessions' epochs come back from metrics.csv, rounded as written there.
+    // Earlier pieces' epochs come back from metrics.csv, rounded as written there.
     require_same_learning(read_metrics_csv(straight.out_dir + "/metrics.csv"),
                           read_metrics_csv(pieces.out_dir + "/metrics.csv"));
     require_same_learning({reference.history.back()}, {third.history.back()});
@@ -188,7 +188,7 @@ TEST_CASE(
     const Checkpoint random_end = load_checkpoint(last_of(from_random));
     CHECK(max_abs_difference(random_end.weights.tensors[0].second, ended.weights.tensors[0].second) > 1e-3);
 
-    // Cut into two sessions, with the file gone in between, it ends as the uninterrupted run.
+    // Cut into two pieces, with the file gone in between, it ends as the uninterrupted run.
     TrainOptions straight = run.options;
     straight.init = init;
     straight.out_dir = run.out("straight");
@@ -242,7 +242,7 @@ TEST_CASE(
     quiet(all_full);
     require_identical_weights(last_of(none), last_of(all_full));
 
-    // One epoch of each, straight and cut into three sessions (in the first epoch, and in the second).
+    // One epoch of each, straight and cut into three pieces (in the first epoch, and in the second).
     TrainOptions straight = all_full;
     straight.full_patch_epochs = 1;
     straight.out_dir = run.out("straight");
@@ -510,9 +510,8 @@ struct StraightAndStopped {
 };
 
 // A save writes the resume file, then the weights file. A crash between the two renames (a
-// SIGKILL, a full disk) used to leave state one save ahead of the weights, and --resume then
-// refused the run for ever. The resume file is a complete save on its own, so the run goes on
-// from it and ends exactly as an uninterrupted one.
+// SIGKILL, a full disk) leaves the state one save ahead of the weights; the resume file is a
+// complete save on its own, so the run goes on from it and ends exactly as an uninterrupted one.
 TEST_CASE("train: a crash between the two files of a save resumes from the newer, complete save", "[trainer][resume]") {
     StraightAndStopped r;
     auto& [run, quiet, straight, pieces] = r;
@@ -589,7 +588,7 @@ TEST_CASE("train: a damaged metrics.csv does not stop --resume, it is kept aside
     REQUIRE(quiet(o).stop == StopReason::Finished);
     CHECK(quiet.log.str().find("warning: read_metrics_csv: " + metrics) != std::string::npos);
     CHECK(read_bytes(metrics + ".unreadable").find("1,garbage") != std::string::npos);
-    CHECK(read_metrics_csv(metrics).size() == 1);  // the second epoch, written by this session
+    CHECK(read_metrics_csv(metrics).size() == 1);  // the second epoch, written by this resume
 }
 
 // A resume on another --data folder was accepted silently.

@@ -114,7 +114,7 @@ Storage::Storage(int64_t size) : size_(size) {
 Storage::Storage(int64_t size, real fill) : Storage(size) {
     // Gradients start as big zero fills; memory-bound, but two threads still fill faster.
     real* d = data_;
-    parallel_for(size_, 1 << 16, [d, fill](int64_t begin, int64_t end) { std::fill(d + begin, d + end, fill); });
+    parallel_for(size_, kElementGrain, [d, fill](int64_t begin, int64_t end) { std::fill(d + begin, d + end, fill); });
 }
 
 Storage::~Storage() { reset(); }

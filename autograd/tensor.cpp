@@ -249,7 +249,7 @@ Tensor::GradOverwrite Tensor::grad_for_overwrite() const {
 void Tensor::add_to_grad(const real* g) const {
     const GradOverwrite target = grad_for_overwrite();
     real* dx = target.data;
-    parallel_for(numel(), 1 << 16, [=](int64_t begin, int64_t end) {
+    parallel_for(numel(), kElementGrain, [=](int64_t begin, int64_t end) {
         if (target.beta == 0)  // the first gradient to arrive: a copy (dx is uninitialised)
             std::copy(g + begin, g + end, dx + begin);
         else

@@ -4,7 +4,9 @@
 #include "gemm.h"
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "gemm_bf16.h"
@@ -136,10 +138,14 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
         kernels.pack_b(trans_b, B, ldb, pc, c0, kc, cols, Bp);
     };
     // C's slivers [s0, s1) += their block of op(A) @ the panel Bp, for K block pc.
-    const auto multiply = [&](int64_t pc, int64_t kc, int64_t jc, int64_t nc, int64_t s0, int64_t s1, const real* Bp) {
-        // Later K blocks add onto what the first one wrote (the bias included).
-        const real beta_block = pc == 0 ? beta : real(1);
-        const real* bias_block = pc == 0 && bias ? bias + jc : nullptr;
+    const auto multiply = [&](int64_t pc, int64_t kc, int64_t jc, int64_t nc, int64_t s0, int64_t s1, const real* Bp,
+                              GemmTarget<real> target) {
+        // Later K blocks add onto what the first one wrote (the bias included); a partial sum's
+        // first block overwrites it.
+        const real beta_block = target.first ? (target.partial ? real(0) : beta) : real(1);
+        const real* bias_block = target.first && !target.partial && bias ? bias + jc : nullptr;
+        real* const C = target.c;
+        const int64_t ldc = target.ldc;
         // Packing A pays when each sliver meets many slivers of B. A is read in place for a narrow C
         // (attention's N), a row-major A whose rows fit one K block (they already are the kernel's
         // runs) and a transposed A without set conflicts (tutorials/12_speed/measurements.md#kernel-notes).
@@ -179,13 +185,15 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
             }
         }
     };
-    for_each_gemm_block<real>(M, N, K, MR, NR, NC, k_block, column_words, pack_panel, multiply);
+    for_each_gemm_block<real>(M, N, K, MR, NR, NC, k_block, C, ldc, column_words, pack_panel, multiply);
 }
 
 // ---- dispatch ----------------------------------------------------------------------------
 
-void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
-          const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias) {
+namespace {
+
+void gemm_untimed(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
+                  const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias) {
 #ifndef PATCHGRAD_DOUBLE
     if (matmul_precision() == MatmulPrecision::bf16)
         return gemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
@@ -214,6 +222,20 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alph
 #else
     gemm_blocked(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
 #endif
+}
+
+}  // namespace
+
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
+          const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias) {
+    if (!recording_loops()) return gemm_untimed(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
+    // bench --explain: the product's time, and its loops named by its shape, e.g. "gemm 8320 x 128 x 384 A^T".
+    const std::string label = "gemm " + std::to_string(M) + " x " + std::to_string(N) + " x " + std::to_string(K) +
+                              (trans_a ? " A^T" : "") + (trans_b ? " B^T" : "");
+    const LoopLabel named(label);
+    const auto start = std::chrono::steady_clock::now();
+    gemm_untimed(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
+    add_product_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 }  // namespace patchgrad

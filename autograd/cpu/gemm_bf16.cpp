@@ -282,10 +282,12 @@ void gemm_bf16_with(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int6
     const Bf16MicroKernel* micro = trans_a ? kernels.micro : kernels.micro_rows;
     // C's slivers [s0, s1) += their block of op(A) @ the panel Bp, for K block pc.
     const auto multiply = [&](int64_t pc, int64_t kc, int64_t jc, int64_t nc, int64_t s0, int64_t s1,
-                              const uint32_t* Bp) {
+                              const uint32_t* Bp, GemmTarget<float> target) {
         const int64_t pairs = (kc + 1) / 2;
-        const float beta_block = pc == 0 ? beta : 1.0f;
-        const float* bias_block = pc == 0 && bias ? bias + jc : nullptr;
+        const float beta_block = target.first ? (target.partial ? 0.0f : beta) : 1.0f;
+        const float* bias_block = target.first && !target.partial && bias ? bias + jc : nullptr;
+        float* const C = target.c;
+        const int64_t ldc = target.ldc;
         thread_local std::vector<uint32_t> a_pack;
         a_pack.resize(static_cast<size_t>((KC + 1) / 2 * MC));
         uint32_t* Ap = a_pack.data();
@@ -307,7 +309,7 @@ void gemm_bf16_with(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int6
             }
         }
     };
-    for_each_gemm_block<uint32_t>(M, N, K, MR, NR, NC, KC, column_words, pack_panel, multiply);
+    for_each_gemm_block<uint32_t>(M, N, K, MR, NR, NC, KC, C, ldc, column_words, pack_panel, multiply);
 }
 
 // AMX's check on first use (amx_status): four small products, one per transpose pair, with a

@@ -35,13 +35,36 @@ inline bool each_thread_packs_panels(int64_t M, int64_t nc, int64_t K, int64_t k
     return K > k_block && M * nc * k_block < (int64_t(1) << 26);
 }
 
+// The tasks a weight gradient should offer the threads, whatever their number: a product of
+// few slivers (128 output features are 11 slivers of 12 rows) is also split across K into
+// groups of K blocks, each summed into a partial C of its own, the partials then added in group
+// order. The groups depend on the shape only, so the result never depends on the thread count.
+constexpr int64_t kGemmTargetTasks = 32;
+
+// How many groups of consecutive K blocks a product of `slivers` row slivers and `blocks` K
+// blocks is split into: enough for kGemmTargetTasks tasks, at most one per K block.
+inline int64_t gemm_k_groups(int64_t slivers, int64_t blocks) {
+    return std::clamp<int64_t>((kGemmTargetTasks + slivers - 1) / slivers, 1, blocks);
+}
+
+// Where multiply() puts a K block's product: C itself (`first`: the caller's beta and bias
+// apply, pc == 0), or a partial sum of a group of K blocks (c = its [M, N] buffer, ldc = N;
+// `first`: the group's first block, which overwrites it).
+template <class Real>
+struct GemmTarget {
+    Real* c;
+    int64_t ldc;
+    bool first, partial;
+};
+
 // Calls, for each panel jc (nc columns of C) and K block pc (kc values of k), on the threads:
 //   pack(pc, kc, jc + c0, cols, panel + c0 * words_per_column(kc)): packs op(B)'s block of
 //       those columns (c0 a multiple of NR), each column's kc values in words_per_column(kc) Words
-//   multiply(pc, kc, jc, nc, s0, s1, panel): C's MR-row slivers [s0, s1) += op(A) @ the panel
-template <class Word, class ColumnWords, class Pack, class Multiply>
-void for_each_gemm_block(int64_t M, int64_t N, int64_t K, int64_t MR, int64_t NR, int64_t NC, int64_t k_block,
-                         const ColumnWords& words_per_column, const Pack& pack, const Multiply& multiply) {
+//   multiply(pc, kc, jc, nc, s0, s1, panel, target): C's MR-row slivers [s0, s1) of `target`
+//       (+)= op(A) @ the panel, as GemmTarget says
+template <class Word, class Real, class ColumnWords, class Pack, class Multiply>
+void for_each_gemm_block(int64_t M, int64_t N, int64_t K, int64_t MR, int64_t NR, int64_t NC, int64_t k_block, Real* C,
+                         int64_t ldc, const ColumnWords& words_per_column, const Pack& pack, const Multiply& multiply) {
     const int64_t slivers = (M + MR - 1) / MR;
     // The largest panel (the buffers are reused across calls, and per thread, so that the many
     // small products of attention do not each allocate).
@@ -50,15 +73,41 @@ void for_each_gemm_block(int64_t M, int64_t N, int64_t K, int64_t MR, int64_t NR
     for (int64_t jc = 0; jc < N; jc += NC) {
         const int64_t nc = std::min(NC, N - jc);
         if (each_thread_packs_panels(M, nc, K, k_block)) {
-            parallel_for(slivers, grain_for_multiply_adds(MR * nc * K), [&](int64_t s0, int64_t s1) {
-                thread_local std::vector<Word> own;
-                own.resize(panel_words);
-                for (int64_t pc = 0; pc < K; pc += k_block) {
-                    const int64_t kc = std::min(k_block, K - pc);
-                    pack(pc, kc, jc, nc, own.data());
-                    multiply(pc, kc, jc, nc, s0, s1, own.data());
-                }
-            });
+            // Each its own, in tasks (group g, sliver s), t = g * slivers + s: a thread's chunk
+            // of tasks packs each group's panels once. Group 0 sums into C, the others into
+            // partials of their own, added to C below in group order.
+            const int64_t blocks = (K + k_block - 1) / k_block;
+            const int64_t group_blocks = (blocks + gemm_k_groups(slivers, blocks) - 1) / gemm_k_groups(slivers, blocks);
+            const int64_t groups = (blocks + group_blocks - 1) / group_blocks;  // none of them empty
+            std::vector<Real> partials(static_cast<size_t>((groups - 1) * M * N));
+            const auto target = [&](int64_t g, int64_t pc) {
+                return g == 0 ? GemmTarget<Real>{C, ldc, pc == 0, false}
+                              : GemmTarget<Real>{partials.data() + (g - 1) * M * N, N, pc == g * group_blocks * k_block,
+                                                 true};
+            };
+            parallel_for(groups * slivers, grain_for_multiply_adds(MR * nc * group_blocks * k_block),
+                         [&](int64_t t0, int64_t t1) {
+                             thread_local std::vector<Word> own;
+                             own.resize(panel_words);
+                             for (int64_t g = t0 / slivers; g * slivers < t1; ++g) {
+                                 const int64_t s0 = std::max(t0, g * slivers) - g * slivers;
+                                 const int64_t s1 = std::min(t1, (g + 1) * slivers) - g * slivers;
+                                 const int64_t k_end = std::min(K, (g + 1) * group_blocks * k_block);
+                                 for (int64_t pc = g * group_blocks * k_block; pc < k_end; pc += k_block) {
+                                     const int64_t kc = std::min(k_block, K - pc);
+                                     pack(pc, kc, jc, nc, own.data());
+                                     multiply(pc, kc, jc, nc, s0, s1, own.data(), target(g, pc));
+                                 }
+                             }
+                         });
+            if (groups > 1)
+                parallel_for(M, grain_for_elements(nc * (groups - 1)), [&](int64_t i0, int64_t i1) {
+                    for (int64_t i = i0; i < i1; ++i)
+                        for (int64_t g = 1; g < groups; ++g) {
+                            const Real* p = partials.data() + (g - 1) * M * N + i * N;
+                            for (int64_t j = jc; j < jc + nc; ++j) C[i * ldc + j] += p[j];
+                        }
+                });
             continue;
         }
         // Together. (Chunks of 2^13 words: a panel of 128 columns still packs on two threads.)
@@ -72,8 +121,9 @@ void for_each_gemm_block(int64_t M, int64_t N, int64_t K, int64_t MR, int64_t NR
                 const int64_t c0 = s0 * NR, cols = std::min(nc, s1 * NR) - c0;
                 pack(pc, kc, jc + c0, cols, shared + c0 * words_per_column(kc));
             });
-            parallel_for(slivers, grain_for_multiply_adds(MR * nc * kc),
-                         [&](int64_t s0, int64_t s1) { multiply(pc, kc, jc, nc, s0, s1, shared); });
+            parallel_for(slivers, grain_for_multiply_adds(MR * nc * kc), [&](int64_t s0, int64_t s1) {
+                multiply(pc, kc, jc, nc, s0, s1, shared, GemmTarget<Real>{C, ldc, pc == 0, false});
+            });
         }
     }
 }

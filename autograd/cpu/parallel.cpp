@@ -118,6 +118,11 @@ private:
 };
 
 thread_local bool inside_parallel_for = false;
+// On the thread that called an outermost loop while a LoopRecorder records: set while it runs,
+// so that the loops and products inside it count as nested even when it runs serially.
+thread_local bool in_outer_loop = false;
+// The label of the innermost LoopLabel alive on this thread, or null.
+thread_local const std::string* current_label = nullptr;
 
 void ThreadPool::work(int w, uint64_t seen) {
     inside_parallel_for = true;
@@ -145,6 +150,7 @@ struct ThreadSettings {
     std::mutex mutex;  // held by the running parallel loop and by set_num_threads
     std::atomic<int> threads{1};
     ThreadPool pool;
+    std::atomic<LoopRecorder*> recorder{nullptr};  // the LoopRecorder alive, if any
 };
 
 ThreadSettings& settings() {
@@ -163,8 +169,46 @@ void set_num_threads(int threads) {
 
 int num_threads() { return settings().threads; }
 
-void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
+// While it lives, an outermost parallel loop run under a LoopRecorder: marks the calling thread
+// as inside it, and at the end records the loop with its time. (Not in the unnamed namespace:
+// LoopRecorder names it a friend.)
+class OuterLoop {
+public:
+    OuterLoop(int64_t n, int64_t grain, LoopSite site)
+        : recorder_(inside_parallel_for || in_outer_loop ? nullptr : settings().recorder.load()),
+          n_(n),
+          grain_(grain),
+          site_(site) {
+        if (!recorder_) return;
+        const int64_t threads = std::min<int64_t>(num_threads(), loop_tasks(n, grain));
+        const int64_t chunk = (n + threads - 1) / threads;
+        recorder_->outer_chunks_ = threads <= 1 ? 1 : (n + chunk - 1) / chunk;  // as parallel_for cuts it
+        in_outer_loop = true;
+        start_ = std::chrono::steady_clock::now();
+    }
+    ~OuterLoop() {
+        if (!recorder_) return;
+        in_outer_loop = false;
+        const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start_;
+        try {
+            recorder_->loops_.push_back(
+                {site_.file, site_.line, current_label ? *current_label : std::string(), n_, grain_, took.count()});
+        } catch (...) {  // a diagnostic: a record lost to a full memory must not end the program
+        }
+    }
+    OuterLoop(const OuterLoop&) = delete;
+    OuterLoop& operator=(const OuterLoop&) = delete;
+
+private:
+    LoopRecorder* recorder_;
+    int64_t n_, grain_;
+    LoopSite site_;
+    std::chrono::steady_clock::time_point start_;
+};
+
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body, LoopSite site) {
     if (n <= 0) return;
+    const OuterLoop recorded(n, grain, site);
     // [snippet:parallel-for-serial]
     grain = std::max<int64_t>(grain, 1);
     const int64_t threads = std::min<int64_t>(num_threads(), n / grain);
@@ -190,15 +234,39 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
     // [/exercise:parallel-chunks]
 }
 
+LoopRecorder::LoopRecorder() {
+    LoopRecorder* none = nullptr;
+    check(settings().recorder.compare_exchange_strong(none, this), "LoopRecorder: one is recording already");
+}
+
+LoopRecorder::~LoopRecorder() { settings().recorder = nullptr; }
+
+double LoopRecorder::product_seconds() const { return outer_product_seconds_ + nested_product_nanoseconds_ * 1e-9; }
+
+LoopLabel::LoopLabel(const std::string& label) : before_(current_label) { current_label = &label; }
+
+LoopLabel::~LoopLabel() { current_label = before_; }
+
+bool recording_loops() { return settings().recorder.load(std::memory_order_relaxed) != nullptr; }
+
+void add_product_seconds(double seconds) {
+    LoopRecorder* recorder = settings().recorder.load();
+    if (!recorder) return;
+    if (inside_parallel_for || in_outer_loop)  // one chunk's share of a loop's wall time
+        recorder->nested_product_nanoseconds_ += static_cast<int64_t>(seconds * 1e9 / recorder->outer_chunks_);
+    else
+        recorder->outer_product_seconds_ += seconds;
+}
+
 std::vector<real> sum_rows(int64_t rows, int64_t width,
                            const std::function<void(int64_t r0, int64_t r1, real* acc)>& add_rows) {
     std::vector<real> total(static_cast<size_t>(std::max<int64_t>(width, 0)), real(0));
     if (rows <= 0 || width <= 0) return total;
-    const int64_t blocks = (rows + kSumRowBlock - 1) / kSumRowBlock;
+    const int64_t block = sum_row_block(rows), blocks = (rows + block - 1) / block;
     std::vector<real> partial(static_cast<size_t>(blocks * width), real(0));  // [blocks, width]
     parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
         for (int64_t b = b0; b < b1; ++b)
-            add_rows(b * kSumRowBlock, std::min(rows, (b + 1) * kSumRowBlock), partial.data() + b * width);
+            add_rows(b * block, std::min(rows, (b + 1) * block), partial.data() + b * width);
     });
     for (int64_t b = 0; b < blocks; ++b)
         for (int64_t j = 0; j < width; ++j) total[j] += partial[b * width + j];

@@ -13,8 +13,11 @@
 // the calling thread.
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "autograd/real.h"
@@ -30,11 +33,80 @@ constexpr int kMaxThreads = 1024;
 void set_num_threads(int threads);
 int num_threads();
 
+// Where a parallel loop is written. As a default argument, __builtin_FILE and __builtin_LINE
+// (GCC, clang) give the caller's file and line: a LoopRecorder (below) names loops by them.
+struct LoopSite {
+    const char* file;
+    int line;
+};
+
 // Calls body(begin, end) on disjoint chunks covering [0, n), in parallel when there are at
 // least 2 * grain indices and more than one thread. Chunks hold at least `grain` indices
 // (except the last), so a loop of little work per index does not pay to wake threads.
 // An exception thrown by a body is rethrown on the calling thread.
-void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t begin, int64_t end)>& body);
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t begin, int64_t end)>& body,
+                  LoopSite site = {__builtin_FILE(), __builtin_LINE()});
+
+// The most chunks parallel_for cuts [0, n) into with a given grain, however many threads there
+// are: the independent tasks the loop offers.
+inline int64_t loop_tasks(int64_t n, int64_t grain) {
+    return n <= 0 ? 0 : std::max<int64_t>(1, n / std::max<int64_t>(grain, 1));
+}
+
+// One outermost parallel loop as it ran: where, what it was doing (the label of the innermost
+// LoopLabel alive on the calling thread, e.g. a product's shape), its size and grain, and how
+// long it took. Loops nested inside another run serially in its chunks and are not recorded.
+struct LoopRecord {
+    std::string file;
+    int line = 0;
+    std::string label;
+    int64_t n = 0, grain = 1;
+    double seconds = 0;
+};
+
+// While it lives, every outermost parallel_for, and the time spent in matrix products (gemm.h
+// reports it through add_product_seconds), is recorded: what `patchgrad bench --explain`
+// prints. One at a time, made and read on the thread that runs the loops; a diagnostic, like
+// the thread count a setting of the library, never changing a result.
+class LoopRecorder {
+public:
+    LoopRecorder();
+    ~LoopRecorder();
+    LoopRecorder(const LoopRecorder&) = delete;
+    LoopRecorder& operator=(const LoopRecorder&) = delete;
+
+    const std::vector<LoopRecord>& loops() const { return loops_; }
+    // Wall time inside matrix products: outermost products' own time, plus products run inside
+    // a parallel loop, their threads' time divided by the loop's chunks.
+    double product_seconds() const;
+
+private:
+    friend class OuterLoop;
+    friend void add_product_seconds(double seconds);
+    std::vector<LoopRecord> loops_;
+    double outer_product_seconds_ = 0;
+    std::atomic<int64_t> nested_product_nanoseconds_{0};  // summed over threads, already divided
+    std::atomic<int64_t> outer_chunks_{1};                // of the outermost loop running now
+};
+
+// While it lives, loops and products started on this thread carry `label` (no copy is made:
+// the string must outlive the guard). Cheap when no LoopRecorder is alive.
+class LoopLabel {
+public:
+    explicit LoopLabel(const std::string& label);
+    ~LoopLabel();
+    LoopLabel(const LoopLabel&) = delete;
+    LoopLabel& operator=(const LoopLabel&) = delete;
+
+private:
+    const std::string* before_;
+};
+
+// Whether a LoopRecorder is alive (so that a product need not read the clock otherwise), and the
+// report of one product's time on the calling thread: `seconds` of wall time (an outermost
+// product) or of one thread inside a parallel loop's chunk (divided by the loop's chunks).
+bool recording_loops();
+void add_product_seconds(double seconds);
 
 // The grain for a loop whose every index costs `work_per_index` units of work: chunks of at
 // least `chunk_work` units, below which waking a second thread costs more than it saves.
@@ -50,14 +122,22 @@ inline int64_t grain_for_elements(int64_t elements_per_index) {
     return grain_for(elements_per_index, int64_t(1) << 14);
 }
 
+// Elements of a pass that does next to nothing per element (a fill, a copy, an addition): chunks
+// of at least 2^15, which still gives a cifar-tiny step's passes 16 tasks or more.
+constexpr int64_t kElementGrain = int64_t(1) << 15;
+
 // The sum over rows [0, rows) of a vector of `width` reals per row (a bias gradient: the
 // column sums of dOut), on the threads, in an order that no thread count changes. The rows are
-// cut into fixed blocks of kSumRowBlock; add_rows(r0, r1, acc) adds rows [r0, r1) into a
+// cut into fixed blocks of sum_row_block(rows); add_rows(r0, r1, acc) adds rows [r0, r1) into a
 // block's acc[0, width), which starts at zero, in row order; the blocks' sums are then added
 // in block order. Splitting the columns over the threads instead keeps the order too, but each
 // thread then streams through every row for a part of it, far slower on two threads than on one
 // (tutorials/12_speed/measurements.md#kernel-notes).
-constexpr int64_t kSumRowBlock = 256;
+//
+// The blocks: at most kSumRowBlocks, of at least kSumRowMin rows (the last may be shorter), so
+// that a sum of 128 rows or more offers 16 to 64 tasks; they depend on `rows` only.
+constexpr int64_t kSumRowBlocks = 64, kSumRowMin = 8;
+inline int64_t sum_row_block(int64_t rows) { return std::max(kSumRowMin, (rows + kSumRowBlocks - 1) / kSumRowBlocks); }
 std::vector<real> sum_rows(int64_t rows, int64_t width,
                            const std::function<void(int64_t r0, int64_t r1, real* acc)>& add_rows);
 

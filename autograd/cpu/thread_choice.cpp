@@ -1,6 +1,8 @@
 #include "thread_choice.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <thread>
 #include <vector>
 
@@ -9,10 +11,34 @@
 
 namespace patchgrad {
 
+int64_t step_sample_task_limit() {
+    const StepSample sample;
+    sample.seconds();  // a warm-up: the first run's allocations are not the step's loops
+    // Each loop's fastest of 3 runs (the same loops in the same order each time), so that a
+    // pause of the host in a short loop does not make it look like one that matters.
+    std::vector<LoopRecord> loops;
+    for (int run = 0; run < 3; ++run) {
+        const LoopRecorder recorder;
+        sample.seconds();
+        if (run == 0) loops = recorder.loops();
+        for (size_t i = 0; i < loops.size() && i < recorder.loops().size(); ++i)
+            loops[i].seconds = std::min(loops[i].seconds, recorder.loops()[i].seconds);
+    }
+    double total = 0;
+    for (const LoopRecord& loop : loops) total += loop.seconds;
+    int64_t fewest = std::numeric_limits<int64_t>::max();
+    for (const LoopRecord& loop : loops)
+        if (loop.seconds >= 0.05 * total) fewest = std::min(fewest, loop_tasks(loop.n, loop.grain));
+    return fewest == std::numeric_limits<int64_t>::max() ? 1 : fewest;
+}
+
 ThreadChoice choose_thread_count(int max_threads) {
     const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     ThreadChoice choice;
     choice.candidates = std::max(1, std::min(max_threads, hardware));
+    if (choice.candidates == 1) return choice;
+    choice.task_limit = step_sample_task_limit();
+    choice.candidates = static_cast<int>(std::min<int64_t>(choice.candidates, std::max<int64_t>(1, choice.task_limit)));
     if (choice.candidates == 1) return choice;
 
     const int before = num_threads();

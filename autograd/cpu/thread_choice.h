@@ -8,9 +8,12 @@
 // layers forward and backward, LayerNorm, GELU, softmax, on a quarter of a cifar-tiny batch)
 // on 1, 2, ... threads, alternating, best of 3 each, and keeps the fewest threads within 5% of the fastest: more
 // threads are chosen only when they measured at least 5% faster than one, so the choice is
-// never slower than one thread. It takes about a quarter of a second. Results are identical for
-// any thread count (parallel.h), so the choice changes speed only.
+// never slower than one thread. It never tries more threads than the sample's main loops offer
+// tasks (task_limit). It takes about a quarter of a second. Results are identical for any
+// thread count (parallel.h), so the choice changes speed only.
 #pragma once
+
+#include <cstdint>
 
 namespace patchgrad {
 
@@ -19,9 +22,15 @@ struct ThreadChoice {
     double speedup = 1;       // its measured speed over one thread
     int candidates = 1;       // counts tried: 1 .. candidates
     double best_speedup = 1;  // the fastest count's speed over one thread
+    int64_t task_limit = 0;   // the fewest tasks offered by a loop holding 5% of the sample's time
 };
 
-// Tries 1 .. min(max_threads, hardware threads) threads; leaves the thread setting as it found it.
+// The fewest tasks (loop_tasks, parallel.h) offered by the parallel loops that take at least 5%
+// of the step sample's time: threads beyond it would wait through those loops.
+int64_t step_sample_task_limit();
+
+// Tries 1 .. min(max_threads, hardware threads, step_sample_task_limit()) threads; leaves the
+// thread setting as it found it.
 ThreadChoice choose_thread_count(int max_threads);
 
 }  // namespace patchgrad

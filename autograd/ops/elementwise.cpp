@@ -100,7 +100,7 @@ Broadcast plan_broadcast(const Shape& a, const Shape& b, const Shape& out) {
 // always so for the output and for the gradient of an operand that is nowhere stretched.
 template <class RowFn>
 void for_each_row(const Broadcast& bc, bool parallel, RowFn&& row) {
-    const int64_t grain = int64_t(1) << 15;  // elements: less is not worth waking a thread
+    const int64_t grain = kElementGrain;
     if (bc.rows == 1) {
         parallel_for(bc.inner, parallel ? grain : bc.inner, [&](int64_t begin, int64_t end) {
             row(bc.a_step ? begin : 0, bc.b_step ? begin : 0, begin, end - begin);
@@ -239,7 +239,7 @@ Tensor add_same_shape(const Tensor& a, const Tensor& b) {
     Tensor out = Tensor::empty(a.shape());
     const real *x = a.data(), *y = b.data();
     real* z = out.data();
-    parallel_for(out.numel(), int64_t(1) << 15, [=](int64_t begin, int64_t end) {
+    parallel_for(out.numel(), kElementGrain, [=](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) z[i] = x[i] + y[i];
     });
     record(out, "add", {a, b}, [a, b](Tensor& o) {

@@ -248,7 +248,7 @@ Tensor take_along(const Tensor& a, int64_t ax, int64_t s, int64_t len, const Sha
         real* dx = a.grad_data();
         // Element i of dOut is row i / out_row, position i % out_row: each lands in its own
         // element of dA, so the elements can be split over threads.
-        parallel_for(outer * out_row, int64_t(1) << 15, [=](int64_t begin, int64_t end) {
+        parallel_for(outer * out_row, kElementGrain, [=](int64_t begin, int64_t end) {
             for (int64_t i = begin; i < end;) {
                 const int64_t r = i / out_row, k = i % out_row, stop = std::min(end - i, out_row - k);
                 const real* src = dy + r * out_row + k;
@@ -321,7 +321,7 @@ Tensor gather_rows(const Tensor& a, const std::vector<int64_t>& index) {
         // Entry b writes only its own T rows of dA, so the entries can be split over threads;
         // within one, repeated indices add up in a fixed order.
         const int64_t B = static_cast<int64_t>(index.size()) / K;
-        parallel_for(B, std::max<int64_t>(1, (int64_t(1) << 15) / std::max<int64_t>(1, K * R)),
+        parallel_for(B, std::max<int64_t>(1, kElementGrain / std::max<int64_t>(1, K * R)),
                      [&](int64_t begin, int64_t end) {
                          for (int64_t b = begin; b < end; ++b)
                              for (int64_t k = 0; k < K; ++k) {

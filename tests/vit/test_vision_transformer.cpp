@@ -590,7 +590,7 @@ TEST_CASE("VisionTransformer: the position encoding is a member, not a child, it
     CHECK(own[0].second.same(model.parameter("pos_embed")));
 }
 
-TEST_CASE("parallel: a ViT's loss and every parameter gradient are the same bits for 1, 2, 3 threads",
+TEST_CASE("parallel: a ViT's loss and every parameter gradient are the same bits for 1, 2, 3, 8 and 16 threads",
           "[vit][parallel]") {
     ViTConfig config = vit_config("cifar-tiny");
     config.depth = 2;
@@ -600,7 +600,7 @@ TEST_CASE("parallel: a ViT's loss and every parameter gradient are the same bits
     for (auto& l : labels) l = static_cast<int64_t>(rng.below(10));
 
     std::vector<std::vector<real>> reference;
-    for (int threads : {1, 2, 3}) {
+    for (int threads : {1, 2, 3, 8, 16}) {
         set_num_threads(threads);
         VisionTransformer model(config, 11);
         Tensor loss = cross_entropy(model.forward(images), labels);

@@ -53,7 +53,7 @@ void print_help() {
     std::cout << "usage: patchgrad bench [--config NAME] [--dim D] [--depth L] [--heads H] [--mlp M] [--patch P]\n"
                  "                       [--pool NAME] [--patch-dropout P]\n"
                  "                       [--batch B] [--steps S] [--warmup W] [--threads T] [--precision P]\n"
-                 "                       [--paired on|off]\n"
+                 "                       [--paired on|off] [--explain]\n"
                  "       patchgrad bench matmul [M N K] [--repeats R] [--threads T]\n"
                  "\n"
                  "Times full training steps of a Vision Transformer on one random batch (forward,\n"
@@ -61,7 +61,8 @@ void print_help() {
                  "step, the achieved GFLOP/s (matmul multiply-adds only) and the memory in use; then\n"
                  "that rate as a share of the machine's own 1024^3 gemm rate, both for the mean step\n"
                  "against the best gemm after all steps and for each step against a gemm run right\n"
-                 "after it (on a host whose speed drifts, the paired figure is the steadier one).\n"
+                 "after it (on a host whose speed drifts, the paired figure is the steadier one); then\n"
+                 "the share of one more step spent outside matrix products, timed.\n"
                  "\n"
                  "  --config NAME   one of:";
     for (const std::string& name : vit_config_names()) std::cout << " " << name;
@@ -87,6 +88,9 @@ void print_help() {
                  "  --paired on|off the gemm run after each step for the paired figure (default: on); off\n"
                  "                  for a profiler, which would count that gemm's samples with the steps'\n"
                  "                  (the gemm runs after the last step, for the mean's share, remain)\n"
+                 "  --explain       after the steps, every parallel loop of one step: where it is written,\n"
+                 "                  what it did, its time, the tasks it offers and its largest chunk's share\n"
+                 "                  of the work at 2 to 32 threads\n"
                  "  -h, --help      show this help\n"
                  "\n"
                  "'matmul M N K' times C[M, N] = A[M, K] @ B[K, N], and the transposed forms linear uses,\n"
@@ -329,7 +333,82 @@ private:
 
 // ---- the training benchmark ------------------------------------------------------------------
 
-int run_training(const Flags& flags) {
+// The path of a loop's file from the repository's top folder (__builtin_FILE gives whatever
+// path the compiler was handed).
+std::string repository_path(const std::string& file) {
+    for (const char* top : {"/autograd/", "/layers/", "/vit/", "/datasets/"}) {
+        const size_t at = file.rfind(top);
+        if (at != std::string::npos) return file.substr(at + 1);
+    }
+    return file;
+}
+
+// bench --explain: every parallel loop of the recorded step, grouped by where it is written,
+// what it did and its size, the most time first: the tasks it offers (loop_tasks: how many
+// threads it can keep busy) and, at 2 to 32 threads, the share of its work in its largest
+// chunk (1/threads when it splits evenly).
+void print_loops(const std::vector<LoopRecord>& loops, double step_seconds) {
+    struct Group {
+        const LoopRecord* first;
+        int64_t calls = 0;
+        double seconds = 0;
+    };
+    std::vector<Group> groups;
+    for (const LoopRecord& r : loops) {
+        const auto same = [&](const Group& g) {
+            return g.first->file == r.file && g.first->line == r.line && g.first->label == r.label &&
+                   g.first->n == r.n && g.first->grain == r.grain;
+        };
+        auto it = std::find_if(groups.begin(), groups.end(), same);
+        if (it == groups.end()) it = groups.insert(groups.end(), Group{&r});
+        ++it->calls;
+        it->seconds += r.seconds;
+    }
+    std::sort(groups.begin(), groups.end(), [](const Group& a, const Group& b) { return a.seconds > b.seconds; });
+    const int counts[] = {2, 4, 8, 16, 32};
+    std::printf("\nparallel loops of the recorded step (at %d threads), the most time first:\n", num_threads());
+    std::printf("  %-34s %-28s %5s %8s %7s  %s\n", "where", "what", "calls", "ms", "tasks",
+                "largest chunk's share of the work at 2 / 4 / 8 / 16 / 32 threads");
+    // The loops below 16 tasks, by why: one chunk by design (grain == n), too little work for 16
+    // chunks of the grain (waking a thread costs more than such a chunk saves), or a shape that
+    // has fewer than 16 indices of a grain of one each.
+    double few_seconds = 0, all_seconds = 0;
+    int64_t few = 0, serial = 0, small = 0;
+    std::string cut_by_shape;
+    for (const Group& g : groups) {
+        const LoopRecord& r = *g.first;
+        const int64_t tasks = loop_tasks(r.n, r.grain);
+        const std::string where = repository_path(r.file) + ":" + std::to_string(r.line);
+        std::printf("  %-34s %-28s %5lld %8.2f %7lld ", where.c_str(), r.label.empty() ? "-" : r.label.c_str(),
+                    static_cast<long long>(g.calls), 1e3 * g.seconds, static_cast<long long>(tasks));
+        for (int threads : counts) {
+            const int64_t chunks = std::min<int64_t>(threads, tasks);
+            const int64_t chunk = (r.n + chunks - 1) / chunks;
+            std::printf(" %5.1f%%", 100.0 * double(chunk) / double(r.n));
+        }
+        std::printf("\n");
+        all_seconds += g.seconds;
+        if (tasks < 16) {
+            ++few;
+            few_seconds += g.seconds;
+            if (r.grain == r.n && r.n > 1)  // the op asked for one chunk
+                ++serial;
+            else if (r.grain > 1 || r.n >= 16)
+                ++small;
+            else
+                cut_by_shape += " " + where + (r.label.empty() ? "" : " (" + r.label + ")");
+        }
+    }
+    std::printf("%lld of %zu loops offer fewer than 16 tasks: %.1f of the %.1f ms in loops (the step: %.1f ms);\n",
+                static_cast<long long>(few), groups.size(), 1e3 * few_seconds, 1e3 * all_seconds, 1e3 * step_seconds);
+    std::printf(
+        "  %lld run on one thread by design, %lld have less work than 16 chunks of their grain, cut by "
+        "their shape:%s\n",
+        static_cast<long long>(serial), static_cast<long long>(small),
+        cut_by_shape.empty() ? " none" : cut_by_shape.c_str());
+}
+
+int run_training(const Flags& flags, bool explain) {
     const std::string name = flags.value_or("--config", "cifar-tiny");
     ViTConfig config = config_from_flag(name);
     for (const auto& [flag, field] : {std::pair<const char*, int64_t*>{"--dim", &config.dim},
@@ -462,17 +541,32 @@ int run_training(const Flags& flags) {
         yardstick, best_sgemm, 100 * step_gflop / (mean_ms * 1e-3) / best_sgemm);
     if (!paired) {
         std::printf("%-16s not measured (--paired off)\n", "paired");
-        return 0;
+    } else {
+        std::vector<double> shares;
+        for (size_t i = 0; i < ms.size(); ++i) shares.push_back(100 * step_gflop / (ms[i] * 1e-3) / paired_sgemm[i]);
+        std::sort(shares.begin(), shares.end());
+        const double median = median_of_sorted(shares);
+        std::printf(
+            "%-16s each step against a gemm run right after it (%.1f-%.1f GFLOP/s): %.0f%% to %.0f%%, "
+            "median %.0f%%\n",
+            "paired", *std::min_element(paired_sgemm.begin(), paired_sgemm.end()),
+            *std::max_element(paired_sgemm.begin(), paired_sgemm.end()), shares.front(), shares.back(), median);
     }
-    std::vector<double> shares;
-    for (size_t i = 0; i < ms.size(); ++i) shares.push_back(100 * step_gflop / (ms[i] * 1e-3) / paired_sgemm[i]);
-    std::sort(shares.begin(), shares.end());
-    const double median = median_of_sorted(shares);
-    std::printf(
-        "%-16s each step against a gemm run right after it (%.1f-%.1f GFLOP/s): %.0f%% to %.0f%%, "
-        "median %.0f%%\n",
-        "paired", *std::min_element(paired_sgemm.begin(), paired_sgemm.end()),
-        *std::max_element(paired_sgemm.begin(), paired_sgemm.end()), shares.front(), shares.back(), median);
+
+    // One more step, its loops and products timed (LoopRecorder, parallel.h): how much of the
+    // step is not matrix products, and with --explain how each parallel loop splits.
+    const LoopRecorder recorder;
+    const auto t0 = Clock::now();
+    Tensor loss = cross_entropy(model.forward(images), labels);
+    loss.backward();
+    optimizer.step();
+    optimizer.zero_grad();
+    const double step_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    const double products = std::min(recorder.product_seconds(), step_seconds);
+    std::printf("%-16s %.0f%% of a step (%.1f of %.1f ms, timed in one more step: the rest is products)\n",
+                "outside products", 100 * (1 - products / step_seconds), 1e3 * (step_seconds - products),
+                1e3 * step_seconds);
+    if (explain) print_loops(recorder.loops(), step_seconds);
     return 0;
 }
 
@@ -601,14 +695,25 @@ int run_one_matmul(int64_t M, int64_t N, int64_t K, int64_t repeats) {
 
 int bench_command(const std::vector<std::string>& args) {
     if (!args.empty() && args[0] == "matmul") return run_matmul(std::vector<std::string>(args.begin() + 1, args.end()));
+    // --explain is a switch: the only flag of bench without a value.
+    std::vector<std::string> rest;
+    bool explain = false;
+    for (const std::string& arg : args) {
+        if (arg != "--explain")
+            rest.push_back(arg);
+        else if (explain)
+            throw UsageError("--explain is given twice");
+        else
+            explain = true;
+    }
     const Flags flags =
-        parse_flags(args, {"--config", "--dim", "--depth", "--heads", "--mlp", "--patch", "--pool", "--patch-dropout",
+        parse_flags(rest, {"--config", "--dim", "--depth", "--heads", "--mlp", "--patch", "--pool", "--patch-dropout",
                            "--batch", "--steps", "--warmup", "--threads", "--precision", "--paired"});
     if (flags.help) {
         print_help();
         return 0;
     }
-    return run_training(flags);
+    return run_training(flags, explain);
 }
 
 }  // namespace patchgrad::cli

@@ -38,25 +38,31 @@ TEST_CASE("parallel: parallel_for covers every index exactly once, in chunks of 
 TEST_CASE("parallel: sum_rows adds each row once, in fixed blocks of rows added in block order, for any thread count",
           "[parallel]") {
     Rng rng(17);
-    for (int64_t rows : {int64_t(0), int64_t(1), kSumRowBlock - 1, kSumRowBlock, kSumRowBlock + 1, int64_t(1000)})
+    // Below one block, one block exactly and beyond, the most blocks exactly and beyond (larger blocks).
+    const int64_t most = kSumRowBlocks * kSumRowMin;
+    for (int64_t rows : {int64_t(0), int64_t(1), kSumRowMin - 1, kSumRowMin, kSumRowMin + 1, int64_t(1000), most,
+                         most + 1, int64_t(8320)})
         for (int64_t width : {0, 1, 5}) {
             INFO(rows << " rows of width " << width);
+            const int64_t block = sum_row_block(rows);
+            CHECK(block >= kSumRowMin);
+            CHECK((rows + block - 1) / block <= kSumRowBlocks);
             std::vector<real> x(static_cast<size_t>(rows * width));
             for (real& v : x) v = static_cast<real>(rng.uniform(-1, 1));
             // The documented order: each block's rows in order from zero, then the blocks in order.
             std::vector<real> expected(static_cast<size_t>(width), real(0));
-            for (int64_t b0 = 0; b0 < rows; b0 += kSumRowBlock) {
-                std::vector<real> block(static_cast<size_t>(width), real(0));
-                for (int64_t r = b0; r < std::min(rows, b0 + kSumRowBlock); ++r)
-                    for (int64_t j = 0; j < width; ++j) block[j] += x[r * width + j];
-                for (int64_t j = 0; j < width; ++j) expected[j] += block[j];
+            for (int64_t b0 = 0; b0 < rows; b0 += block) {
+                std::vector<real> sum(static_cast<size_t>(width), real(0));
+                for (int64_t r = b0; r < std::min(rows, b0 + block); ++r)
+                    for (int64_t j = 0; j < width; ++j) sum[j] += x[r * width + j];
+                for (int64_t j = 0; j < width; ++j) expected[j] += sum[j];
             }
-            for (int threads : {1, 2, 3}) {
+            for (int threads : {1, 2, 3, 8, 16}) {
                 ThreadCount guard(threads);
                 std::vector<int> seen(static_cast<size_t>(rows), 0);  // blocks touch disjoint rows
                 std::atomic<bool> aligned{true};                      // (REQUIRE is not for worker threads)
                 const std::vector<real> sum = sum_rows(rows, width, [&](int64_t r0, int64_t r1, real* acc) {
-                    if (r0 % kSumRowBlock != 0 || r1 - r0 > kSumRowBlock) aligned = false;
+                    if (r0 % block != 0 || r1 - r0 > block) aligned = false;
                     for (int64_t r = r0; r < r1; ++r) {
                         ++seen[r];
                         for (int64_t j = 0; j < width; ++j) acc[j] += x[r * width + j];
@@ -126,14 +132,20 @@ TEST_CASE("parallel: set_num_threads rejects more than kMaxThreads", "[parallel]
 }
 
 TEST_CASE(
-    "parallel: matmul, linear, gelu, layer_norm, softmax, elementwise ops and copies give the same bits for 1, 2, 3 "
-    "threads",
+    "parallel: matmul, linear, gelu, layer_norm, softmax, elementwise ops and copies give the same bits for 1, 2, 3, "
+    "8 and 16 threads",
     "[parallel][op:matmul][op:linear][op:gelu][op:layer_norm][op:softmax]") {
     Rng rng(3);
     for (const OpCase& c : threaded_op_cases(rng)) {
         INFO(c.name);
         require_same_bits_for_any_thread_count(c.f, c.inputs);
     }
+}
+
+TEST_CASE("parallel: the step sample's main loops offer at least 16 tasks, so 16 threads have work", "[parallel]") {
+    // Every loop of the sample that holds 5% of its time: the weight gradients split across K
+    // (gemm_k_groups), the bias and LayerNorm sums in blocks (sum_row_block), the rows.
+    CHECK(step_sample_task_limit() >= 16);
 }
 
 TEST_CASE("parallel: choose_thread_count picks a count it tried and leaves the setting alone", "[parallel]") {
@@ -147,6 +159,7 @@ TEST_CASE("parallel: choose_thread_count picks a count it tried and leaves the s
     CHECK(choice.candidates <= 4);
     CHECK(choice.threads >= 1);
     CHECK(choice.threads <= choice.candidates);
+    CHECK(choice.candidates <= std::max<int64_t>(1, choice.task_limit));      // never more threads than tasks
     CHECK((choice.threads == 1 ? choice.speedup == 1 : choice.speedup > 1));  // never slower than one
     CHECK(choice.speedup * 1.05 >= choice.best_speedup);                      // within 5% of the fastest
     if (choice.threads > 1) CHECK(choice.best_speedup > 1.05);                // more threads must pay

@@ -4,6 +4,7 @@
 #include "tensor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <iomanip>
 #include <limits>
@@ -16,6 +17,14 @@
 #include "rng.h"
 
 namespace patchgrad {
+
+namespace {
+std::atomic<int64_t> calls_recorded{0}, calls_backward{0};  // graph_calls()
+}  // namespace
+
+GraphCalls graph_calls() {
+    return {calls_recorded.load(std::memory_order_relaxed), calls_backward.load(std::memory_order_relaxed)};
+}
 
 std::string shape_str(const Shape& shape) {
     std::string s = "[";
@@ -289,6 +298,7 @@ void Tensor::backward() {
 }
 
 void Tensor::backward(const Tensor& seed) {
+    calls_backward.fetch_add(1, std::memory_order_relaxed);
     if (!requires_grad())
         throw std::invalid_argument(
             "backward: this tensor does not require grad (no input of the ops "
@@ -465,6 +475,7 @@ void record(Tensor& out, const char* op, const std::vector<Tensor>& inputs, Back
 // [/snippet:record]
 
 void record(Tensor& out, const char* op, std::initializer_list<Tensor> inputs, BackwardFn backward) {
+    calls_recorded.fetch_add(1, std::memory_order_relaxed);
     record(out, op, std::vector<Tensor>(inputs), std::move(backward));
 }
 

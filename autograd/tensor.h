@@ -223,4 +223,14 @@ private:
 void record(Tensor& out, const char* op, std::initializer_list<Tensor> inputs, BackwardFn backward);
 void record(Tensor& out, const char* op, const std::vector<Tensor>& inputs, BackwardFn backward);
 
+// ---- counting calls (the coursework grader) ----------------------------------------------
+// Op calls (record() with an initializer list: every op but concat; grad mode on or off) and
+// backward() calls in this process. The grader (tutorials/tools/probe.cpp) reads them around a
+// student's backward: a derived one neither runs the engine nor calls forward ops again.
+struct GraphCalls {
+    int64_t records = 0;
+    int64_t backwards = 0;
+};
+GraphCalls graph_calls();
+
 }  // namespace patchgrad

@@ -63,4 +63,9 @@ using ScalarFunction = std::function<Tensor(const std::vector<Tensor>&)>;
 GradcheckResult gradcheck(const ScalarFunction& f, std::vector<Tensor> inputs, const GradcheckOptions& options = {});
 // [/snippet:gradcheck-function]
 
+// Chapter 3's exercise softplus-gradcheck: whether `softplus_op` (softplus, ops.h: its forward
+// and backward) has a backward that matches its forward, decided with gradcheck. Graded on the
+// library's softplus, which it must accept, and on planted wrong backwards, which it must refuse.
+bool softplus_gradient_is_right(const std::function<Tensor(const Tensor&)>& softplus_op);
+
 }  // namespace patchgrad

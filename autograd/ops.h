@@ -132,6 +132,11 @@ struct EnumNames<GeluApproximation> {  // as checkpoints spell it
 // None: x * Phi(x) with the exact erf; Tanh: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 Tensor gelu(const Tensor& x, GeluApproximation approximation = GeluApproximation::None);
 
+// ---- softplus (softplus.cpp) -----------------------------------------------------------
+// x [...] -> log(1 + exp(x)) elementwise, a smooth ReLU; computed without overflow for any x.
+// Chapter 3's exercise softplus-gradcheck writes a gradient check for it (gradcheck.h).
+Tensor softplus(const Tensor& x);
+
 // ---- cross-entropy (cross_entropy.cpp) --------------------------------------------------
 // logits [B, K], labels B integers in [0, K) -> [] the mean over the batch of
 // -log softmax(logits)[label]. With label smoothing e the target is (1-e) one-hot + e/K,

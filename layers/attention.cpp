@@ -71,6 +71,7 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<bool>&
             "MultiHeadSelfAttention: with LSA every token must see another, but x ", x.shape(),
             N >= 2 ? " has every patch hidden" : " has one token");
 
+    // [hide:attention-backward]
     // The same computation as the steps below, in one op that reads q, k and v where the qkv
     // projection wrote them (chapter 12); attention dropout needs A itself, so it takes the steps.
     if (fused && !(attn_drop->training() && attn_drop->p > 0)) {
@@ -79,6 +80,7 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<bool>&
                                                         scale, record_ ? &attention_ : nullptr);
         return proj_drop->forward(proj->forward(out));
     }
+    // [/hide:attention-backward]
 
     // [exercise:attention-forward]
     // [B, N, 3D] -> [B, N, 3, heads, head_dim] -> [3, B, heads, N, head_dim], as in timm
@@ -100,11 +102,13 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<bool>&
     // [/exercise:attention-forward]
 }
 
-// Backward through O = A v, A = softmax(S), S = q k^T / sqrt(d), one step at a time:
+// Backward through O = A v, A = softmax(S), S = q k^T / sqrt(d), one step at a time.
+// [hide:attention-backward]
 //   dv = A^T dO                          (O = A v: the matmul rule)
 //   dA = dO v^T
 //   dS = A * (dA - rowsum(dA * A))       (softmax's vector-Jacobian product, per row)
 //   dq = dS k / sqrt(d),  dk = dS^T q / sqrt(d)
+// [/hide:attention-backward]
 AttentionGradients attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& d_out) {
     check(q.dim() >= 2 && k.dim() == q.dim() && v.dim() == q.dim() && d_out.dim() == q.dim(),
           "attention_backward: expected q [..., N, d], k [..., M, d], v [..., M, e] and dO [..., N, e], got ",

@@ -65,22 +65,26 @@ void prefetch_forward(const Head& next, const real* next_a, const real* out, int
     prefetch_rows(out + next.out, N, d, D);
 }
 
+// [hide:attention-backward]
 // Backward: the same, with dOut for the output, and its part of qkv's gradient if there is one.
 void prefetch_backward(const Head& next, const real* next_a, const real* dout, const real* dqkv, int64_t N, int64_t d,
                        int64_t D) {
     prefetch_forward(next, next_a, dout, N, d, D);
     if (dqkv) prefetch_qkv(dqkv + next.in, N, d, D);
 }
+// [/hide:attention-backward]
 
 }  // namespace
 
 // Per (batch b, head h), q, k, v [N, d] being columns h*d .. h*d+d-1 of qkv's three thirds,
 // s the head's scale and bias the key bias (plus -inf on the diagonal with a learned scale):
 //   S = s q k^T + bias [N, N]       A = softmax(S) per row        O = A v [N, d]
+// [hide:attention-backward]
 // Backward, given dO (O's columns of dOut):
 //   dA = dO v^T     dS = A * (dA - rowsum(dA * A))     dv = A^T dO
 //   dq = s dS k     dk = s dS^T q                      ds = <q, dS k> (summed over the batch)
 // (ds: S = s (q k^T) + bias, so dL/ds = sum_ij dS_ij (q k^T)_ij = sum_i q_i . (dS k)_i.)
+// [/hide:attention-backward]
 Tensor scaled_dot_product_attention(const Tensor& qkv, int64_t heads, const Tensor& key_bias, const Tensor& head_scale,
                                     Tensor* attention) {
     const char* op = "scaled_dot_product_attention";
@@ -129,6 +133,7 @@ Tensor scaled_dot_product_attention(const Tensor& qkv, int64_t heads, const Tens
     });
     if (attention) *attention = a.detach();  // a copy: backward's A stays as it is
 
+    // [hide:attention-backward]
     record(out, op, {qkv, head_scale},
            [qkv, head_scale, a, heads, B, N, D, d, ld, learned, fixed_scale, grain](Tensor& o) mutable {
                const real* dout = o.grad_data();
@@ -181,6 +186,7 @@ Tensor scaled_dot_product_attention(const Tensor& qkv, int64_t heads, const Tens
                        for (int64_t b = 0; b < B; ++b) dscale[h] += scale_parts[b * heads + h];
                }
            });
+    // [/hide:attention-backward]
     return out;
 }
 

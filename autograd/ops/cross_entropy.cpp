@@ -15,11 +15,15 @@ namespace patchgrad {
 //   target t = (1 - e) one_hot(label) + e / K          (e = label_smoothing)
 //   loss = mean over rows of -sum_j t_j log softmax(logits)_j = mean of (lse - sum_j t_j logits_j)
 //   with lse = max + log sum_j exp(logits_j - max)
+// [hide:cross-entropy-backward]
 //   dlogits = (softmax(logits) - t) / B * dloss
+// [/hide:cross-entropy-backward]
 // Fusing the two ops avoids the log of a softmax that underflowed to 0. Everything is
 // computed relative to the row max (logits - max is exact for nearby logits), so logits in
-// the thousands lose no precision. The forward saves max and log sum exp(logits - max) per
-// row; the backward recomputes softmax = exp((logits - max) - log_sum).
+// the thousands lose no precision. The forward saves max and log sum exp(logits - max) per row.
+// [hide:cross-entropy-backward]
+// The backward recomputes softmax = exp((logits - max) - log_sum).
+// [/hide:cross-entropy-backward]
 Tensor cross_entropy(const Tensor& logits, const std::vector<int64_t>& labels, real label_smoothing) {
     check(logits.dim() == 2, "cross_entropy: logits must be [B, K], got shape ", logits.shape());
     const int64_t B = logits.size(0), K = logits.size(1);

@@ -10,7 +10,9 @@ namespace patchgrad {
 
 // x [...] -> y [...]. Training: y = x * keep / (1 - p) with keep ~ Bernoulli(1 - p) per
 // element, so E[y] = x and evaluation needs no rescaling.
+// [hide:dropout-backward]
 //   dx = dy * keep / (1 - p)
+// [/hide:dropout-backward]
 // Evaluation (or p == 0) returns x itself, like PyTorch, without drawing from `rng`. With
 // p == 1 nothing is kept and the scale is 0, not 1/0.
 Tensor dropout(const Tensor& x, real p, bool training, Rng& rng) {

@@ -139,9 +139,11 @@ void forward_row(int64_t n, const real* a, const real* b, real* out, F f) {
     for (int64_t i = 0; i < n; ++i) out[i] = f(a[SA * i], b[SB * i]);
 }
 
-// One row of the backward into g, the gradient of the operand with step SG: g += dout * d.
-// A stretched operand (SG = 0) received the same value at every position of the row, so
-// its gradient is the sum of the row's contributions.
+// One row of the backward into g, the gradient of the operand with step SG (0: stretched).
+// [hide:broadcast-backward]
+// g += dout * d. A stretched operand received the same value at every position of the row,
+// so its gradient is the sum of the row's contributions.
+// [/hide:broadcast-backward]
 template <int SG, int SA, int SB, class D>
 void backward_row(int64_t n, const real* a, const real* b, const real* out, const real* dout, real* g, D d) {
     // [exercise:broadcast-backward]
@@ -162,8 +164,10 @@ void backward_rows(int64_t n, const real* a, const real* b, const real* out, con
     if (gb) backward_row<SB, SA, SB>(n, a, b, out, dout, gb, db);
 }
 
-// out = f(a, b) with broadcasting
+// out = f(a, b) with broadcasting; da and db are the partial derivatives of f
+// [hide:broadcast-backward]
 //   dA = sum over a's stretched axes of dOut * da(a, b, out)      (likewise dB with db)
+// [/hide:broadcast-backward]
 template <class F, class Da, class Db>
 Tensor binary(const char* op, const Tensor& a, const Tensor& b, F f, Da da, Db db) {
     const Shape shape = broadcast_shapes(a.shape(), b.shape(), op);
@@ -340,7 +344,9 @@ Tensor tanh(const Tensor& a) {
 // ---- broadcast_to --------------------------------------------------------------------------
 
 // a -> shape, a stretched copy
+// [hide:broadcast-backward]
 //   dA = dOut summed over the stretched axes
+// [/hide:broadcast-backward]
 Tensor broadcast_to(const Tensor& a, const Shape& shape) {
     const Shape& in = a.shape();
     bool fits = in.size() <= shape.size();

@@ -62,12 +62,17 @@ PATCHGRAD_MULTIVERSION(gelu_backward, (const real* x, const real* dy, real* dx, 
 }  // namespace
 
 // x [...] -> y [...], elementwise. None, with Phi / phi the standard normal cdf / pdf:
-//   y = x Phi(x) = 0.5 x (1 + erf(x / sqrt 2))      dy/dx = Phi(x) + x phi(x)
+//   y = x Phi(x) = 0.5 x (1 + erf(x / sqrt 2))
+// [hide:gelu-backward]
+//   dy/dx = Phi(x) + x phi(x)
+// [/hide:gelu-backward]
 // Tanh, with u = sqrt(2/pi) (x + 0.044715 x^3) and t = tanh(u):
 //   y = 0.5 x (1 + t)      dy/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)
 // The backward recomputes the derivative from x; nothing is saved. erf and exp are
-// fast_math.h's vectorisable forms in float32 (libm's in float64); the exact backward takes
-// phi's exponential from erf, which computes it anyway.
+// fast_math.h's vectorisable forms in float32 (libm's in float64).
+// [hide:gelu-backward]
+// The exact backward takes phi's exponential from erf, which computes it anyway.
+// [/hide:gelu-backward]
 Tensor gelu(const Tensor& x, GeluApproximation approximation) {
     const bool exact = approximation == GeluApproximation::None;
     check(exact || approximation == GeluApproximation::Tanh, "gelu: unknown approximation ",

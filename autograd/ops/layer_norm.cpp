@@ -86,8 +86,10 @@ PATCHGRAD_MULTIVERSION(backward_affine,
 
 // x [..., D], weight [D] or undefined (= 1), bias [D] or undefined (= 0) -> y [..., D]
 //   xhat = (x - mean) * rstd,  rstd = 1 / sqrt(var + eps),  y = xhat * weight + bias
-// Per row, with dxhat = dy * weight:
-//   dx      = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
+// Per row:
+// [hide:layernorm-backward]
+//   with dxhat = dy * weight,  dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
+// [/hide:layernorm-backward]
 //   dweight = sum over rows of dy * xhat      dbias = sum over rows of dy
 // The forward saves mean and rstd per row; xhat is recomputed from x in the backward.
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, real eps) {

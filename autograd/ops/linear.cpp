@@ -12,8 +12,10 @@
 namespace patchgrad {
 
 // linear: x [..., in] @ weight [out, in]^T + bias [out] -> y [..., out]
+// [hide:matmul-backward]
 //   with the leading dimensions flattened into R rows, x [R, in], dOut [R, out]:
 //   dx = dOut @ W      dW = dOut^T @ x      db = sum over the R rows of dOut
+// [/hide:matmul-backward]
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     if (!x.defined() || !weight.defined())
         throw std::invalid_argument(

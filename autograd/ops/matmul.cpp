@@ -165,12 +165,16 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b, bool trans_b, real alpha
 }  // namespace
 
 // matmul: a [..., M, K] @ b [..., K, N] -> out [..., M, N], batch dimensions broadcast
+// [hide:matmul-backward]
 //   dA = dOut @ B^T      dB = A^T @ dOut      (each summed over the batch matrices it met)
+// [/hide:matmul-backward]
 Tensor matmul(const Tensor& a, const Tensor& b) { return batched_matmul(a, b, false, 1, "matmul"); }
 
 // matmul_transposed: alpha * a [..., M, K] @ b[..., N, K]^T -> out [..., M, N], without
 // materialising b^T (attention's q @ k^T / sqrt(d)).
+// [hide:matmul-backward]
 //   dA = alpha dOut @ B      dB = alpha dOut^T @ A
+// [/hide:matmul-backward]
 Tensor matmul_transposed(const Tensor& a, const Tensor& b, real alpha) {
     return batched_matmul(a, b, true, alpha, "matmul_transposed");
 }

@@ -36,7 +36,9 @@ AxisView view_axis(const Shape& shape, int64_t axis, bool keepdim, const char* o
 // [/snippet:axis-view]
 
 // scale * (sum of all elements) -> []
+// [hide:sum-axis-backward]
 //   dA = dOut * scale, everywhere
+// [/hide:sum-axis-backward]
 // The running sum is a double: in float32 a sum of a million elements would keep only
 // about three correct digits.
 // [snippet:sum-all]
@@ -56,7 +58,9 @@ Tensor sum_all(const char* op, const Tensor& a, real scale) {
 // [/snippet:sum-all]
 
 // [outer, n, inner] -> scale * (sum over n) [outer, inner]
+// [hide:sum-axis-backward]
 //   dA[o, k, i] = dOut[o, i] * scale
+// [/hide:sum-axis-backward]
 Tensor sum_axis(const char* op, const Tensor& a, int64_t axis, bool keepdim, bool mean) {
     const AxisView v = view_axis(a.shape(), axis, keepdim, op);
     const real scale = mean ? real(1) / static_cast<real>(v.n) : real(1);
@@ -122,35 +126,38 @@ Tensor max(const Tensor& a) {
     return out;
 }
 
-// [outer, n, inner] -> max over n [outer, inner]
-//   dA[o, argmax[o, i], i] = dOut[o, i], 0 elsewhere; argmax is the first maximum along n
+// a [..., n, ...] -> max along `axis`: the axis moved last (permute's copy, whose backward takes
+// the gradient back), so that every maximum is one over a contiguous row of n elements.
+//   dRow[argmax] = dOut, 0 elsewhere; argmax is the first position holding the row's maximum
 Tensor max(const Tensor& a, int64_t axis, bool keepdim) {
-    const AxisView v = view_axis(a.shape(), axis, keepdim, "max");
-    check(v.n > 0, "max: cannot reduce axis ", axis, " of size 0 of a tensor of shape ", a.shape());
-    Tensor out = Tensor::empty(v.out_shape);
-    std::vector<int64_t> argmax(v.outer * v.inner, 0);
-    const real* x = a.data();
+    const int64_t ax = normalize_axis(axis, a.shape(), "max");
+    const int64_t n = a.size(ax);
+    check(n > 0, "max: cannot reduce axis ", axis, " of size 0 of a tensor of shape ", a.shape());
+    std::vector<int64_t> order;
+    for (int64_t k = 0; k < a.dim(); ++k)
+        if (k != ax) order.push_back(k);
+    order.push_back(ax);
+    const Tensor rows = ax + 1 == a.dim() ? a : permute(a, order);  // [..., n]
+    Shape out_shape = a.shape();
+    if (keepdim)
+        out_shape[ax] = 1;
+    else
+        out_shape.erase(out_shape.begin() + ax);
+    Tensor out = Tensor::empty(out_shape);
+    const int64_t count = out.numel();
+    std::vector<int64_t> argmax(count, 0);
+    const real* x = rows.data();
     real* y = out.data();
-    for (int64_t o = 0; o < v.outer; ++o) {
-        const real* src = x + o * v.n * v.inner;
-        real* best = y + o * v.inner;
-        int64_t* index = argmax.data() + o * v.inner;
-        std::copy(src, src + v.inner, best);
-        for (int64_t k = 1; k < v.n; ++k) {
-            const real* row = src + k * v.inner;
-            for (int64_t i = 0; i < v.inner; ++i)
-                if (beats(row[i], best[i])) {
-                    best[i] = row[i];
-                    index[i] = k;
-                }
-        }
+    for (int64_t r = 0; r < count; ++r) {
+        const real* row = x + r * n;
+        for (int64_t k = 1; k < n; ++k)
+            if (beats(row[k], row[argmax[r]])) argmax[r] = k;
+        y[r] = row[argmax[r]];
     }
-    record(out, "max", {a}, [a, v, argmax = std::move(argmax)](Tensor& o) mutable {
+    record(out, "max", {rows}, [rows, n, argmax = std::move(argmax)](Tensor& o) mutable {
         const real* dout = o.grad_data();
-        real* ga = a.grad_data();
-        for (int64_t r = 0; r < v.outer; ++r)
-            for (int64_t i = 0; i < v.inner; ++i)
-                ga[(r * v.n + argmax[r * v.inner + i]) * v.inner + i] += dout[r * v.inner + i];
+        real* grow = rows.grad_data();
+        for (size_t r = 0; r < argmax.size(); ++r) grow[r * n + argmax[r]] += dout[r];
     });
     return out;
 }

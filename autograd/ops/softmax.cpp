@@ -107,33 +107,33 @@ PATCHGRAD_MULTIVERSION(backward_rows,
                        (const real* y, const real* dy, real* dx, int64_t rows, int64_t n, bool log_output),
                        (y, dy, dx, rows, n, log_output))
 
-// The same over the middle axis of [outer, n, inner]; `dot` holds one sum per inner position.
+// The same over the middle axis of [outer, n, inner]: each inner position's n values are
+// gathered into a row of their own, backward_rows adds their gradient, and it is scattered back.
 void backward_strided(const real* y, const real* dy, real* dx, int64_t outer, int64_t n, int64_t inner,
                       bool log_output) {
-    std::vector<real> dot(inner);
+    std::vector<real> rows(static_cast<size_t>(3 * n * inner));  // [inner, n] each: y, dy, dx
+    real* yr = rows.data();
+    real* dyr = yr + n * inner;
+    real* dxr = dyr + n * inner;
     for (int64_t o = 0; o < outer; ++o) {
-        const real* yo = y + o * n * inner;
-        const real* dyo = dy + o * n * inner;
-        real* dxo = dx + o * n * inner;
-        std::fill(dot.begin(), dot.end(), real(0));
-        if (log_output) {
-            for (int64_t i = 0; i < n; ++i)
-                for (int64_t k = 0; k < inner; ++k) dot[k] += dyo[i * inner + k];
-            for (int64_t i = 0; i < n; ++i)
-                for (int64_t k = 0; k < inner; ++k)
-                    dxo[i * inner + k] += dyo[i * inner + k] - vector_exp(yo[i * inner + k]) * dot[k];
-        } else {
-            for (int64_t i = 0; i < n; ++i)
-                for (int64_t k = 0; k < inner; ++k) dot[k] += dyo[i * inner + k] * yo[i * inner + k];
-            for (int64_t i = 0; i < n; ++i)
-                for (int64_t k = 0; k < inner; ++k)
-                    dxo[i * inner + k] += yo[i * inner + k] * (dyo[i * inner + k] - dot[k]);
-        }
+        const int64_t at = o * n * inner;
+        for (int64_t i = 0; i < n; ++i)
+            for (int64_t k = 0; k < inner; ++k) {
+                yr[k * n + i] = y[at + i * inner + k];
+                dyr[k * n + i] = dy[at + i * inner + k];
+            }
+        std::fill(dxr, dxr + n * inner, real(0));
+        backward_rows(yr, dyr, dxr, inner, n, log_output);
+        for (int64_t i = 0; i < n; ++i)
+            for (int64_t k = 0; k < inner; ++k) dx[at + i * inner + k] += dxr[k * n + i];
     }
 }
 
 // x [..., n, ...] -> y of the same shape, normalised along `axis` (n = x.shape[axis]):
-//   softmax:      y = exp(x - max) / sum exp(x - max)     dx = y * (dy - sum(dy * y))
+//   softmax:      y = exp(x - max) / sum exp(x - max)
+// [hide:softmax-backward]
+//                 dx = y * (dy - sum(dy * y))
+// [/hide:softmax-backward]
 //   log_softmax:  y = (x - max) - log sum exp(x - max)     dx = dy - exp(y) * sum(dy)
 // with the sums over the axis. Both save only their output: exp(y) is the softmax.
 Tensor softmax_along(const Tensor& x, int64_t axis, bool log_output) {

@@ -13,10 +13,13 @@ namespace patchgrad {
 //   out[b, (c*kh + i)*kw + j, oh*OW + ow] = x[b, c, oh*sh + i, ow*sw + j]
 // exactly torch.nn.functional.unfold(x, (kh, kw), stride=(sh, sw)) (padding 0, dilation 1).
 // Like torch, when (H - kh) is not a multiple of sh (or W - kw of sw) the last rows
-// (columns) that cannot fill another window are dropped; they get a zero gradient.
+// (columns) that cannot fill another window are dropped.
+// [hide:unfold-backward]
+// They get a zero gradient; every other pixel gets
 //   dx[b, c, oh*sh + i, ow*sw + j] += dOut[b, (c*kh + i)*kw + j, oh*OW + ow]
 // summed over every window covering the pixel: with stride < kernel, windows overlap and
 // one pixel collects several gradients.
+// [/hide:unfold-backward]
 Tensor unfold(const Tensor& x, int64_t kh, int64_t kw, int64_t sh, int64_t sw) {
     check(x.dim() == 4, "unfold: expected a 4-D input [B, C, H, W], got shape ", x.shape());
     check(kh > 0 && kw > 0 && sh > 0 && sw > 0, "unfold: kernel (", kh, ", ", kw, ") and stride (", sh, ", ", sw,

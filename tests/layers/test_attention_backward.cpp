@@ -15,8 +15,8 @@ namespace {
 
 // O = softmax(q k^T / sqrt(d)) v through autograd's ops: the reference for the gradients.
 Tensor attention_by_ops(const Tensor& q, const Tensor& k, const Tensor& v) {
-    const real scale = real(1) / std::sqrt(static_cast<real>(q.shape().back()));
-    return matmul(softmax(matmul(q, transpose(k, -2, -1)) * scale, -1), v);
+    const Tensor scores = matmul(q, transpose(k, -2, -1)) / std::sqrt(real(q.size(-1)));
+    return matmul(softmax(scores, -1), v);
 }
 
 void add_into_grad(const Tensor& x, const Tensor& g) {

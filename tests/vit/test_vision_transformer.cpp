@@ -44,7 +44,7 @@ TEST_CASE("VisionTransformer: parameter names, shapes and order follow timm", "[
                                                         {"patch_embed.proj.weight", {8, 48}},
                                                         {"patch_embed.proj.bias", {8}}};
     for (int l = 0; l < 2; ++l) {
-        const std::string b = "blocks." + std::to_string(l) + ".";
+        const std::string b = std::string("blocks.") + char('0' + l) + '.';
         for (auto& e : std::vector<std::pair<std::string, Shape>>{{"norm1.weight", {8}},
                                                                   {"norm1.bias", {8}},
                                                                   {"attn.qkv.weight", {24, 8}},

@@ -91,10 +91,13 @@ inline std::string quote_line(const std::string& s) {
 // ---------------------------------------------------------------------------------------------
 // Regions in source files: `// [KIND:NAME]` ... `// [/KIND:NAME]`, KIND = snippet or exercise.
 // A marker is a line holding nothing but the comment (indentation and trailing spaces allowed).
+// `// [hide:NAME]` ... `// [/hide:NAME]` marks what a handout leaves out when it hands out
+// exercise NAME (tutorials/tools/handout.sh): its marker lines are markers (a snippet skips
+// them), but it is no region here.
 
 struct MarkerLine {
     bool closing = false;
-    std::string kind;  // "snippet" or "exercise"
+    std::string kind;  // "snippet", "exercise" or "hide"
     std::string name;
 };
 
@@ -117,7 +120,7 @@ inline std::optional<MarkerLine> parse_marker_line(const std::string& line) {
     if (colon == std::string::npos) return std::nullopt;
     m.kind = body.substr(0, colon);
     m.name = body.substr(colon + 1);
-    if (m.kind != "snippet" && m.kind != "exercise") return std::nullopt;
+    if (m.kind != "snippet" && m.kind != "exercise" && m.kind != "hide") return std::nullopt;
     return m;
 }
 
@@ -136,7 +139,7 @@ inline std::vector<Region> find_regions(const std::string& text, const std::stri
     std::vector<Region> done, open;
     for (size_t i = 0; i < lines.size(); ++i) {
         const auto m = parse_marker_line(lines[i]);
-        if (!m) continue;
+        if (!m || m->kind == "hide") continue;
         const int line = static_cast<int>(i) + 1;
         const std::string marker = "// [" + std::string(m->closing ? "/" : "") + m->kind + ":" + m->name + "]";
         if (!valid_region_name(m->name)) {

@@ -10,11 +10,12 @@
 # themselves: there is no student/ copy and no reference file beside it), with a git history
 # of one commit. The selection is recorded in DIR/tutorials/handout-exercises.txt, so that
 # `cmake --build build --target grade` there grades exactly these exercises. The chapters
-# already elide every exercise's code (tutorials/tools/chapter_check.h). Before it finishes,
-# the script checks that no text file of DIR holds three consecutive lines of a selected
-# exercise's reference code (compared without indentation, comments and short lines, as the
-# chapter checker does); --check DIR runs that check alone on an existing handout, against
-# the reference code of this checkout.
+# already elide every exercise's code (tutorials/tools/chapter_check.h); a `// [hide:NAME]` block
+# of the sources (a derivative in a comment, code that computes the same in another form) is left
+# out when exercise NAME is handed out, and so is tests/mutation/ (its data names the key line of
+# many backwards). Before it finishes, the script checks that no text file of DIR holds a line of
+# a selected exercise's reference code (answer_lines below); --check DIR runs that check alone on
+# an existing handout, against the reference code of this checkout.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -35,60 +36,87 @@ while [ $# -gt 0 ]; do
     esac
 done
 
-# The significant lines of stdin, one per line: trimmed, runs of blanks collapsed; comments,
-# blank lines and lines under 16 characters dropped (braces, `return out;`).
-significant() {
-    awk '{ gsub(/^[ \t]+|[ \t\r]+$/, ""); gsub(/[ \t]+/, " ");
-           if ($0 ~ /^\/\// || length($0) < 16) next; print }'
+# The answers: every line of a selected exercise's reference code (this checkout's region), with
+# comments and indentation dropped and blanks collapsed, of at least 16 characters, that is not
+# part of a line found elsewhere in the library's sources (autograd/ layers/ vit/ datasets/, the
+# chapter programs; `const real* dy = o.grad_data();` gives nothing away) and is no bare loop
+# header. Prints "NAME<TAB>LINE" for the regions "FILE|NAME" listed in file $1.
+answer_lines() {
+    local list lines answers name
+    list=$(mktemp)
+    lines=$(mktemp)
+    answers=$(mktemp)
+    (cd "$root" && find autograd layers vit datasets tutorials \( -name '*.cpp' -o -name '*.h' \) 2> /dev/null |
+        grep -v '^tutorials/tools/' | sort) > "$list"
+    # Every library line as "REGION<TAB>LINE" (REGION "-" outside the exercises).
+    (cd "$root" && awk -v list="$list" '
+        BEGIN { while ((getline file < list) > 0) {
+                    region = "-"
+                    while ((getline text < file) > 0) {
+                        if (text ~ /^[ \t]*\/\/ \[exercise:[a-z0-9-]+\][ \t]*$/) {
+                            region = text; sub(/^[ \t]*\/\/ \[exercise:/, "", region); sub(/\].*/, "", region); continue }
+                        if (text ~ /^[ \t]*\/\/ \[\/exercise:/) { region = "-"; continue }
+                        line = text; sub(/\/\/.*/, "", line); gsub(/[ \t\r]+/, " ", line); gsub(/^ | $/, "", line)
+                        if (line != "") print region "\t" line
+                    }
+                    close(file) } }') > "$lines"
+    cut -d'|' -f2 "$1" | sort -u | while IFS= read -r name; do
+        [ -n "$name" ] || continue
+        awk -F'\t' -v x="$name" '$1 == x && length($2) >= 16 && $2 !~ /^for \(int64_t [a-z0-9_]+ = [a-z0-9_]+; [a-z0-9_]+ < [^;]+; \+\+[a-z0-9_]+\)( \{)?$/ { print $2 }' \
+            "$lines" | sort -u > "$answers"
+        [ -s "$answers" ] || continue
+        # The answers also found inside some other line of the library are generic.
+        awk -F'\t' -v x="$name" '$1 != x { print $2 }' "$lines" | grep -F -o -f "$answers" | sort -u |
+            comm -23 "$answers" - | sed "s/^/$name	/"
+    done
+    rm -f "$list" "$lines" "$answers"
 }
 
-# Every run of 1, 2 and 3 consecutive significant lines of stdin, joined by \037 (US).
-runs() {
-    significant | awk '{ line[NR] = $0 }
-        END { for (i = 1; i <= NR; i++) {
-                  print line[i]
-                  if (i + 1 <= NR) print line[i] "\037" line[i + 1]
-                  if (i + 2 <= NR) print line[i] "\037" line[i + 1] "\037" line[i + 2] } }'
-}
-
-# The reference code of exercise $2 in file $1 of this checkout, as its runs of
-# min(3, its significant lines) lines: what must not appear in a handout.
-answer_runs() {
-    awk -v name="$2" '$0 ~ "^[ \t]*// \\[/exercise:" name "\\][ \t]*$" { inside = 0 }
-                      inside { print }
-                      $0 ~ "^[ \t]*// \\[exercise:" name "\\][ \t]*$" { inside = 1 }' "$root/$1" |
-        significant | awk '{ line[NR] = $0 }
-            END { n = NR < 3 ? NR : 3
-                  for (i = 1; i + n - 1 <= NR; i++) {
-                      s = line[i]; for (k = 1; k < n; k++) s = s "\037" line[i + k]; print s } }'
-}
-
-# leak_check DIR: fails naming the file and exercise if a text file of DIR (outside .git)
-# shows a selected exercise's reference code. The exercises are the regions of this checkout
-# named in DIR/tutorials/handout-exercises.txt's resolved list (DIR/.handout-regions).
+# leak_check DIR: fails naming each file, line and exercise where a text file of DIR (outside
+# .git) holds an answer line of one of DIR's exercises (DIR/tutorials/handout-regions.txt), in
+# code or in a comment, whatever its indentation or spacing.
 leak_check() {
-    local dir=$1 patterns leaks=0
-    patterns=$(mktemp)
+    local dir=$1 answers hits
     [ -f "$dir/tutorials/handout-regions.txt" ] ||
         { echo "handout.sh: $dir/tutorials/handout-regions.txt is missing: is $dir a handout?" >&2; exit 1; }
-    while IFS='|' read -r rel name; do
-        [ -n "$name" ] || continue
-        answer_runs "$rel" "$name" | sed "s/^/$name	/" >> "$patterns"
-    done < "$dir/tutorials/handout-regions.txt"
-    while IFS= read -r -d '' file; do
-        grep -Iq . "$file" 2>/dev/null || continue   # binary or empty
-        local hits
-        hits=$(runs < "$file" | grep -Fx -f <(cut -f2- "$patterns") || true)
-        if [ -n "$hits" ]; then
-            local first name
-            first=$(printf '%s\n' "$hits" | head -n1)
-            name=$(grep -F "	$first" "$patterns" | head -n1 | cut -f1)
-            echo "handout.sh: ${file#"$dir"/} shows the reference code of exercise $name: \"${first%%$'\037'*}\" ..." >&2
-            leaks=1
-        fi
-    done < <(find "$dir" -path "$dir/.git" -prune -o -type f -print0)
-    rm -f "$patterns"
-    return $leaks
+    answers=$(mktemp)
+    answer_lines "$dir/tutorials/handout-regions.txt" > "$answers"
+    # Every text line of the handout as "FILE:LINE:text", blanks collapsed; then the answers in it.
+    hits=$( (cd "$dir" && find . -path ./.git -prune -o -type f -print0) | (cd "$dir" && xargs -0 grep -Il . 2> /dev/null || true) |
+        (cd "$dir" && xargs awk '{ line = $0; gsub(/[ \t\r]+/, " ", line); print FILENAME ":" FNR ": " line }' 2> /dev/null) |
+        grep -F -f <(cut -f2 "$answers") || true)
+    if [ -z "$hits" ]; then
+        rm -f "$answers"
+        return 0
+    fi
+    printf '%s\n' "$hits" | head -n 40 | while IFS= read -r hit; do
+        local where=${hit%%: *} text=${hit#*: } name
+        name=$(awk -F'\t' -v t="$text" 'index(t, $2) { print $1; exit }' "$answers")
+        echo "handout.sh: ${where#./} shows the reference code of exercise $name: \"$(printf '%s' "$text" | cut -c1-100)\"" >&2
+    done
+    rm -f "$answers"
+    return 1
+}
+
+# hide_blocks DIR SELECTED: in every file of DIR, a `// [hide:NAME]` ... `// [/hide:NAME]` block of
+# a selected exercise becomes one comment line; the markers of the others are dropped.
+hide_blocks() {
+    local dir=$1 selected=$2 file
+    grep -rlI --exclude-dir=.git '// \[hide:' "$dir" | while IFS= read -r file; do
+        awk -v selected="$selected" '
+            BEGIN { n = split(selected, s, ","); for (i = 1; i <= n; i++) want[s[i]] = 1 }
+            /^[ \t]*\/\/ \[hide:[a-z0-9-]+\][ \t]*$/ {
+                name = $0; sub(/^[ \t]*\/\/ \[hide:/, "", name); sub(/\].*/, "", name)
+                stack[++depth] = name
+                if (want[name] && hidden++ == 0) {
+                    indent = $0; sub(/\/\/.*/, "", indent)
+                    print indent "// (left out of this handout: it would give away exercise " name ")"
+                }
+                next }
+            /^[ \t]*\/\/ \[\/hide:[a-z0-9-]+\][ \t]*$/ { if (want[stack[depth]]) hidden--; depth--; next }
+            !hidden { print }' "$file" > "$file.tmp"
+        mv "$file.tmp" "$file"
+    done
 }
 
 if [ -n "$check" ]; then
@@ -131,6 +159,9 @@ while IFS='|' read -r rel _; do
 done < <(sort -u "$out/tutorials/handout-regions.txt")
 rm -rf "$out/student"
 cut -d'|' -f2 "$out/tutorials/handout-regions.txt" | paste -sd, - > "$out/tutorials/handout-exercises.txt"
+hide_blocks "$out" "$(cat "$out/tutorials/handout-exercises.txt")"
+# The mutation tests' data names the key line of many backwards: library developers' tooling.
+rm -rf "$out/tests/mutation"
 
 if ! leak_check "$out"; then
     echo "handout.sh: the handout in $out would give answers away; not finished" >&2

@@ -286,7 +286,8 @@ TEST_CASE("MultiHeadSelfAttention: a hidden patch gets zero attention, the class
     require_close(y_all, msa->forward(x), 1e-12);
 }
 
-TEST_CASE("MultiHeadSelfAttention: train/eval reaches both dropouts", "[layer:MultiHeadSelfAttention]") {
+TEST_CASE("MultiHeadSelfAttention: train/eval reaches both dropouts",
+          "[layer:MultiHeadSelfAttention][ex:attention-forward]") {
     Rng rng(67);
     auto dropout_rng = std::make_shared<Rng>(68);
     auto msa = make_msa(4, 2, rng, true, dropout_rng, 0.3, 0.3);
@@ -343,7 +344,7 @@ TEST_CASE("MultiHeadSelfAttention: gradcheck w.r.t. input and every parameter, w
 }
 
 TEST_CASE("MultiHeadSelfAttention: gradcheck with attention and projection dropout, masks held fixed",
-          "[layer:MultiHeadSelfAttention][gradcheck]") {
+          "[layer:MultiHeadSelfAttention][gradcheck][ex:attention-forward]") {
     Rng rng(71);
     auto dropout_rng = std::make_shared<Rng>(72);
     auto msa = make_msa(6, 2, rng, true, dropout_rng, 0.25, 0.2);
@@ -357,7 +358,7 @@ TEST_CASE("MultiHeadSelfAttention: gradcheck with attention and projection dropo
 }
 
 TEST_CASE("MultiHeadSelfAttention: LSA scales each head by its own learned scale and masks the diagonal",
-          "[layer:MultiHeadSelfAttention][forward][lsa]") {
+          "[layer:MultiHeadSelfAttention][forward][lsa][ex:attention-forward]") {
     Rng rng(80);
     const bool fused = GENERATE(false, true);  // the step-by-step forward and the one-op one
     INFO("fused " << fused);
@@ -380,7 +381,7 @@ TEST_CASE("MultiHeadSelfAttention: LSA scales each head by its own learned scale
 }
 
 TEST_CASE("MultiHeadSelfAttention: gradcheck with LSA w.r.t. input, scale and every other parameter",
-          "[layer:MultiHeadSelfAttention][gradcheck][lsa]") {
+          "[layer:MultiHeadSelfAttention][gradcheck][lsa][ex:attention-forward]") {
     Rng rng(81);
     const bool fused = GENERATE(false, true);  // the step-by-step forward and the one-op one
     INFO("fused " << fused);

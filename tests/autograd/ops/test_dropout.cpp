@@ -94,7 +94,7 @@ TEST_CASE("dropout: the backward uses the forward's mask, one draw per element",
     Rng rng(14), replay(14);
     Tensor y = dropout(x, p, true, rng);
     y.backward(seed);
-    // keep_i = (u_i >= p) for the i-th uniform draw: y = x keep / (1 - p), dx = dy keep / (1 - p)
+    // keep_i = (u_i >= p) for the i-th uniform draw: y = x keep / (1 - p)
     for (int64_t i = 0; i < x.numel(); ++i) {
         const bool keep = replay.uniform() >= p;
         INFO("element " << i);

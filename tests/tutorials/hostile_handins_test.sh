@@ -10,7 +10,8 @@
 #     a wrong one "FAIL", the stub "not implemented", a missing file "not handed in", a forged
 #     output written from the backward before an early exit "FAIL", the same from code that runs
 #     when the program loads "FAIL", an endless loop "time limit", a backward by finite
-#     differences "FAIL" as numerical, a backward that calls backward() "FAIL" saying so, a
+#     differences "FAIL" as numerical, one by finite differences of the op itself and one that
+#     calls backward() "FAIL" saying so, a
 #     damaged .tar.gz and a text file named .zip "unreadable hand-in", two handin.zip told
 #     apart by the roster, and names with spaces, '#', '&' and quotes quoted in the CSV;
 #   - a hand-in that runs a script from its backward to rewrite the other students' rows, read
@@ -106,6 +107,13 @@ gelu '        for (int64_t i = 0; i < n; ++i) {
             const double h = 1e-5;
             dx[i] += dy[i] * (f(xd[i] + h) - f(xd[i] - h)) / (2 * h);
         }' "$h/numerical"
+gelu '        {
+            // Central differences through the op itself, on the whole tensor at once.
+            const Tensor x = Tensor::from_vector({n}, std::vector<real>(xd, xd + n));
+            const real h = real(1e-5);
+            const Tensor slope = (gelu(x + h) - gelu(x - h)) / (2 * h);
+            for (int64_t i = 0; i < n; ++i) dx[i] += dy[i] * slope.data()[i];
+        }' "$h/numerical-ops"
 softmax '            {
                 std::vector<real> logits(yr, yr + n);
                 for (real& z : logits) z = std::log(z);
@@ -145,6 +153,7 @@ roster="$work/roster.tsv"
     printf 'loadtime\t%s\n' "$h/loadtime"
     printf 'spin\t%s\n' "$h/spin"
     printf 'numerical\t%s\n' "$h/numerical"
+    printf 'numerical-ops\t%s\n' "$h/numerical-ops"
     printf 'engine\t%s\n' "$h/engine"
     if [ "$isolated" = 1 ]; then printf 'tamper\t%s\n' "$h/tamper"; fi
     printf 'damaged\t%s\n' "$h/damaged.tar.gz"
@@ -178,12 +187,13 @@ expect '"loadtime"' gelu-backward ',FAIL,'
 expect '"loadtime"' softmax-backward ',FAIL,'
 expect '"spin"' gelu-backward ',time limit,' 'time limit of 5 s'
 expect '"numerical"' gelu-backward ',FAIL,' 'numerical derivative'
+expect '"numerical-ops"' gelu-backward ',FAIL,' 'calls forward ops'
 expect '"engine"' softmax-backward ',FAIL,' 'calls backward()'
 expect '"damaged"' gelu-backward ',unreadable hand-in,'
 expect '"erin"' softmax-backward ',unreadable hand-in,'
 expect '"ann"' gelu-backward ',pass,'
 expect '"ben"' gelu-backward ',FAIL,'
-[ "$(grep -c ',TOTAL,' "$csv")" = $((13 + isolated)) ] || fail "not one TOTAL row per student: $(grep ',TOTAL,' "$csv")"
+[ "$(grep -c ',TOTAL,' "$csv")" = $((14 + isolated)) ] || fail "not one TOTAL row per student: $(grep ',TOTAL,' "$csv")"
 after=$(cd "$h" && find . -type f -exec cksum {} + | sort)
 [ "$before" = "$after" ] || fail "grading changed a hand-in"
 
@@ -202,4 +212,4 @@ else
     echo "hostile_handins_test: SKIPPED the tampering hand-in: unshare is refused here, so grade_handins.sh" \
          "runs the students' code without isolation (and says so)"
 fi
-echo "hostile_handins_test: refusals, $((13 + isolated)) hand-ins graded as expected ($work)"
+echo "hostile_handins_test: refusals, $((14 + isolated)) hand-ins graded as expected ($work)"

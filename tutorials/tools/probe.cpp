@@ -337,6 +337,21 @@ Verdict judge(const ExerciseProbe& e, uint64_t seed, const std::string& student_
     auto fail_once = [&](const std::string& why) {
         if (failure.empty()) failure = why;
     };
+    // First what the backward called: it explains wrong or imprecise numbers best.
+    for (size_t b = 0; b < reference.blocks.size() && e.derivation; ++b) {
+        const Block& r = reference.blocks[b];
+        if (r.kind != Kind::Calls) continue;
+        const std::vector<double>& x = s.numbers[b];
+        const std::string what = r.label.substr(0, r.label.find(": backward() calls"));
+        const double backwards = x[0], ops = x[1], ref_backwards = r.numbers[0], ref_ops = r.numbers[1];
+        const double allowed_ops = ref_ops == 0 ? 0 : 2 * ref_ops + 8;
+        if (backwards > ref_backwards)
+            fail_once(what + ": the backward calls backward() (the autograd engine) " + num(backwards - ref_backwards) +
+                      " time(s): derive the gradient and write it, do not let the engine compute it");
+        else if (ops > allowed_ops)
+            fail_once(what + ": the backward calls forward ops " + num(ops) + " times (the derived one: " +
+                      num(ref_ops) + "): differentiating numerically, or building a graph inside the backward?");
+    }
     for (size_t b = 0; b < reference.blocks.size(); ++b) {
         const Block& r = reference.blocks[b];
         const std::vector<double>& x = s.numbers[b];
@@ -363,17 +378,6 @@ Verdict judge(const ExerciseProbe& e, uint64_t seed, const std::string& student_
             else
                 fail_once(r.label + " is wrong: it differs from the exact gradient by " + sci(d) + " (" +
                           element(x, r.numbers, worst) + ")");
-        } else if (r.kind == Kind::Calls && e.derivation) {
-            const double backwards = x[0], ops = x[1], ref_backwards = r.numbers[0], ref_ops = r.numbers[1];
-            const double allowed_ops = ref_ops == 0 ? 0 : 2 * ref_ops + 8;
-            if (backwards > ref_backwards)
-                fail_once(r.label.substr(0, r.label.find(": backward() calls")) +
-                          ": the backward calls backward() (the autograd engine) " + num(backwards - ref_backwards) +
-                          " time(s): derive the gradient and write it, do not let the engine compute it");
-            else if (ops > allowed_ops)
-                fail_once(r.label.substr(0, r.label.find(": backward() calls")) + ": the backward calls forward ops " +
-                          num(ops) + " times (the derived one: " + num(ref_ops) +
-                          "): differentiating numerically, or building a graph inside the backward?");
         }
     }
     // Central differences of the reference loss along v against the student's gradient . v,

@@ -85,6 +85,20 @@ TEST_CASE("tutorials: a snippet inside an exercise shows one elision line", "[tu
     CHECK((*region)[0] == "// ... exercise inner: you write this part (see the chapter's Exercises) ...");
 }
 
+TEST_CASE("tutorials: hide markers are skipped in a snippet and are no region", "[tutorials][checker]") {
+    const std::string source =
+        "// [snippet:s]\n// y = f(x)\n// [hide:ex]\n// dy/dx = g(x)\n// [/hide:ex]\n// [hide:ex]\n"
+        "int h();\n// [/hide:ex]\n// [/snippet:s]\n";
+    std::vector<Problem> problems;
+    const auto region = extract_snippet(source, "f.cpp", "s", problems);
+    REQUIRE(region);
+    CHECK(*region == std::vector<std::string>{"// y = f(x)", "// dy/dx = g(x)", "int h();"});
+    // Two blocks for one exercise in one file are fine: hide blocks are not regions.
+    CHECK(find_regions(source, "f.cpp", problems).size() == 1);
+    INFO(joined(problems));
+    CHECK(problems.empty());
+}
+
 TEST_CASE("tutorials: a block that shows three lines of an exercise's code is found, whatever its spacing",
           "[tutorials][checker]") {
     const std::vector<std::string> exercise = {"    const real* dout = o.grad_data();", "    real* ga = a.grad_data();",

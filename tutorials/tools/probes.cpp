@@ -449,8 +449,9 @@ void attention_backward_probe(Probe& p) {
         vs[vs.size() - 2] = m;
         vs.back() = os.back() = qs.back() + 1;
         const Tensor q = leaf(qs, p.rng), k = leaf(ks, p.rng), v = leaf(vs, p.rng), d_out = fixed(os, p.rng, -1, 1);
+        const int64_t d = qs.back();
         const auto forward = [=] {
-            const real scale = real(1) / std::sqrt(static_cast<real>(qs.back()));
+            const real scale = real(1) / std::sqrt(static_cast<real>(d));
             return matmul(softmax(matmul(q, transpose(k, -2, -1)) * scale, -1), v);
         };
         p.gradients_by(

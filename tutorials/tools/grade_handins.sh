@@ -17,8 +17,8 @@
 # HANDIN is a folder or a .tar, .tar.gz, .tgz or .zip archive holding a handout repository
 # (tutorials/tools/handout.sh) or a student/ folder of the in-repository student build. The
 # student is the file name without its extension, or the roster's name; two hand-ins with one
-# name, an empty name or a name with a control character or "/" stop the script before it
-# deletes or grades anything.
+# name, an empty name or a control character in a name or path stop the script before it
+# deletes or grades anything (names are never paths: hand-in N works in DIR/handins/N).
 #
 # Per hand-in, in DIR/handins/NNN/: the archive is unpacked (in the sandbox), only the selected
 # exercises' regions are taken from it into copies of this checkout's files (a missing file or
@@ -311,8 +311,8 @@ fi
 for i in "${!names[@]}"; do
     name=${names[$i]} path=${paths[$i]}
     [ -n "$name" ] || refuse "the hand-in '$path' gives an empty student name (rename it, or name the students with --roster); nothing was graded or deleted"
-    if has_control "$name" || has_control "$path" || [[ "$name" == */* ]] || [ "$name" = . ] || [ "$name" = .. ]; then
-        refuse "the student name '$name' (of '$path') holds a control character or '/', or is '.' or '..'; nothing was graded or deleted"
+    if has_control "$name" || has_control "$path"; then
+        refuse "the student name '$name' or its hand-in '$path' holds a control character; nothing was graded or deleted"
     fi
     [ -e "$path" ] || refuse "the hand-in '$path' of '$name' does not exist; nothing was graded or deleted"
 done

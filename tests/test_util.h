@@ -140,6 +140,17 @@ struct TempDir {
     std::string file(const std::string& name) const { return (path / name).string(); }
 };
 
+// Names of the files in `dir` ending in `suffix`.
+inline std::vector<std::string> files_ending_in(const std::string& dir, const std::string& suffix) {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+        const std::string name = entry.path().filename().string();
+        if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+            names.push_back(name);
+    }
+    return names;
+}
+
 // A disk that fills up, for as long as this object lives: every write that would take a file
 // past `bytes` fails (RLIMIT_FSIZE, EFBIG: "File too large"), as a full disk fails with
 // ENOSPC, through the same error paths; SIGXFSZ, which would kill the process, is ignored.

@@ -12,6 +12,7 @@
 #include "catch.h"
 #include "datasets/cifar10.h"
 #include "datasets/datasets_test_util.h"
+#include "test_util.h"
 #include "vit/train/trainer.h"
 #include "vit/vision_transformer.h"
 
@@ -120,17 +121,6 @@ inline void require_identical_weights(const std::string& path_a, const std::stri
         REQUIRE(x.shape() == y.shape());
         CHECK(std::memcmp(x.data(), y.data(), sizeof(real) * static_cast<size_t>(x.numel())) == 0);
     }
-}
-
-// Names of the files in `dir` ending in `suffix`.
-inline std::vector<std::string> files_ending_in(const std::string& dir, const std::string& suffix) {
-    std::vector<std::string> names;
-    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-        const std::string name = entry.path().filename().string();
-        if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
-            names.push_back(name);
-    }
-    return names;
 }
 
 }  // namespace patchgrad::test

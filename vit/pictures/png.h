@@ -47,7 +47,7 @@ std::vector<uint8_t> zlib_compress(const uint8_t* data, size_t size);
 // not positive, channels is not 1/3/4, or pixels.size() != width * height * channels.
 std::vector<uint8_t> encode_png(int width, int height, int channels, const std::vector<uint8_t>& pixels);
 
-// encode_png, written atomically: to "<path>.tmp", then renamed over `path`, so a reader
+// encode_png, written atomically (atomic_write: a temporary file renamed over `path`), so a reader
 // never sees a half-written picture and a failed write leaves any old file untouched. I/O
 // failures throw std::runtime_error naming the path.
 void write_png(const std::string& path, int width, int height, int channels, const std::vector<uint8_t>& pixels);

@@ -1,6 +1,10 @@
 // test_trainer.cpp — the training loop (vit/train/trainer.h) on a tiny ViT and a tiny synthetic
 // CIFAR-10: exact resume, thread independence, learning, the files a run writes and every bad
 // input. The options, evaluation and metrics files have their own test files beside this one.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +13,7 @@
 #include <map>
 
 #include "autograd/cpu/parallel.h"
+#include "autograd/io/folder_lock.h"
 #include "datasets/normalize.h"
 #include "test_util.h"
 #include "vit/summary.h"
@@ -492,6 +497,138 @@ TEST_CASE("train: a new run into a folder holding one is refused, --overwrite re
     CHECK_FALSE(std::filesystem::exists(o.out_dir + "/results.json"));  // the old one is gone
     CHECK_FALSE(std::filesystem::exists(o.out_dir + "/best.safetensors"));
     CHECK(read_bytes(o.out_dir + "/last.safetensors") != weights);
+}
+
+// A process forked to run `body`, which exits with body's return value (2 if it throws) and
+// never returns into the test; killed, if it still runs, when the test leaves its scope.
+struct Child {
+    pid_t pid = -1;
+    template <class F>
+    explicit Child(F body) {
+        pid = ::fork();
+        REQUIRE(pid >= 0);
+        if (pid > 0) return;
+        int status = 2;
+        try {
+            status = body();
+        } catch (...) {
+        }
+        ::_exit(status);
+    }
+    // The exit status, or 128 + the signal that ended it.
+    int wait() {
+        int status = 0;
+        REQUIRE(::waitpid(pid, &status, 0) == pid);
+        pid = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    ~Child() {
+        if (pid > 0) {
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, nullptr, 0);
+        }
+    }
+};
+
+// A one-way channel between two processes: a byte sent, a byte received (0 at end of file).
+struct Pipe {
+    int fd[2] = {-1, -1};
+    Pipe() { REQUIRE(::pipe(fd) == 0); }
+    ~Pipe() {
+        for (int f : fd)
+            if (f >= 0) ::close(f);
+    }
+    void send(char c) { REQUIRE(::write(fd[1], &c, 1) == 1); }
+    char receive() {
+        char c = 0;
+        return ::read(fd[0], &c, 1) == 1 ? c : char(0);
+    }
+    void close_writing() {
+        ::close(fd[1]);
+        fd[1] = -1;
+    }
+};
+
+// Two runs started together into one --out both finished: best.safetensors was one's, last.*,
+// metrics.csv and results.json the other's.
+TEST_CASE("train: a second run into a folder in use is refused naming the first's process id", "[trainer][lock]") {
+    TinyRun run;
+    QuietTrain quiet;
+    Pipe training, go;
+    Child first([&] {
+        QuietTrain own;
+        bool told = false;
+        const TrainResult r = own(run.options, [&] {
+            if (!told) {  // before its first step: --out is locked by now
+                told = true;
+                training.send('t');
+                return go.receive() != 'c';
+            }
+            return false;
+        });
+        return r.stop == StopReason::Finished ? 0 : 3;
+    });
+    training.close_writing();
+    REQUIRE(training.receive() == 't');
+
+    TrainOptions second = run.options;
+    second.lr = 2e-2;
+    require_error(
+        [&] { quiet(second); },
+        {"--out " + second.out_dir, "in use by another patchgrad train (process " + std::to_string(first.pid) + ")",
+         "choose another --out"});
+    second.overwrite = true;
+    require_error([&] { quiet(second); }, {"process " + std::to_string(first.pid)});
+    go.send('c');
+    CHECK(first.wait() == 0);
+
+    // The folder holds the first run alone, as if it had run by itself.
+    TrainOptions alone = run.options;
+    alone.out_dir = run.out("alone");
+    quiet(alone);
+    for (const char* file : {"last.safetensors", "last.state.safetensors", "best.safetensors"})
+        require_identical_weights(alone.out_dir + "/" + file, run.options.out_dir + "/" + file);
+    require_same_learning(read_metrics_csv(alone.out_dir + "/metrics.csv"),
+                          read_metrics_csv(run.options.out_dir + "/metrics.csv"));
+    CHECK(files_ending_in(run.options.out_dir, ".tmp").empty());
+}
+
+// The kernel releases the lock of a process however it ends: a run killed with SIGKILL leaves
+// its folder free for the next one.
+TEST_CASE("train: a run killed while it holds its folder leaves the folder free", "[trainer][lock]") {
+    TinyRun run;
+    QuietTrain quiet;
+    Pipe training;
+    Child killed([&] {
+        QuietTrain own;
+        own(run.options, [&] {
+            training.send('t');
+            for (;;) ::pause();  // until SIGKILL
+            return true;
+        });
+        return 0;
+    });
+    training.close_writing();
+    REQUIRE(training.receive() == 't');
+    const std::string lock_file = run.options.out_dir + "/" + FolderLock::kFileName;
+    CHECK(read_bytes(lock_file) == std::to_string(killed.pid) + "\n");
+    REQUIRE(::kill(killed.pid, SIGKILL) == 0);
+    CHECK(killed.wait() == 128 + SIGKILL);
+
+    // What a save killed midway leaves: its temporary files, removed by the next run.
+    const std::string& out = run.options.out_dir;
+    write_bytes(out + "/last.state.safetensors.99999-3.tmp", "half a save");
+    write_bytes(out + "/metrics.csv.tmp", "an older patchgrad's");
+    write_bytes(out + "/notes.tmp", "not the run's");
+    TrainOptions o = run.options;
+    o.max_steps = 2;
+    REQUIRE(quiet(o).stop == StopReason::MaxSteps);
+    CHECK(read_bytes(lock_file) == std::to_string(::getpid()) + "\n");
+    CHECK(files_ending_in(out, ".tmp") == std::vector<std::string>{"notes.tmp"});
+    // The same process may lock it again once the run has ended.
+    o.resume = true;
+    o.max_steps = 0;
+    CHECK(quiet(o).stop == StopReason::Finished);
 }
 
 // The tiny run trained straight through into "straight", and again into "pieces" stopped

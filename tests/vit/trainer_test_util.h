@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -121,6 +122,13 @@ inline void require_identical_weights(const std::string& path_a, const std::stri
         REQUIRE(x.shape() == y.shape());
         CHECK(std::memcmp(x.data(), y.data(), sizeof(real) * static_cast<size_t>(x.numel())) == 0);
     }
+}
+
+// Every file in `dir` with its bytes.
+inline std::map<std::string, std::string> files_in(const std::string& dir) {
+    std::map<std::string, std::string> files;
+    for (const std::string& name : files_ending_in(dir, "")) files[name] = read_bytes(dir + "/" + name);
+    return files;
 }
 
 }  // namespace patchgrad::test

@@ -394,7 +394,8 @@ Checkpoint load_resume_point(const std::string& weights_path) {
         NamedTensors file = load_safetensors(resume_path);
         if (file.metadata.count("config.dim")) {  // a resume file holds the weights; an older one only the step
             Checkpoint checkpoint = checkpoint_from(std::move(file), resume_path);
-            check(!checkpoint.optimizer.empty(), "checkpoint ", resume_path,
+            // A run stopped before its first step has no optimizer state yet.
+            check(!checkpoint.optimizer.empty() || checkpoint.state.global_step == 0, "checkpoint ", resume_path,
                   ": holds no optimizer state (optimizer.*)");
             return checkpoint;
         }

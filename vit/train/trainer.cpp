@@ -271,6 +271,7 @@ private:
     void show_progress();
     std::optional<StopReason> stop_due() const;
     void end_epoch();
+    void check_finite() const;
     void save(const std::string& file, bool with_optimizer);
     TrainResult stopped(StopReason reason);
     TrainResult finish();
@@ -527,7 +528,28 @@ void Trainer::end_epoch() {
     *output_.out << format_epoch_line(r, options_.epochs, improved, to_go) << '\n' << std::flush;
 }
 
+// A save holding NaN or infinity could be neither resumed nor evaluated: the run stops
+// instead, saving nothing, so the previous save stays the point to resume from.
+void Trainer::check_finite() const {
+    std::string bad;
+    const auto find = [&bad](const std::string& prefix, const std::vector<std::pair<std::string, Tensor>>& tensors) {
+        for (const auto& [name, t] : tensors)
+            if (bad.empty()) bad = non_finite_element(prefix + name, t);
+    };
+    find("", model_->named_parameters());
+    if (average_model_) find("ema.", average_model_->named_parameters());
+    find("optimizer.", optimizer_->state_tensors());
+    if (bad.empty()) return;
+    const std::string last = path("last.safetensors");
+    fail<std::runtime_error>(
+        "training diverged: after step ", state_.global_step, " of the run ", bad, ", so nothing is saved; ",
+        has_resume_point(last) ? "the last save in " + options_.out_dir + " stays the point to resume from"
+                               : std::string("the run has no save to resume from"),
+        ". Try a smaller --lr or --clip-grad 1");
+}
+
 void Trainer::save(const std::string& file, bool with_optimizer) {
+    check_finite();
     state_.dropout_rng = model_->dropout_rng->state();
     state_.elapsed_seconds = elapsed();
     Metadata options = recipe_metadata(options_);

@@ -86,6 +86,36 @@ TEST_CASE("train: a run stopped mid-epoch and resumed ends bit-identical to an u
     CHECK(third.test->loss == reference.test->loss);
 }
 
+// The tiny run trained straight through into "straight", and again into "pieces" stopped
+// after step 3, to be resumed.
+struct StraightAndStopped {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions straight = run.options, pieces = run.options;
+    StraightAndStopped() {
+        straight.out_dir = run.out("straight");
+        REQUIRE(quiet(straight).stop == StopReason::Finished);
+        pieces.out_dir = run.out("pieces");
+        pieces.max_steps = 3;
+        REQUIRE(quiet(pieces).stop == StopReason::MaxSteps);
+    }
+};
+
+// A Ctrl-C before the first step saved a resume file without optimizer state, which --resume
+// then refused: "holds no optimizer state".
+TEST_CASE("train: a run stopped before its first step resumes and ends bit-identical", "[trainer][resume]") {
+    StraightAndStopped r;
+    auto& [run, quiet, straight, pieces] = r;
+    TrainOptions o = run.options;
+    o.out_dir = run.out("stopped-at-once");
+    const TrainResult stopped = quiet(o, [] { return true; });
+    REQUIRE(stopped.stop == StopReason::Interrupted);
+    CHECK(stopped.state.global_step == 0);
+    o.resume = true;
+    REQUIRE(quiet(o).stop == StopReason::Finished);
+    require_identical_weights(last_of(straight), last_of(o));
+}
+
 TEST_CASE(
     "train: --ema, --tta flip, --patch-dropout and --pool mean resume bit for bit, the weights files hold "
     "the average, which is what the run evaluated",
@@ -631,21 +661,6 @@ TEST_CASE("train: a run killed while it holds its folder leaves the folder free"
     CHECK(quiet(o).stop == StopReason::Finished);
 }
 
-// The tiny run trained straight through into "straight", and again into "pieces" stopped
-// after step 3, to be resumed.
-struct StraightAndStopped {
-    TinyRun run;
-    QuietTrain quiet;
-    TrainOptions straight = run.options, pieces = run.options;
-    StraightAndStopped() {
-        straight.out_dir = run.out("straight");
-        REQUIRE(quiet(straight).stop == StopReason::Finished);
-        pieces.out_dir = run.out("pieces");
-        pieces.max_steps = 3;
-        REQUIRE(quiet(pieces).stop == StopReason::MaxSteps);
-    }
-};
-
 // A save writes the resume file, then the weights file. A crash between the two renames (a
 // SIGKILL, a full disk) used to leave state one save ahead of the weights, and --resume then
 // refused the run for ever. The resume file is a complete save on its own, so the run goes on
@@ -675,13 +690,6 @@ TEST_CASE("train: a crash between the two files of a save resumes from the newer
     first.max_steps = 0;
     REQUIRE(quiet(first).stop == StopReason::Finished);
     require_identical_weights(last_of(straight), last_of(first));
-}
-
-// Every file in `dir` with its bytes.
-std::map<std::string, std::string> files_in(const std::string& dir) {
-    std::map<std::string, std::string> files;
-    for (const std::string& name : files_ending_in(dir, "")) files[name] = read_bytes(dir + "/" + name);
-    return files;
 }
 
 TEST_CASE("train: a disk that fills up stops the run naming the file, changes no file, and --resume ends bit-identical",

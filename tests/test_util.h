@@ -1,7 +1,10 @@
 // test_util.h — shared helpers for patchgrad's tests.
 #pragma once
 
+#include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -174,6 +177,56 @@ public:
 private:
     rlimit old_{};
     void (*old_handler_)(int) = SIG_DFL;
+};
+
+// A process forked to run `body`, which exits with body's return value (2 if it throws) and
+// never returns into the test; killed, if it still runs, when the test leaves its scope.
+struct Child {
+    pid_t pid = -1;
+    template <class F>
+    explicit Child(F body) {
+        pid = ::fork();
+        REQUIRE(pid >= 0);
+        if (pid > 0) return;
+        int status = 2;
+        try {
+            status = body();
+        } catch (...) {
+        }
+        ::_exit(status);
+    }
+    // The exit status, or 128 + the signal that ended it.
+    int wait() {
+        int status = 0;
+        REQUIRE(::waitpid(pid, &status, 0) == pid);
+        pid = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    ~Child() {
+        if (pid > 0) {
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, nullptr, 0);
+        }
+    }
+};
+
+// A one-way channel between two processes: a byte sent, a byte received (0 at end of file).
+struct Pipe {
+    int fd[2] = {-1, -1};
+    Pipe() { REQUIRE(::pipe(fd) == 0); }
+    ~Pipe() {
+        for (int f : fd)
+            if (f >= 0) ::close(f);
+    }
+    void send(char c) { REQUIRE(::write(fd[1], &c, 1) == 1); }
+    char receive() {
+        char c = 0;
+        return ::read(fd[0], &c, 1) == 1 ? c : char(0);
+    }
+    void close_writing() {
+        ::close(fd[1]);
+        fd[1] = -1;
+    }
 };
 
 // Runs `f` and requires it to throw std::invalid_argument whose message contains every one

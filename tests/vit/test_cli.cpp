@@ -12,6 +12,8 @@
 namespace patchgrad::cli {
 namespace {
 
+using patchgrad::test::Child;
+using patchgrad::test::Pipe;
 using patchgrad::test::require_error;
 
 TEST_CASE("cli: parse_flags takes --name value and --name=value", "[cli]") {
@@ -87,6 +89,28 @@ TEST_CASE("cli: SIGINT, SIGTERM and SIGHUP ask training to save and stop", "[cli
         CHECK_FALSE(stop_signal_received());
         std::raise(signal);  // would end the test binary were it not caught
         CHECK(stop_signal_received());
+    }
+}
+
+// A step that never ends (an endless loop of a damaged resume file's making) held the run:
+// the first signal only asks for a stop after the step, so the second must end the program.
+TEST_CASE("cli: a second SIGINT or SIGTERM ends a program stuck in a step", "[cli][signals]") {
+    for (int signal : {SIGINT, SIGTERM}) {
+        INFO("signal " << signal);
+        Pipe ready;
+        Child stuck([&] {
+            StopSignals signals;
+            ready.send('r');
+            for (;;) ::pause();  // a step that never polls
+            return 0;
+        });
+        ready.close_writing();
+        REQUIRE(ready.receive() == 'r');
+        REQUIRE(::kill(stuck.pid, signal) == 0);
+        ::usleep(100000);
+        CHECK(::waitpid(stuck.pid, nullptr, WNOHANG) == 0);  // the first one asked for a stop only
+        REQUIRE(::kill(stuck.pid, signal) == 0);
+        CHECK(stuck.wait() == 128 + signal);
     }
 }
 

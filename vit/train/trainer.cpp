@@ -334,6 +334,7 @@ void Trainer::resume() {
     const Checkpoint checkpoint = load_resume_point(path("last.safetensors"));
     check_config(checkpoint, options_.config);
     check_recipe(checkpoint, options_);
+    check_resume_state(checkpoint, options_.epochs, batcher_.num_batches(), options_.batch);
     load_weights(*model_, checkpoint);
     optimizer_->load_state_tensors(checkpoint.optimizer);
     if (average_model_) {

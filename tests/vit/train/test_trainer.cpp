@@ -2,7 +2,6 @@
 // CIFAR-10: exact resume, thread independence, learning, the files a run writes and every bad
 // input. The options, evaluation and metrics files have their own test files beside this one.
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -528,56 +527,6 @@ TEST_CASE("train: a new run into a folder holding one is refused, --overwrite re
     CHECK_FALSE(std::filesystem::exists(o.out_dir + "/best.safetensors"));
     CHECK(read_bytes(o.out_dir + "/last.safetensors") != weights);
 }
-
-// A process forked to run `body`, which exits with body's return value (2 if it throws) and
-// never returns into the test; killed, if it still runs, when the test leaves its scope.
-struct Child {
-    pid_t pid = -1;
-    template <class F>
-    explicit Child(F body) {
-        pid = ::fork();
-        REQUIRE(pid >= 0);
-        if (pid > 0) return;
-        int status = 2;
-        try {
-            status = body();
-        } catch (...) {
-        }
-        ::_exit(status);
-    }
-    // The exit status, or 128 + the signal that ended it.
-    int wait() {
-        int status = 0;
-        REQUIRE(::waitpid(pid, &status, 0) == pid);
-        pid = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    }
-    ~Child() {
-        if (pid > 0) {
-            ::kill(pid, SIGKILL);
-            ::waitpid(pid, nullptr, 0);
-        }
-    }
-};
-
-// A one-way channel between two processes: a byte sent, a byte received (0 at end of file).
-struct Pipe {
-    int fd[2] = {-1, -1};
-    Pipe() { REQUIRE(::pipe(fd) == 0); }
-    ~Pipe() {
-        for (int f : fd)
-            if (f >= 0) ::close(f);
-    }
-    void send(char c) { REQUIRE(::write(fd[1], &c, 1) == 1); }
-    char receive() {
-        char c = 0;
-        return ::read(fd[0], &c, 1) == 1 ? c : char(0);
-    }
-    void close_writing() {
-        ::close(fd[1]);
-        fd[1] = -1;
-    }
-};
 
 // Two runs started together into one --out both finished: best.safetensors was one's, last.*,
 // metrics.csv and results.json the other's.

@@ -564,6 +564,20 @@ TEST_CASE("png: write_png writes encode_png's bytes and replaces an existing fil
     CHECK(files_ending_in(dir.path.string(), ".tmp").empty());
 }
 
+// `compare --out R/best.safetensors` replaced the checkpoint with a chart.
+TEST_CASE("png: only nothing or a PNG may be replaced by a picture", "[vit][png][errors]") {
+    TempDir dir;
+    const std::string png = dir.file("chart.png"), other = dir.file("best.safetensors");
+    CHECK(png_replace_problem(png) == "");
+    write_png(png, 1, 1, 1, {7});
+    CHECK(png_replace_problem(png) == "");
+    std::ofstream(other) << "\x89PNG but not quite";
+    CHECK(png_replace_problem(other) == "holds something that is not a PNG");
+    std::ofstream(dir.file("empty.png")).close();
+    CHECK(png_replace_problem(dir.file("empty.png")) == "holds something that is not a PNG");
+    CHECK(png_replace_problem(dir.path.string()) == "is a directory, not a regular file");
+}
+
 TEST_CASE("png: bad sizes are rejected with the sizes in the message", "[vit][png][errors]") {
     require_error([] { encode_png(0, 3, 3, {}); }, {"encode_png", "0x3x3", "positive"});
     require_error([] { encode_png(4, -1, 3, {}); }, {"encode_png", "4x-1x3", "positive"});

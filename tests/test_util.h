@@ -229,6 +229,26 @@ struct Pipe {
     }
 };
 
+// Whether `s` is UTF-8 as strict decoders (Python's) read it: no overlong forms, no
+// surrogates, nothing above U+10FFFF, no sequence cut short.
+inline bool is_strict_utf8(const std::string& s) {
+    for (size_t i = 0; i < s.size();) {
+        const unsigned char b = static_cast<unsigned char>(s[i]);
+        const int n = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+        if (n == 0 || i + size_t(n) > s.size()) return false;
+        uint32_t cp = n == 1 ? b : b & (0xFFu >> (n + 1));
+        for (int k = 1; k < n; ++k) {
+            const unsigned char c = static_cast<unsigned char>(s[i + size_t(k)]);
+            if ((c >> 6) != 2) return false;
+            cp = (cp << 6) | (c & 0x3Fu);
+        }
+        const uint32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
+        if (cp < smallest[n] || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return false;
+        i += size_t(n);
+    }
+    return true;
+}
+
 // Runs `f` and requires it to throw std::invalid_argument whose message contains every one
 // of `fragments` (the op name, the shapes...).
 template <class F>

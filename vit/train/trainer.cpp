@@ -19,6 +19,7 @@
 #include "autograd/cpu/thread_choice.h"
 #include "autograd/io/atomic_file.h"
 #include "autograd/io/folder_lock.h"
+#include "autograd/io/json.h"
 #include "autograd/optim/ema.h"
 #include "autograd/optim/lr_schedule.h"
 #include "autograd/optim/optimizer.h"
@@ -347,8 +348,9 @@ void Trainer::resume() {
     state_ = checkpoint.state;
     model_->dropout_rng->set_state(state_.dropout_rng);
     // Another data folder is allowed (the same files moved, say) but must not pass unnoticed.
+    // The checkpoint holds the path as valid UTF-8 (json.h), so it is compared so.
     const auto data = checkpoint.options.find("data");
-    if (data != checkpoint.options.end() && data->second != data_identity(options_.data_dir))
+    if (data != checkpoint.options.end() && data->second != valid_utf8(data_identity(options_.data_dir)))
         *output_.log << "warning: the run was trained on " << data->second << "; it continues on "
                      << data_identity(options_.data_dir) << "\n";
     const std::string metrics = path("metrics.csv");

@@ -75,6 +75,19 @@ TEST_CASE("predict: --json is one object with every picture's classes or error",
     CHECK(out.substr(out.size() - 7) == "\n  ]\n}\n");
 }
 
+// A picture whose name is not UTF-8 made output that Python's json refuses.
+TEST_CASE("predict: --json is valid UTF-8 whatever bytes a file name holds", "[cli][predict]") {
+    Files f;
+    Captured c;
+    const std::string odd = f.dir.file("bad\xff\xfeutf.png");  // Latin-1 bytes: no file of that name is needed
+    CHECK(predict_command({"--json", "--checkpoint", f.checkpoint, f.png, odd}) == 1);
+    const std::string out = c.out.str();
+    INFO(out);
+    CHECK(is_strict_utf8(out));
+    CHECK(count(out, "bad\xEF\xBF\xBD\xEF\xBF\xBDutf.png") == 2);  // the file, and in its error
+    CHECK(count(out, "\"probability\": 0.") == 5);
+}
+
 TEST_CASE("predict: usage errors", "[cli][predict][errors]") {
     Files f;
     require_error([&] { predict_command({f.png}); }, {"--checkpoint PATH is required"});

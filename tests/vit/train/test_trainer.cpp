@@ -686,6 +686,38 @@ TEST_CASE("train: a damaged metrics.csv does not stop --resume, it is kept aside
     CHECK(read_metrics_csv(metrics).size() == 1);  // the second epoch, written by this session
 }
 
+// `train --data $'data-\xe9t\xe9'` wrote the path into the checkpoint's header as it was:
+// Python's json (vit/scripts/load_checkpoint_torch.py) refused the file.
+TEST_CASE("train: a --data folder named in Latin-1 gives checkpoints of valid UTF-8 that resume there quietly",
+          "[trainer][resume]") {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions o = run.options;
+    o.data_dir = run.out("data-\xe9t\xe9");
+    std::error_code ec;
+    std::filesystem::copy(run.data_dir(), o.data_dir, ec);
+    if (ec) {  // a file system that takes UTF-8 names only (macOS): such a folder cannot exist
+        WARN("cannot create a folder named in Latin-1 here: " << ec.message());
+        return;
+    }
+    o.max_steps = 6;  // into the second epoch: best and last, metrics.csv
+    REQUIRE(quiet(o).stop == StopReason::MaxSteps);
+    for (const char* file : {"last.safetensors", "last.state.safetensors", "best.safetensors"}) {
+        INFO(file);
+        const std::string bytes = read_bytes(o.out_dir + "/" + file);
+        uint64_t header = 0;
+        for (int i = 7; i >= 0; --i) header = header << 8 | static_cast<unsigned char>(bytes[size_t(i)]);
+        const std::string json = bytes.substr(8, size_t(header));
+        CHECK(is_strict_utf8(json));
+        CHECK(json.find("data-\xEF\xBF\xBDt\xEF\xBF\xBD\"") != std::string::npos);
+    }
+    o.resume = true;
+    o.max_steps = 0;
+    REQUIRE(quiet(o).stop == StopReason::Finished);
+    CHECK(quiet.log.str().find("warning: the run was trained on") == std::string::npos);
+    CHECK(is_strict_utf8(read_bytes(o.out_dir + "/results.json")));
+}
+
 // A resume on another --data folder was accepted silently.
 TEST_CASE("train: --resume on another data folder says so", "[trainer][resume]") {
     TinyRun run;

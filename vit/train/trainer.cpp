@@ -360,11 +360,13 @@ void Trainer::resume() {
             if (r.epoch <= state_.epoch) history_.push_back(r);
     } catch (const std::invalid_argument& e) {
         // The checkpoint, not the metrics, is what continues the run: a damaged metrics.csv
-        // is kept aside for the user and the curves restart from here.
+        // is kept aside for the user, under a name no earlier one has, and the curves restart.
         history_.clear();
+        std::string kept = metrics + ".unreadable";
+        for (int n = 2; fs::exists(kept); ++n) kept = metrics + ".unreadable." + std::to_string(n);
         std::error_code ec;
-        fs::rename(metrics, metrics + ".unreadable", ec);
-        *output_.log << "warning: " << e.what() << "; kept as " << metrics << ".unreadable, and metrics.csv "
+        fs::rename(metrics, kept, ec);
+        *output_.log << "warning: " << e.what() << "; kept as " << kept << ", and metrics.csv "
                      << "restarts with this session's epochs\n";
     }
 }

@@ -684,6 +684,24 @@ TEST_CASE("train: a damaged metrics.csv does not stop --resume, it is kept aside
     CHECK(quiet.log.str().find("warning: read_metrics_csv: " + metrics) != std::string::npos);
     CHECK(read_bytes(metrics + ".unreadable").find("1,garbage") != std::string::npos);
     CHECK(read_metrics_csv(metrics).size() == 1);  // the second epoch, written by this session
+
+    // A second damaged metrics.csv overwrote the first one kept; each now has its own copy.
+    write_bytes(metrics, read_bytes(metrics) + "2,rubbish\n");
+    o.max_steps = 0;
+    quiet.log.str("");
+    REQUIRE(quiet(o).stop == StopReason::Finished);
+    CHECK(quiet.log.str().find("kept as " + metrics + ".unreadable.2,") != std::string::npos);
+    CHECK(read_bytes(metrics + ".unreadable").find("1,garbage") != std::string::npos);
+    CHECK(read_bytes(metrics + ".unreadable.2").find("2,rubbish") != std::string::npos);
+
+    // --overwrite leaves nothing of the run it replaces, the kept copies included.
+    TrainOptions fresh = run.options;
+    fresh.overwrite = true;
+    fresh.max_steps = 1;
+    REQUIRE(quiet(fresh).stop == StopReason::MaxSteps);
+    std::vector<std::string> left = files_ending_in(o.out_dir, "");
+    std::sort(left.begin(), left.end());
+    CHECK(left == std::vector<std::string>{".patchgrad.lock", "last.safetensors", "last.state.safetensors"});
 }
 
 // `train --data $'data-\xe9t\xe9'` wrote the path into the checkpoint's header as it was:

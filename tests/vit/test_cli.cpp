@@ -81,6 +81,21 @@ TEST_CASE("cli: the version is MAJOR.MINOR.PATCH from CMakeLists.txt", "[cli]") 
     CHECK(numbers == 3);
 }
 
+// `--data ''` quietly used the default folder while `--out ''` was an error.
+TEST_CASE("cli: an empty --data is a usage error, a missing one the default or PATCHGRAD_DATA", "[cli][errors]") {
+    require_error([] { data_dir_from_flags(parse_flags({"--data="}, {"--data"})); },
+                  {"--data needs a directory, got an empty value"});
+    require_error([] { data_dir_from_flags(parse_flags({"--data", ""}, {"--data"})); }, {"--data needs a directory"});
+    CHECK(data_dir_from_flags(parse_flags({"--data", "d"}, {"--data"})).path == "d");
+    CHECK(data_dir_from_flags(parse_flags({}, {"--data"})).source != "--data");
+    require_error([] { eval_command({"--checkpoint", "c.safetensors", "--data="}); }, {"--data needs a directory"});
+    require_error(
+        [] {
+            inspect_command({"--config", "cifar-tiny", "--out", "o", "--data", ""});
+        },
+        {"--data needs a directory"});
+}
+
 // SIGHUP (a closed terminal) ended a training run without saving.
 TEST_CASE("cli: SIGINT, SIGTERM and SIGHUP ask training to save and stop", "[cli]") {
     for (int signal : {SIGINT, SIGTERM, SIGHUP}) {

@@ -78,6 +78,7 @@ int inspect_command(const std::vector<std::string>& args) {
             "--image-file PICTURE draws that picture; --image N, --data and --file pick a CIFAR-10 "
             "image instead: not both");
     if (!flags.given("--out")) throw UsageError("--out DIR is required");
+    data_dir_from_flags(flags);            // an empty --data is refused before anything is loaded
     check_inspection_out(value("--out"));  // before the model is built
     InspectOptions options;
     if (flags.given("--image")) options.image = static_cast<int64_t>(parse_unsigned("--image", value("--image")));
@@ -116,7 +117,7 @@ int inspect_command(const std::vector<std::string>& args) {
         set = load_cifar10_file(value("--file"), &std::cerr);
         std::cout << "data: " << value("--file");
     } else {
-        const DataDir dir = resolve_data_dir(flags.value_or("--data", ""));
+        const DataDir dir = data_dir_from_flags(flags);
         set = load_cifar10_test(dir.path, &std::cerr);
         std::cout << "data: " << kCifar10TestFile << " in " << dir.path << " (" << dir.source << ")";
     }
@@ -125,7 +126,8 @@ int inspect_command(const std::vector<std::string>& args) {
     VisionTransformer model(config, seed);
     if (checkpoint) load_weights(model, *checkpoint);
 
-    const Inspection inspection = write_inspection(model, set, ChannelStats::cifar10(), value("--out"), options);
+    const Inspection inspection =
+        write_inspection(model, set, ChannelStats::cifar10_for(config.channels), value("--out"), options);
     const Matrix& d = inspection.attention_distance;
     std::cout << "mean attention distance (pixels; uniform attention: "
               << mean_patch_distance(PatchGrid::of(model.config)) << "), per layer, heads in order:\n";

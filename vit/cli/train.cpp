@@ -66,7 +66,7 @@ TrainOptions base_options(const Flags& flags, bool resume) {
 
 void apply_flags(TrainOptions& o, const Flags& flags) {
     apply_train_flags(o, flags);
-    const DataDir dir = resolve_data_dir(flags.value_or("--data", ""));
+    const DataDir dir = data_dir_from_flags(flags);
     o.data_dir = dir.path;
     o.data_source = dir.source;
 }

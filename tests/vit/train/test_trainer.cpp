@@ -85,6 +85,49 @@ TEST_CASE("train: a run stopped mid-epoch and resumed ends bit-identical to an u
     CHECK(third.test->loss == reference.test->loss);
 }
 
+// When the very first save of a run failed (a full disk), the folder held best.safetensors and
+// metrics.csv only: a new run said "continue it with --resume", and --resume that there was
+// no checkpoint.
+TEST_CASE("train: a folder whose run never saved a checkpoint is not offered to --resume", "[trainer][errors]") {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions o = run.options;
+    o.out_dir = run.out("reference");
+    o.max_steps = 6;
+    quiet(o);
+    const auto weights = std::filesystem::file_size(o.out_dir + "/best.safetensors");
+    o = run.options;
+    std::string message;
+    {
+        // Room for best.safetensors and the metrics, not for the resume file (three times the weights).
+        FileSizeLimit full(static_cast<rlim_t>(2 * weights));
+        try {
+            quiet(o);
+        } catch (const std::runtime_error& e) {
+            message = e.what();
+        }
+    }
+    INFO(message);
+    CHECK(message.find("last.state.safetensors") != std::string::npos);
+    CHECK(std::filesystem::exists(o.out_dir + "/best.safetensors"));
+    CHECK(std::filesystem::exists(o.out_dir + "/metrics.csv"));
+    CHECK_FALSE(has_resume_point(last_of(o)));
+    require_error([&] { quiet(o); }, {"--out " + o.out_dir +
+                                          " holds files of a run that saved no checkpoint to "
+                                          "continue from (best.safetensors, metrics.csv, metrics.png)",
+                                      "choose another --out, or replace them with --overwrite"});
+    try {
+        quiet(o);
+    } catch (const std::exception& e) {
+        CHECK(std::string(e.what()).find("--resume") == std::string::npos);
+    }
+    o.resume = true;
+    require_error([&] { quiet(o); }, {"--resume: no checkpoint"});
+    o.resume = false;
+    o.overwrite = true;
+    CHECK(quiet(o).stop == StopReason::Finished);
+}
+
 // The tiny run trained straight through into "straight", and again into "pieces" stopped
 // after step 3, to be resumed.
 struct StraightAndStopped {
@@ -468,6 +511,10 @@ TEST_CASE("train: missing data, an unwritable output and a bad --resume fail bef
     o.data_source = "PATCHGRAD_DATA";
     require_error([&] { quiet(o); }, {run.out("no-such-dir"), "PATCHGRAD_DATA", "download_cifar10.sh"});
     CHECK_FALSE(std::filesystem::exists(o.out_dir));  // no empty run directory left behind
+
+    // --data naming a file was reported as a directory that does not exist.
+    o.data_dir = run.data_dir() + "/test_batch.bin";
+    require_error([&] { quiet(o); }, {o.data_dir + " is a file, not a directory"});
 
     o = run.options;
     write_bytes(run.out("a-file"), "x");

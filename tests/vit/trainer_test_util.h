@@ -2,12 +2,9 @@
 // enough to train in milliseconds in float64 and a tiny synthetic CIFAR-10 on disk.
 #pragma once
 
-#include <climits>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <functional>
-#include <iterator>
 #include <map>
 #include <sstream>
 #include <string>
@@ -17,6 +14,7 @@
 #include "datasets/cifar10.h"
 #include "datasets/datasets_test_util.h"
 #include "test_util.h"
+#include "vit/metadata_mutator.h"
 #include "vit/train/trainer.h"
 #include "vit/vision_transformer.h"
 
@@ -132,69 +130,6 @@ inline std::map<std::string, std::string> files_in(const std::string& dir) {
     std::map<std::string, std::string> files;
     for (const std::string& name : files_ending_in(dir, "")) files[name] = read_bytes(dir + "/" + name);
     return files;
-}
-
-// One hostile change to a checkpoint's metadata, seven times in eight to its training state
-// ("state.*"): a field set to an extreme or malformed number or to another field's value,
-// nudged by one, removed, or the dropout generator's four words set to 0. Returns what it did.
-inline std::string mutate_metadata(Metadata& m, Rng& rng) {
-    std::vector<std::string> keys, state_keys;
-    for (const auto& entry : m) {
-        keys.push_back(entry.first);
-        if (entry.first.rfind("state.", 0) == 0) state_keys.push_back(entry.first);
-    }
-    const std::vector<std::string>& pool = rng.below(8) < 7 && !state_keys.empty() ? state_keys : keys;
-    const std::string key = pool[rng.below(pool.size())];
-    const char* values[] = {"0",
-                            "1",
-                            "-1",
-                            "2",
-                            "4",
-                            "5",
-                            "8",
-                            "1000",
-                            "9223372036854775807",
-                            "-9223372036854775808",
-                            "18446744073709551615",
-                            "1000000000000000000",
-                            "1e18",
-                            "nan",
-                            "inf",
-                            "-inf",
-                            "1e308",
-                            "-0",
-                            "0.5",
-                            "1.0000001",
-                            "",
-                            "x",
-                            " 1",
-                            "0x10"};
-    switch (rng.below(5)) {
-        case 0:
-        case 1:
-            m[key] = values[rng.below(std::size(values))];
-            return key + " = '" + m[key] + "'";
-        case 2: {
-            const std::string& other = keys[rng.below(keys.size())];
-            m[key] = m[other];
-            return key + " = " + other + "'s '" + m[key] + "'";
-        }
-        case 3: {
-            char* end = nullptr;
-            const long long v = std::strtoll(m[key].c_str(), &end, 10);
-            if (m[key].empty() || *end != '\0' || v == LLONG_MIN || v == LLONG_MAX) break;
-            m[key] = std::to_string(rng.below(2) ? v + 1 : v - 1);
-            return key + " nudged to " + m[key];
-        }
-        case 4:
-            if (rng.below(2)) {
-                for (int i = 0; i < 4; ++i) m["state.dropout_rng." + std::to_string(i)] = "0";
-                return "state.dropout_rng.0..3 = 0";
-            }
-            break;
-    }
-    m.erase(key);
-    return key + " removed";
 }
 
 }  // namespace patchgrad::test

@@ -1,6 +1,7 @@
 // test_resume_state.cpp — a resume file whose training state was edited or damaged: each field
 // is checked against the recipe and the data before the run continues (vit/train/checkpoint.h),
 // and fuzzed metadata either resumes or is refused naming the file; it never hangs the trainer.
+// tests/fuzz/fuzz_resume.cpp runs the same mutator under libFuzzer, for as long as you like.
 #include <chrono>
 #include <filesystem>
 #include <string>

@@ -103,9 +103,10 @@ struct Checkpoint {
 // Reads `path` (weights and metadata). Throws std::invalid_argument naming the file for a
 // file that is not a safetensors file (load_safetensors' message), a file without our
 // format tag, a metadata entry that is missing or not a number where one is needed, a
-// training state out of range (check_resume_state's comment), a config that validate() refuses, or tensors that are not exactly the config's parameters
-// (named as in load_weights, non-finite values included). So the model its config describes
-// is known to match the file before anything builds it.
+// training state out of range (check_resume_state's comment), a config that validate()
+// refuses, or tensors that are not exactly the config's parameters (named as in
+// load_weights, non-finite values included). So the model its config describes is known to
+// match the file before anything builds it.
 Checkpoint load_checkpoint(const std::string& path);
 
 // Throws "checkpoint <path>: config <field> <value> in the checkpoint, <value> requested"

@@ -547,7 +547,7 @@ void Trainer::check_finite() const {
     if (bad.empty()) return;
     const std::string last = path("last.safetensors");
     fail<std::runtime_error>(
-        "training diverged: after step ", state_.global_step, " of the run ", bad, ", so nothing is saved; ",
+        "training diverged: after step ", state_.global_step, " of the run, ", bad, ", so nothing is saved; ",
         has_resume_point(last) ? "the last save in " + options_.out_dir + " stays the point to resume from"
                                : std::string("the run has no save to resume from"),
         ". Try a smaller --lr or --clip-grad 1");

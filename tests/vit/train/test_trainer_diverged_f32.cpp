@@ -34,7 +34,7 @@ TEST_CASE("train: a stop right after a diverging step saves nothing, fails, and 
     }
     INFO(message);
     CHECK(polls == 2);
-    CHECK(message.find("training diverged: after step 1 of the run ") != std::string::npos);
+    CHECK(message.find("training diverged: after step 1 of the run, ") != std::string::npos);
     CHECK(message.find(" holds ") != std::string::npos);
     CHECK(message.find("so nothing is saved; the last save in " + o.out_dir + " stays the point to resume from") !=
           std::string::npos);

@@ -1,6 +1,7 @@
 #include "rng.h"
 
 #include <cmath>
+#include <stdexcept>
 
 namespace patchgrad {
 
@@ -16,6 +17,12 @@ uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 Rng::Rng(uint64_t seed) {
     for (auto& word : s_) word = splitmix64(seed);
+}
+
+void Rng::set_state(const std::array<uint64_t, 4>& s) {
+    if (s[0] == 0 && s[1] == 0 && s[2] == 0 && s[3] == 0)
+        throw std::invalid_argument("Rng::set_state: an all-zero state, which the generator never leaves");
+    s_ = s;
 }
 
 uint64_t Rng::next_u64() {

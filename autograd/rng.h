@@ -22,9 +22,10 @@ public:
     uint64_t below(uint64_t n);               // uniform integer in [0, n), unbiased
     bool bernoulli(double p) { return uniform() < p; }
 
-    // For checkpoints: the full generator state.
+    // For checkpoints: the full generator state. set_state refuses four zeros (std::invalid_argument):
+    // xoshiro never leaves that state, every draw would be 0 and below() would loop for ever.
     std::array<uint64_t, 4> state() const { return s_; }
-    void set_state(const std::array<uint64_t, 4>& s) { s_ = s; }
+    void set_state(const std::array<uint64_t, 4>& s);
 
 private:
     std::array<uint64_t, 4> s_;

@@ -95,8 +95,9 @@ void append_cifar10_file(const std::string& path, ImageSet& set, std::ostream* w
     std::error_code ec;
     if (!fs::exists(path, ec)) {
         const fs::path parent = fs::path(path).parent_path();
-        const std::string where =
-            parent.empty() || fs::is_directory(parent, ec) ? "" : " (directory " + parent.string() + " does not exist)";
+        const std::string where = parent.empty() || fs::is_directory(parent, ec) ? ""
+                                  : fs::exists(parent, ec) ? " (" + parent.string() + " is a file, not a directory)"
+                                                           : " (directory " + parent.string() + " does not exist)";
         throw std::runtime_error("cifar10: missing " + path + where + "; " + kMissingHint);
     }
     const std::string not_regular = not_a_regular_file(path);

@@ -51,8 +51,9 @@ ImageSet parse_cifar10(const std::string& bytes, const std::string& name);
 ImageSet load_cifar10_train(const std::string& dir, std::ostream* warnings = nullptr);
 ImageSet load_cifar10_test(const std::string& dir, std::ostream* warnings = nullptr);
 
-// Writes `set` (images [3, 32, 32], labels 0-9) as CIFAR-10 records to `path + ".tmp"` and
-// renames it over `path` once complete, so a failed write never leaves a partial file.
+// Writes `set` (images [3, 32, 32], labels 0-9) as CIFAR-10 records to a temporary file beside
+// `path` and renames it over `path` once complete (atomic_write), so a failed write never
+// leaves a partial file.
 void save_cifar10_file(const std::string& path, const ImageSet& set);
 
 // `count` images [3, 32, 32] with labels cycling 0..9 (so every class is equally common):

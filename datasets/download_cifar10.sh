@@ -11,7 +11,9 @@
 #   - Extracts into a temporary directory inside DEST_DIR and moves the finished folder into
 #     place, so DEST_DIR/cifar-10-batches-bin is never half-extracted.
 #   - Is idempotent: if the six .bin files are already there with 30,730,000 bytes each, it
-#     prints "already present" and exits 0 without touching the network.
+#     prints "already present" and exits 0 without touching the network. An incomplete copy
+#     is replaced, but a DEST_DIR/cifar-10-batches-bin holding any other file is left alone
+#     (the script stops and names the file).
 #
 # No internet? Any directory holding data_batch_1..5.bin and test_batch.bin works: point
 # patchgrad at it with --data DIR or PATCHGRAD_DATA=DIR, or copy the files into
@@ -49,6 +51,17 @@ complete() {
 if complete "$dest"; then
   echo "$me: CIFAR-10 already present in $dest"
   exit 0
+fi
+# An incomplete copy in $dest is replaced below; anything else there is the user's and stays.
+if [ -e "$dest" ]; then
+  [ -d "$dest" ] || die "$dest is not a folder: move it away or give another DEST_DIR"
+  for f in "$dest"/* "$dest"/.[!.]*; do
+    [ -e "$f" ] || [ -L "$f" ] || continue
+    case ${f##*/} in
+      data_batch_[1-5].bin | test_batch.bin | batches.meta.txt | readme.html) ;;
+      *) die "$dest holds ${f##*/}, which is not a CIFAR-10 file: move it away or give another DEST_DIR" ;;
+    esac
+  done
 fi
 
 command -v tar >/dev/null || die "needs 'tar', which is not installed"

@@ -8,6 +8,19 @@
 
 namespace patchgrad {
 
+ChannelStats ChannelStats::cifar10_for(int64_t channels) {
+    check(channels == 1 || channels == 3, "ChannelStats::cifar10_for: CIFAR-10's statistics are for 1 (gray) or 3 ",
+          "(RGB) channels, not ", channels);
+    if (channels == 3) return cifar10();
+    const double luma[3] = {19595 / 65536.0, 38470 / 65536.0, 7471 / 65536.0};  // as image_ops.cpp's grey_levels
+    double mean = 0, std = 0;
+    for (int c = 0; c < 3; ++c) {
+        mean += luma[c] * kCifar10Mean[size_t(c)];
+        std += luma[c] * kCifar10Std[size_t(c)];
+    }
+    return {{mean}, {std}};
+}
+
 ChannelStats channel_stats(const ImageSet& set) {
     set.check("channel_stats");
     if (set.size() == 0) throw std::invalid_argument("channel_stats: the set has no images");

@@ -28,6 +28,11 @@ struct ChannelStats {
     static ChannelStats cifar10() {
         return {{kCifar10Mean.begin(), kCifar10Mean.end()}, {kCifar10Std.begin(), kCifar10Std.end()}};
     }
+    // CIFAR-10's for a model of `channels` channels: 3, the above; 1, those of the gray level
+    // that pictures become for a gray model (PIL's luma, a weighted sum of R, G and B), whose
+    // mean is that sum of the means (0.4809) and whose std is taken as that sum of the stds
+    // (0.2466: exact if the channels rose and fell together, as they nearly do).
+    static ChannelStats cifar10_for(int64_t channels);
 };
 
 // The statistics of every pixel of every image in `set` (exact: integer sums).

@@ -1,7 +1,10 @@
 // test_util.h — shared helpers for patchgrad's tests.
 #pragma once
 
+#include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -140,6 +143,17 @@ struct TempDir {
     std::string file(const std::string& name) const { return (path / name).string(); }
 };
 
+// Names of the files in `dir` ending in `suffix`.
+inline std::vector<std::string> files_ending_in(const std::string& dir, const std::string& suffix) {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+        const std::string name = entry.path().filename().string();
+        if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+            names.push_back(name);
+    }
+    return names;
+}
+
 // A disk that fills up, for as long as this object lives: every write that would take a file
 // past `bytes` fails (RLIMIT_FSIZE, EFBIG: "File too large"), as a full disk fails with
 // ENOSPC, through the same error paths; SIGXFSZ, which would kill the process, is ignored.
@@ -164,6 +178,76 @@ private:
     rlimit old_{};
     void (*old_handler_)(int) = SIG_DFL;
 };
+
+// A process forked to run `body`, which exits with body's return value (2 if it throws) and
+// never returns into the test; killed, if it still runs, when the test leaves its scope.
+struct Child {
+    pid_t pid = -1;
+    template <class F>
+    explicit Child(F body) {
+        pid = ::fork();
+        REQUIRE(pid >= 0);
+        if (pid > 0) return;
+        int status = 2;
+        try {
+            status = body();
+        } catch (...) {
+        }
+        ::_exit(status);
+    }
+    // The exit status, or 128 + the signal that ended it.
+    int wait() {
+        int status = 0;
+        REQUIRE(::waitpid(pid, &status, 0) == pid);
+        pid = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    ~Child() {
+        if (pid > 0) {
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, nullptr, 0);
+        }
+    }
+};
+
+// A one-way channel between two processes: a byte sent, a byte received (0 at end of file).
+struct Pipe {
+    int fd[2] = {-1, -1};
+    Pipe() { REQUIRE(::pipe(fd) == 0); }
+    ~Pipe() {
+        for (int f : fd)
+            if (f >= 0) ::close(f);
+    }
+    void send(char c) { REQUIRE(::write(fd[1], &c, 1) == 1); }
+    char receive() {
+        char c = 0;
+        return ::read(fd[0], &c, 1) == 1 ? c : char(0);
+    }
+    void close_writing() {
+        ::close(fd[1]);
+        fd[1] = -1;
+    }
+};
+
+// Whether `s` is UTF-8 as strict decoders (Python's) read it: no overlong forms, no
+// surrogates, nothing above U+10FFFF, no sequence cut short.
+inline bool is_strict_utf8(const std::string& s) {
+    for (size_t i = 0; i < s.size();) {
+        const unsigned char b = static_cast<unsigned char>(s[i]);
+        const int n = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
+        if (n == 0 || i + size_t(n) > s.size()) return false;
+        uint32_t cp = n == 1 ? b : b & (0xFFu >> (n + 1));
+        for (int k = 1; k < n; ++k) {
+            const unsigned char c = static_cast<unsigned char>(s[i + size_t(k)]);
+            if ((c >> 6) != 2) return false;
+            cp = (cp << 6) | (c & 0x3Fu);
+        }
+        const uint32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
+        if (cp < smallest[n] || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return false;
+        i += size_t(n);
+    }
+    return true;
+}
 
 // Runs `f` and requires it to throw std::invalid_argument whose message contains every one
 // of `fragments` (the op name, the shapes...).

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -56,9 +57,27 @@ private:
 
 }  // namespace
 
+std::string temporary_path(const std::string& path, long pid, uint64_t serial) {
+    return path + "." + std::to_string(pid) + "-" + std::to_string(serial) + ".tmp";
+}
+
+bool is_temporary_name(const std::string& name, const std::string& target) {
+    const std::string suffix = ".tmp";
+    if (name.size() < target.size() + 4 + suffix.size() || name.compare(0, target.size(), target) != 0 ||
+        name[target.size()] != '.' || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+        return false;
+    const std::string middle = name.substr(target.size() + 1, name.size() - target.size() - 1 - suffix.size());
+    const size_t dash = middle.find('-');
+    const auto digits = [](const std::string& s) {
+        return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+    };
+    return dash != std::string::npos && digits(middle.substr(0, dash)) && digits(middle.substr(dash + 1));
+}
+
 void atomic_write(const std::string& path, const std::string& what, const std::function<void(std::ostream&)>& write) {
-    const std::string tmp = path + ".tmp";
-    ::unlink(tmp.c_str());  // a stale temporary file, or a symlink: the link goes, never its target
+    static std::atomic<uint64_t> serial{0};
+    const std::string tmp = temporary_path(path, static_cast<long>(::getpid()), ++serial);
+    ::unlink(tmp.c_str());  // a symlink, or a file of an earlier process of this id: the link goes, never its target
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0)
         throw std::runtime_error(what + ": cannot open '" + tmp + "' to write '" + path + "': " + reason(errno));

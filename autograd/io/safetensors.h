@@ -35,8 +35,8 @@ struct NamedTensors {
     Tensor get(const std::string& name) const;
 };
 
-// Writes `path + ".tmp"` and renames it over `path` only once it is complete, so an
-// interrupted or failed save never leaves a half-written file under `path`.
+// Writes a temporary file beside `path` and renames it over `path` only once it is complete
+// (atomic_write), so an interrupted or failed save never leaves a half-written file under `path`.
 void save_safetensors(const std::string& path, const NamedTensors& named);
 // Reads a regular file (a FIFO, a directory or a device is refused before it is opened).
 // Every problem throws std::invalid_argument "load_safetensors: <path>: <problem>".

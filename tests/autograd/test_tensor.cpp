@@ -128,6 +128,16 @@ TEST_CASE("rng: the same seed gives the same stream, different seeds differ", "[
     REQUIRE(e.normal() == next);
 }
 
+// A checkpoint holding four zeros as the dropout generator's state made below() loop for ever.
+TEST_CASE("rng: the all-zero state, which the generator never leaves, is refused", "[tensor][rng][errors]") {
+    Rng rng(3);
+    const std::array<uint64_t, 4> before = rng.state();
+    require_error([&] { rng.set_state({0, 0, 0, 0}); }, {"Rng::set_state", "all-zero"});
+    CHECK(rng.state() == before);
+    rng.set_state({0, 0, 0, 1});  // one bit is enough to move
+    CHECK(rng.below(3) < 3);
+}
+
 TEST_CASE("rng: uniform, normal and below have the right statistics", "[tensor][rng]") {
     Rng rng(1);
     const int n = 200000;

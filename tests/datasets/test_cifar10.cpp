@@ -60,7 +60,7 @@ TEST_CASE("datasets: cifar10 writer writes the binary layout atomically and relo
     const ImageSet set = load_cifar10_file(dir.file("hand.bin"));
     save_cifar10_file(dir.file("copy.bin"), set);
     REQUIRE(read_bytes(dir.file("copy.bin")) == hand_records({1, 8, 2, 2}));
-    REQUIRE_FALSE(fs::exists(dir.file("copy.bin.tmp")));
+    REQUIRE(files_ending_in(dir.path.string(), ".tmp").empty());
 
     const ImageSet synthetic = synthetic_cifar10(13, 5);
     save_cifar10_file(dir.file("synthetic.bin"), synthetic);
@@ -202,7 +202,7 @@ TEST_CASE("datasets: cifar10 writer rejects what CIFAR-10 cannot hold", "[datase
                   {"6143 pixel bytes for 2 labels", "6144"});
     const std::string unwritable = dir.file("no/such/dir/x.bin");
     require_error([&] { save_cifar10_file(unwritable, synthetic_cifar10(1, 1)); },
-                  {"cannot open", unwritable + ".tmp"});
+                  {"cannot open '" + unwritable + "."});
     REQUIRE(fs::is_empty(dir.path));
 }
 

@@ -127,6 +127,26 @@ TEST_CASE("datasets: download_cifar10.sh fetches, verifies, extracts, and is ide
         REQUIRE(load_cifar10_train(dest).pixels == expected_train.pixels);
     }
 
+    SECTION("a folder of the same name holding other files is not replaced") {
+        const std::string dest = tmp.file("mine");
+        fs::create_directories(dest + "/cifar-10-batches-bin");
+        write_bytes(dest + "/cifar-10-batches-bin/data_batch_1.bin", "cut");
+        write_bytes(dest + "/cifar-10-batches-bin/my_notes.txt", "precious");
+        Run refused = run_script(tmp, dest, url, md5);
+        INFO(refused.output);
+        REQUIRE(refused.exit_code != 0);
+        REQUIRE(refused.output.find("holds my_notes.txt, which is not a CIFAR-10 file") != std::string::npos);
+        REQUIRE(refused.output.find("downloading") == std::string::npos);
+        REQUIRE(read_bytes(dest + "/cifar-10-batches-bin/my_notes.txt") == "precious");
+        fs::remove_all(dest + "/cifar-10-batches-bin");
+        write_bytes(dest + "/cifar-10-batches-bin", "a file");  // not a folder either
+        Run file = run_script(tmp, dest, url, md5);
+        INFO(file.output);
+        REQUIRE(file.exit_code != 0);
+        REQUIRE(file.output.find("cifar-10-batches-bin is not a folder") != std::string::npos);
+        REQUIRE(read_bytes(dest + "/cifar-10-batches-bin") == "a file");
+    }
+
     SECTION("checksum mismatch: non-zero exit and nothing left behind") {
         const std::string dest = tmp.file("fresh");
         Run bad = run_script(tmp, dest, url, std::string(32, '0'));

@@ -12,6 +12,8 @@
 namespace patchgrad::cli {
 namespace {
 
+using patchgrad::test::Child;
+using patchgrad::test::Pipe;
 using patchgrad::test::require_error;
 
 TEST_CASE("cli: parse_flags takes --name value and --name=value", "[cli]") {
@@ -79,6 +81,21 @@ TEST_CASE("cli: the version is MAJOR.MINOR.PATCH from CMakeLists.txt", "[cli]") 
     CHECK(numbers == 3);
 }
 
+// `--data ''` quietly used the default folder while `--out ''` was an error.
+TEST_CASE("cli: an empty --data is a usage error, a missing one the default or PATCHGRAD_DATA", "[cli][errors]") {
+    require_error([] { data_dir_from_flags(parse_flags({"--data="}, {"--data"})); },
+                  {"--data needs a directory, got an empty value"});
+    require_error([] { data_dir_from_flags(parse_flags({"--data", ""}, {"--data"})); }, {"--data needs a directory"});
+    CHECK(data_dir_from_flags(parse_flags({"--data", "d"}, {"--data"})).path == "d");
+    CHECK(data_dir_from_flags(parse_flags({}, {"--data"})).source != "--data");
+    require_error([] { eval_command({"--checkpoint", "c.safetensors", "--data="}); }, {"--data needs a directory"});
+    require_error(
+        [] {
+            inspect_command({"--config", "cifar-tiny", "--out", "o", "--data", ""});
+        },
+        {"--data needs a directory"});
+}
+
 // SIGHUP (a closed terminal) ended a training run without saving.
 TEST_CASE("cli: SIGINT, SIGTERM and SIGHUP ask training to save and stop", "[cli]") {
     for (int signal : {SIGINT, SIGTERM, SIGHUP}) {
@@ -87,6 +104,28 @@ TEST_CASE("cli: SIGINT, SIGTERM and SIGHUP ask training to save and stop", "[cli
         CHECK_FALSE(stop_signal_received());
         std::raise(signal);  // would end the test binary were it not caught
         CHECK(stop_signal_received());
+    }
+}
+
+// A step that never ends (an endless loop of a damaged resume file's making) held the run:
+// the first signal only asks for a stop after the step, so the second must end the program.
+TEST_CASE("cli: a second SIGINT or SIGTERM ends a program stuck in a step", "[cli][signals]") {
+    for (int signal : {SIGINT, SIGTERM}) {
+        INFO("signal " << signal);
+        Pipe ready;
+        Child stuck([&] {
+            StopSignals signals;
+            ready.send('r');
+            for (;;) ::pause();  // a step that never polls
+            return 0;
+        });
+        ready.close_writing();
+        REQUIRE(ready.receive() == 'r');
+        REQUIRE(::kill(stuck.pid, signal) == 0);
+        ::usleep(100000);
+        CHECK(::waitpid(stuck.pid, nullptr, WNOHANG) == 0);  // the first one asked for a stop only
+        REQUIRE(::kill(stuck.pid, signal) == 0);
+        CHECK(stuck.wait() == 128 + signal);
     }
 }
 

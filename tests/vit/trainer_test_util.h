@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -12,6 +13,8 @@
 #include "catch.h"
 #include "datasets/cifar10.h"
 #include "datasets/datasets_test_util.h"
+#include "test_util.h"
+#include "vit/metadata_mutator.h"
 #include "vit/train/trainer.h"
 #include "vit/vision_transformer.h"
 
@@ -122,15 +125,11 @@ inline void require_identical_weights(const std::string& path_a, const std::stri
     }
 }
 
-// Names of the files in `dir` ending in `suffix`.
-inline std::vector<std::string> files_ending_in(const std::string& dir, const std::string& suffix) {
-    std::vector<std::string> names;
-    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-        const std::string name = entry.path().filename().string();
-        if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
-            names.push_back(name);
-    }
-    return names;
+// Every file in `dir` with its bytes.
+inline std::map<std::string, std::string> files_in(const std::string& dir) {
+    std::map<std::string, std::string> files;
+    for (const std::string& name : files_ending_in(dir, "")) files[name] = read_bytes(dir + "/" + name);
+    return files;
 }
 
 }  // namespace patchgrad::test

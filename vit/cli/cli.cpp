@@ -40,6 +40,12 @@ Flags parse_flags(const std::vector<std::string>& args, const std::vector<std::s
     return flags;
 }
 
+DataDir data_dir_from_flags(const Flags& flags) {
+    check<UsageError>(!flags.given("--data") || !flags.values.at("--data").empty(),
+                      "--data needs a directory, got an empty value");
+    return resolve_data_dir(flags.value_or("--data", ""));
+}
+
 int64_t parse_positive_int(const std::string& flag, const std::string& text, int64_t max) {
     const bool digits = !text.empty() && text.size() <= 12 &&
                         std::all_of(text.begin(), text.end(), [](char ch) { return ch >= '0' && ch <= '9'; });

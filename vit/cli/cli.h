@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "datasets/cifar10.h"
 #include "vit/train/train_options.h"
 #include "vit/vision_transformer.h"
 
@@ -37,6 +38,10 @@ struct Flags {
 // Anything else (an unknown flag, a stray word, a flag without its value, a flag given
 // twice) is a UsageError.
 Flags parse_flags(const std::vector<std::string>& args, const std::vector<std::string>& value_flags);
+
+// The data folder of --data, $PATCHGRAD_DATA or the default (resolve_data_dir). --data given
+// with an empty value is a UsageError, as --out's is: it would quietly mean the default folder.
+DataDir data_dir_from_flags(const Flags& flags);
 
 // The named configuration (vit_config); an unknown name is a UsageError listing the known ones.
 ViTConfig config_from_flag(const std::string& name);

@@ -20,6 +20,7 @@
 #include "datasets/cifar10.h"
 #include "vit/cli/cli.h"
 #include "vit/pictures/chart.h"
+#include "vit/pictures/png.h"
 #include "vit/summary.h"
 #include "vit/train/checkpoint.h"
 #include "vit/train/metrics.h"
@@ -49,7 +50,8 @@ void print_help() {
                  "  --every N              also print a Markdown table of each run's accuracy every N epochs\n"
                  "                         and at its last\n"
                  "  --title TEXT           the chart's title (default: \"validation accuracy\")\n"
-                 "  --out FILE.png         where the chart goes (default: compare.png)\n"
+                 "  --out FILE.png         where the chart goes (default: compare.png); an existing file there\n"
+                 "                         is replaced only if it is a PNG\n"
                  "  -h, --help             show this help\n";
 }
 
@@ -232,6 +234,12 @@ int compare_command(const std::vector<std::string>& args) {
     if (images_per_epoch > 0 && x != "tflop") throw UsageError("--images-per-epoch counts compute, for --x tflop");
     const int64_t every = flags.given("--every") ? parse_positive_int("--every", flags.values.at("--every")) : 0;
     const std::string out = flags.value_or("--out", "compare.png");
+    const std::string extension = out.size() >= 4 ? out.substr(out.size() - 4) : "";
+    if (extension != ".png" && extension != ".PNG") throw UsageError("--out must name a .png file, got '" + out + "'");
+    const std::string problem = png_replace_problem(out);
+    if (!problem.empty())
+        throw std::invalid_argument("--out " + out + " " + problem +
+                                    ": compare replaces only a PNG; choose another --out");
 
     std::vector<Run> runs;
     for (size_t i = 0; i < dirs.size(); ++i) runs.push_back(read_run(dirs[i], labels[i]));

@@ -67,6 +67,7 @@ int eval_command(const std::vector<std::string>& args) {
         return 0;
     }
     if (!flags.given("--checkpoint")) throw UsageError("--checkpoint PATH is required");
+    data_dir_from_flags(flags);  // an empty --data is refused before anything is loaded
     if (flags.given("--data") && flags.given("--file"))
         throw UsageError("give --data DIR or --file FILE.bin, not both");
     if (flags.given("--split") && flags.given("--file"))
@@ -98,7 +99,7 @@ int eval_command(const std::vector<std::string>& args) {
         set = load_cifar10_file(flags.values.at("--file"), &std::cerr);
         std::cout << "data: " << flags.values.at("--file");
     } else {
-        const DataDir dir = resolve_data_dir(flags.value_or("--data", ""));
+        const DataDir dir = data_dir_from_flags(flags);
         if (split == "test") {
             set = load_cifar10_test(dir.path, &std::cerr);
             std::cout << "data: " << kCifar10TestFile << " in " << dir.path << " (" << dir.source << ")";
@@ -116,7 +117,8 @@ int eval_command(const std::vector<std::string>& args) {
     std::cout << ", " << set.size() << " images; test-time augmentation " << enum_name(tta) << "\n\n" << std::flush;
     VisionTransformer model(checkpoint.config, 0);
     load_weights(model, checkpoint);
-    std::cout << format_evaluation(evaluate(model, set, ChannelStats::cifar10(), batch, tta));
+    std::cout << format_evaluation(
+        evaluate(model, set, ChannelStats::cifar10_for(checkpoint.config.channels), batch, tta));
     return 0;
 }
 

@@ -50,7 +50,8 @@ void print_help() {
                  "  --file FILE.bin       images from any file of CIFAR-10 binary records instead\n"
                  "  --image-file PICTURE  draw your own picture (PNG or PPM), prepared as 'patchgrad predict' does;\n"
                  "                        the attention distance is then that picture's alone\n"
-                 "  --out DIR             where the pictures go (created if needed)\n"
+                 "  --out DIR             where the pictures go (created if needed); a file there of a\n"
+                 "                        picture's name is replaced only if it is a PNG\n"
                  "  --distance-images M   average the attention distance over the first M images (default: 128)\n"
                  "  --threads T           threads, or auto (measured, as in train; default: 1)\n"
                  "  -h, --help            show this help\n";
@@ -77,6 +78,8 @@ int inspect_command(const std::vector<std::string>& args) {
             "--image-file PICTURE draws that picture; --image N, --data and --file pick a CIFAR-10 "
             "image instead: not both");
     if (!flags.given("--out")) throw UsageError("--out DIR is required");
+    data_dir_from_flags(flags);            // an empty --data is refused before anything is loaded
+    check_inspection_out(value("--out"));  // before the model is built
     InspectOptions options;
     if (flags.given("--image")) options.image = static_cast<int64_t>(parse_unsigned("--image", value("--image")));
     if (flags.given("--distance-images"))
@@ -114,7 +117,7 @@ int inspect_command(const std::vector<std::string>& args) {
         set = load_cifar10_file(value("--file"), &std::cerr);
         std::cout << "data: " << value("--file");
     } else {
-        const DataDir dir = resolve_data_dir(flags.value_or("--data", ""));
+        const DataDir dir = data_dir_from_flags(flags);
         set = load_cifar10_test(dir.path, &std::cerr);
         std::cout << "data: " << kCifar10TestFile << " in " << dir.path << " (" << dir.source << ")";
     }
@@ -123,7 +126,8 @@ int inspect_command(const std::vector<std::string>& args) {
     VisionTransformer model(config, seed);
     if (checkpoint) load_weights(model, *checkpoint);
 
-    const Inspection inspection = write_inspection(model, set, ChannelStats::cifar10(), value("--out"), options);
+    const Inspection inspection =
+        write_inspection(model, set, ChannelStats::cifar10_for(config.channels), value("--out"), options);
     const Matrix& d = inspection.attention_distance;
     std::cout << "mean attention distance (pixels; uniform attention: "
               << mean_patch_distance(PatchGrid::of(model.config)) << "), per layer, heads in order:\n";

@@ -101,7 +101,7 @@ int predict_command(const std::vector<std::string>& args) {
             r.picture = read_picture(file);
             const ImageSet image =
                 picture_to_image_set(r.picture, config.channels, config.image_height, config.image_width, file);
-            r.classes = top_classes(model, image, ChannelStats::cifar10(), kTop).front();
+            r.classes = top_classes(model, image, ChannelStats::cifar10_for(config.channels), kTop).front();
         } catch (const std::exception& e) {
             r.error = e.what();
             if (!json) std::cerr << "patchgrad predict: " << r.error << "\n";

@@ -35,7 +35,10 @@ void print_help() {
                  "goes to stderr (a live bar on a terminal, a line every --log-every steps otherwise), one line\n"
                  "per epoch to stdout, and OUT/ gets metrics.csv, metrics.png, last.safetensors (+ the optimizer\n"
                  "state last.state.safetensors), best.safetensors and, at the end, results.json with the test\n"
-                 "accuracy. Ctrl-C (or SIGTERM, SIGHUP) saves a checkpoint and exits; --resume continues bit for bit.\n"
+                 "accuracy. Ctrl-C (or SIGTERM, SIGHUP) saves a checkpoint and exits (a second Ctrl-C exits at\n"
+                 "once); --resume continues bit for bit. A save whose weights are not finite is never written:\n"
+                 "the run stops with an error and the last save stays. While a run goes on, OUT is locked\n"
+                 "(OUT/.patchgrad.lock): a second run into it is refused, naming the first's process id.\n"
                  "\n"
               << options_help()
               << "  --print-recipe         print the recipe as JSON and exit (vit/scripts/train_torch.py reads it)\n"
@@ -66,7 +69,7 @@ TrainOptions base_options(const Flags& flags, bool resume) {
 
 void apply_flags(TrainOptions& o, const Flags& flags) {
     apply_train_flags(o, flags);
-    const DataDir dir = resolve_data_dir(flags.value_or("--data", ""));
+    const DataDir dir = data_dir_from_flags(flags);
     o.data_dir = dir.path;
     o.data_source = dir.source;
 }

@@ -259,7 +259,12 @@ Picture read_picture(const std::string& path) {
     check(size <= (uintmax_t(1) << 30), path, ": ", size, " bytes: too large for a picture (at most 1 GiB)");
     std::ifstream in(path, std::ios::binary);
     check(!in.fail(), path, ": cannot open it for reading");
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string bytes;
+    try {
+        bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    } catch (const std::ios_base::failure& e) {  // a read error (/proc/self/mem: EIO) thrown by the buffer
+        fail(path, ": reading it failed: ", e.code().message());
+    }
     check(!in.bad(), path, ": reading it failed");
     return decode_picture(bytes, path);
 }

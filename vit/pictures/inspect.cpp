@@ -13,6 +13,7 @@
 
 #include "layers/module.h"
 #include "vit/pictures/chart.h"
+#include "vit/pictures/png.h"
 
 namespace patchgrad {
 
@@ -626,11 +627,21 @@ void check_inspection(const ViTConfig& config, const ImageSet& set, const Inspec
           " and batch ", options.batch, " must all be positive");
 }
 
+void check_inspection_out(const std::string& out_dir) {
+    for (const char* name :
+         {"patches.png", "pos_similarity.png", "attention.png", "attention_distance.png", "embedding_filters.png"}) {
+        const std::string path = (std::filesystem::path(out_dir) / name).string();
+        const std::string problem = png_replace_problem(path);
+        check(problem.empty(), "write_inspection: ", path, " ", problem, ": it is not replaced with a picture");
+    }
+}
+
 Inspection write_inspection(VisionTransformer& model, const ImageSet& set, const ChannelStats& stats,
                             const std::string& out_dir, const InspectOptions& options) {
     namespace fs = std::filesystem;
     const ViTConfig& config = model.config;
     check_inspection(config, set, options);
+    check_inspection_out(out_dir);
     std::error_code ec;
     fs::create_directories(out_dir, ec);
     if (ec || !fs::is_directory(out_dir))

@@ -184,9 +184,15 @@ void check_inspection(const ViTConfig& config, const ImageSet& set, const Inspec
 // writes them to out_dir, created if needed: patches.png, pos_similarity.png, attention.png,
 // attention_distance.png, embedding_filters.png. Throws std::invalid_argument
 // ("write_inspection: ...") for an image index out of range, images of a size the model does
-// not take or non-positive options, before writing anything; std::runtime_error naming the
+// not take, non-positive options or a file in out_dir that is not a PNG where a picture goes
+// (check_inspection_out), before writing anything; std::runtime_error naming the
 // path when out_dir cannot be created or a picture cannot be written.
 Inspection write_inspection(VisionTransformer& model, const ImageSet& set, const ChannelStats& stats,
                             const std::string& out_dir, const InspectOptions& options = {});
+
+// Throws std::invalid_argument ("write_inspection: <path> holds something that is not a PNG")
+// when one of the five pictures' paths in out_dir holds anything but a PNG, which
+// write_inspection would replace; write_inspection checks it too, before drawing.
+void check_inspection_out(const std::string& out_dir);
 
 }  // namespace patchgrad

@@ -18,6 +18,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <queue>
@@ -27,6 +28,7 @@
 
 #include "autograd/check.h"
 #include "autograd/io/atomic_file.h"
+#include "autograd/io/files.h"
 #include "vit/pictures/deflate_tables.h"
 
 namespace patchgrad {
@@ -576,6 +578,18 @@ std::vector<uint8_t> encode_png(int width, int height, int channels, const std::
     put_chunk(png, "IDAT", idat);
     put_chunk(png, "IEND", {});
     return png;
+}
+
+std::string png_replace_problem(const std::string& path) {
+    std::error_code ec;
+    if (std::filesystem::status(path, ec).type() == std::filesystem::file_type::not_found) return "";
+    const std::string not_regular = not_a_regular_file(path);
+    if (!not_regular.empty()) return not_regular;
+    std::ifstream in(path, std::ios::binary);
+    char head[8] = {};
+    in.read(head, sizeof head);
+    if (in.gcount() == 8 && std::equal(head, head + 8, reinterpret_cast<const char*>(kSignature))) return "";
+    return "holds something that is not a PNG";
 }
 
 void write_png(const std::string& path, int width, int height, int channels, const std::vector<uint8_t>& pixels) {

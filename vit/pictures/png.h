@@ -47,9 +47,15 @@ std::vector<uint8_t> zlib_compress(const uint8_t* data, size_t size);
 // not positive, channels is not 1/3/4, or pixels.size() != width * height * channels.
 std::vector<uint8_t> encode_png(int width, int height, int channels, const std::vector<uint8_t>& pixels);
 
-// encode_png, written atomically: to "<path>.tmp", then renamed over `path`, so a reader
+// encode_png, written atomically (atomic_write: a temporary file renamed over `path`), so a reader
 // never sees a half-written picture and a failed write leaves any old file untouched. I/O
 // failures throw std::runtime_error naming the path.
 void write_png(const std::string& path, int width, int height, int channels, const std::vector<uint8_t>& pixels);
+
+// "" when a picture may be written at `path`: nothing is there, or a PNG (a regular file that
+// starts with the PNG signature); else why not, phrased to follow "<path> ": "is a directory, not a
+// regular file", "holds something that is not a PNG". The commands that draw into a path the user names ask
+// first, so that a slip of the keyboard never replaces a checkpoint with a picture.
+std::string png_replace_problem(const std::string& path);
 
 }  // namespace patchgrad

@@ -231,9 +231,10 @@ def evaluate(model, images, labels, autocast, tta="none", batch=500):
 
 
 def write_atomically(path, write):
-    """write(path + '.tmp'), then rename: an interrupted write leaves the previous file whole."""
-    write(path + ".tmp")
-    os.replace(path + ".tmp", path)
+    """write(path + '.<pid>.tmp'), then rename: an interrupted write leaves the previous file whole."""
+    tmp = "%s.%d.tmp" % (path, os.getpid())
+    write(tmp)
+    os.replace(tmp, path)
 
 
 def write_metrics(path, rows):
@@ -276,6 +277,12 @@ def main():
     if args.seed is None:
         args.seed = p["seed"]
     out = args.out or os.path.join("runs", "torch-" + args.preset)
+    # A new run never writes over another's files, this script's or patchgrad train's.
+    taken = [f for f in ("metrics.csv", "state.pt", "results.json", "last.safetensors")
+             if os.path.exists(os.path.join(out, f))]
+    if taken and not args.resume:
+        sys.exit("train_torch.py: --out %s holds a run (%s): continue it with --resume or choose another --out"
+                 % (out, ", ".join(taken)))
     os.makedirs(out, exist_ok=True)
 
     torch.set_num_threads(args.threads)

@@ -80,11 +80,36 @@ Metadata state_to_metadata(const TrainingState& state) {
     return out;
 }
 
+// The longest run a state may have taken: ten billion seconds (317 years).
+constexpr double kMaxSeconds = 1e10;
+
+// What a state must be whatever the run: counts not negative, sums finite and within their
+// counts. The rest needs the recipe and the data (check_resume_state).
+void check_state(const TrainingState& s, const std::string& where) {
+    const auto refuse = [&where](const char* field, const std::string& value, const std::string& why) {
+        fail(where, ": state.", field, " ", value, " ", why);
+    };
+    for (const auto& [field, value] : {std::pair{"epoch", s.epoch}, std::pair{"step_in_epoch", s.step_in_epoch},
+                                       std::pair{"global_step", s.global_step}, std::pair{"seen", s.seen}})
+        if (value < 0) refuse(field, std::to_string(value), "is negative");
+    if (!(std::isfinite(s.loss_sum) && s.loss_sum >= 0))
+        refuse("loss_sum", exact_text(s.loss_sum), "is not a sum of losses (finite, at least 0)");
+    // (A mixed image counts lambda + (1 - lambda), which rounding may put an ulp above 1.)
+    if (!(s.correct >= 0 && s.correct <= double(s.seen) * (1 + 1e-9)))
+        refuse("correct", exact_text(s.correct), "is not a count from 0 to state.seen " + std::to_string(s.seen));
+    if (!(s.best_accuracy == -1 || (s.best_accuracy >= 0 && s.best_accuracy <= 1)))
+        refuse("best_accuracy", exact_text(s.best_accuracy), "is neither an accuracy from 0 to 1 nor -1 (none yet)");
+    for (const auto& [field, value] :
+         {std::pair{"elapsed_seconds", s.elapsed_seconds}, std::pair{"epoch_seconds", s.epoch_seconds}})
+        if (!(value >= 0 && value <= kMaxSeconds)) refuse(field, exact_text(value), "is not a duration (0 to 1e10 s)");
+}
+
 TrainingState state_from_metadata(const Metadata& fields, const std::string& where) {
     TrainingState state;
     for_each_state_field(state, [&](const std::string& key, auto& value) {
         read_metadata_text(metadata_entry(fields, key, where, "state."), where, "state." + key, value);
     });
+    check_state(state, where);
     return state;
 }
 
@@ -378,6 +403,25 @@ std::vector<std::pair<std::string, Tensor>> read_optimizer_state(const std::stri
 }
 }  // namespace
 
+void check_resume_state(const Checkpoint& checkpoint, int64_t epochs, int64_t steps_per_epoch, int64_t batch) {
+    const TrainingState& s = checkpoint.state;
+    const std::string where = "checkpoint " + checkpoint.path;
+    check(s.dropout_rng != std::array<uint64_t, 4>{}, where,
+          ": state.dropout_rng.0 to .3 are all 0, a state the generator never leaves (every draw 0)");
+    check(s.epoch <= epochs, where, ": state.epoch ", s.epoch, " is beyond the run's ", epochs, " epochs");
+    check(s.step_in_epoch < steps_per_epoch, where, ": state.step_in_epoch ", s.step_in_epoch, " is not below the ",
+          steps_per_epoch, " steps of an epoch of this data in batches of ", batch);
+    check(s.epoch < epochs || s.step_in_epoch == 0, where, ": state.step_in_epoch ", s.step_in_epoch,
+          " after the run's last epoch (state.epoch ", s.epoch, " of ", epochs, ")");
+    // Both factors are at most the run's, whose product make_schedule checked.
+    const int64_t step = s.epoch * steps_per_epoch + s.step_in_epoch;
+    check(s.global_step == step, where, ": state.global_step ", s.global_step, ", but epoch ", s.epoch, " and step ",
+          s.step_in_epoch, " of ", steps_per_epoch, " steps per epoch make ", step);
+    // Every batch before the last of an epoch is full.
+    check(s.seen == s.step_in_epoch * batch, where, ": state.seen ", s.seen, ", but ", s.step_in_epoch,
+          " steps of batch ", batch, " make ", s.step_in_epoch * batch, " images");
+}
+
 void load_optimizer_state(Optimizer& optimizer, const std::string& weights_path, int64_t global_step) {
     optimizer.load_state_tensors(read_optimizer_state(weights_path, global_step));
 }
@@ -394,7 +438,8 @@ Checkpoint load_resume_point(const std::string& weights_path) {
         NamedTensors file = load_safetensors(resume_path);
         if (file.metadata.count("config.dim")) {  // a resume file holds the weights; an older one only the step
             Checkpoint checkpoint = checkpoint_from(std::move(file), resume_path);
-            check(!checkpoint.optimizer.empty(), "checkpoint ", resume_path,
+            // A run stopped before its first step has no optimizer state yet.
+            check(!checkpoint.optimizer.empty() || checkpoint.state.global_step == 0, "checkpoint ", resume_path,
                   ": holds no optimizer state (optimizer.*)");
             return checkpoint;
         }

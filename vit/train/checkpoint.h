@@ -103,9 +103,10 @@ struct Checkpoint {
 // Reads `path` (weights and metadata). Throws std::invalid_argument naming the file for a
 // file that is not a safetensors file (load_safetensors' message), a file without our
 // format tag, a metadata entry that is missing or not a number where one is needed, a
-// config that validate() refuses, or tensors that are not exactly the config's parameters
-// (named as in load_weights, non-finite values included). So the model its config describes
-// is known to match the file before anything builds it.
+// training state out of range (check_resume_state's comment), a config that validate()
+// refuses, or tensors that are not exactly the config's parameters (named as in
+// load_weights, non-finite values included). So the model its config describes is known to
+// match the file before anything builds it.
 Checkpoint load_checkpoint(const std::string& path);
 
 // Throws "checkpoint <path>: config <field> <value> in the checkpoint, <value> requested"
@@ -136,6 +137,14 @@ bool has_resume_point(const std::string& weights_path);
 // patchgrad) the weights file and the optimizer state that belongs to it. Throws
 // std::invalid_argument naming the file when nothing usable is there.
 Checkpoint load_resume_point(const std::string& weights_path);
+
+// Throws "checkpoint <path>: state.<field> <value> ..." when the checkpoint's training state
+// cannot be where a run of `epochs` epochs of `steps_per_epoch` steps of `batch` images
+// continues: its epoch beyond the run, its step beyond the epoch, a global step or image
+// count that its epoch and step do not make, a dropout generator state of four zeros (which
+// would draw 0 for ever). Reading a checkpoint checks what needs no recipe: counts not
+// negative, sums finite and within them, durations from 0 to 1e10 s.
+void check_resume_state(const Checkpoint& checkpoint, int64_t epochs, int64_t steps_per_epoch, int64_t batch);
 
 // Restores the optimizer from optimizer_state_path(weights_path). Throws
 // std::invalid_argument naming the file when it is missing, unreadable, or carries a global

@@ -423,7 +423,7 @@ void check_recipe(const Checkpoint& checkpoint, const TrainOptions& options) {
     for (const TrainOption& option : kOptions) {
         if (option.kind != OptionKind::Recipe) continue;
         const std::string& saved = checkpoint_recipe_entry(checkpoint, option.flag);
-        const std::string wanted = option_text(option, options);
+        const std::string wanted = valid_utf8(option_text(option, options));  // as the checkpoint holds it
         check(saved == wanted, "checkpoint ", checkpoint.path, ": --", option.flag, " ", saved, " in the checkpoint, ",
               wanted, " requested (a resumed run keeps the recipe it started with)");
     }

@@ -17,6 +17,9 @@
 #include "autograd/cpu/parallel.h"
 #include "autograd/cpu/step_sample.h"
 #include "autograd/cpu/thread_choice.h"
+#include "autograd/io/atomic_file.h"
+#include "autograd/io/folder_lock.h"
+#include "autograd/io/json.h"
 #include "autograd/optim/ema.h"
 #include "autograd/optim/lr_schedule.h"
 #include "autograd/optim/optimizer.h"
@@ -77,36 +80,80 @@ Checkpoint load_init(const TrainOptions& o, std::ostream& log) {
     return init;
 }
 
-// A new run must not silently replace another: refuses an output directory holding one,
-// unless `overwrite`, which deletes that run's files (so no stale results.json is left beside
-// the new checkpoints).
-void claim_out_dir(const TrainOptions& o) {
-    if (o.resume) return;
-    std::vector<std::string> found;
+// Whether `name` is a copy of a damaged metrics.csv that a resumed run kept aside:
+// "metrics.csv.unreadable", "metrics.csv.unreadable.2", ...
+bool is_kept_metrics(const std::string& name) {
+    const std::string kept = "metrics.csv.unreadable";
+    if (name.compare(0, kept.size(), kept) != 0) return false;
+    const std::string rest = name.substr(kept.size());
+    return rest.empty() ||
+           (rest.size() > 1 && rest[0] == '.' && rest.find_first_not_of("0123456789", 1) == std::string::npos);
+}
+
+// Creates the output directory; a typo in --out fails now, not after the first hour of training.
+void create_out_dir(const std::string& dir) {
     std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec || !fs::is_directory(dir))
+        fail<std::runtime_error>("cannot create the output directory ", dir, ": ",
+                                 ec ? ec.message() : "a file of that name exists");
+}
+
+// One run at a time in --out: a second run (or a --resume of the same one) into it would mix
+// two runs' files.
+std::unique_ptr<FolderLock> lock_out_dir(const TrainOptions& o, std::ostream& log) {
+    std::unique_ptr<FolderLock> lock;
+    try {
+        lock = std::make_unique<FolderLock>(o.out_dir);
+    } catch (const FolderInUse& e) {
+        fail<std::runtime_error>(
+            "--out ", o.out_dir, " is in use by another patchgrad train (",
+            e.holder > 0 ? "process " + std::to_string(e.holder) : std::string("its process id is not known"),
+            "): wait for it to end, or stop it, or choose another --out");
+    } catch (const std::runtime_error& e) {
+        fail<std::runtime_error>("the output directory ", o.out_dir, " is not writable: ", e.what());
+    }
+    if (!lock->held())
+        log << "warning: " << lock->unavailable() << ": nothing keeps a second run out of " << o.out_dir << "\n";
+    return lock;
+}
+
+// With --out locked: removes the temporary files of killed saves, and refuses a directory
+// holding a run unless this run resumes it or `overwrite`, which deletes everything that run
+// wrote (so no stale results.json is left beside the new checkpoints).
+void claim_out_dir(const TrainOptions& o) {
+    std::vector<std::string> found, kept;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(o.out_dir, ec)) {
+        const std::string name = entry.path().filename().string();
+        for (const char* file : kRunFiles)
+            if (is_temporary_name(name, file) || name == std::string(file) + ".tmp") fs::remove(entry.path(), ec);
+        if (is_kept_metrics(name)) kept.push_back(name);
+    }
+    if (o.resume) return;
     for (const char* name : kRunFiles)
         if (fs::exists(fs::path(o.out_dir) / name, ec)) found.push_back(name);
-    if (found.empty()) return;
+    if (found.empty() && !(o.overwrite && !kept.empty())) return;
     if (!o.overwrite) {
         std::string list;
         for (const std::string& name : found) list += (list.empty() ? "" : ", ") + name;
-        fail("--out ", o.out_dir, " holds a run (", list,
-             "): continue it with --resume, choose another --out, or replace it with --overwrite");
+        const bool resumable = has_resume_point((fs::path(o.out_dir) / "last.safetensors").string());
+        if (resumable)
+            fail("--out ", o.out_dir, " holds a run (", list,
+                 "): continue it with --resume, choose another --out, or replace it with --overwrite");
+        fail("--out ", o.out_dir, " holds files of a run that saved no checkpoint to continue from (", list,
+             "): choose another --out, or replace them with --overwrite");
     }
+    found.insert(found.end(), kept.begin(), kept.end());
     for (const std::string& name : found)
         if (!fs::remove(fs::path(o.out_dir) / name, ec) && ec)
             fail<std::runtime_error>("--overwrite: cannot delete ", (fs::path(o.out_dir) / name).string(), ": ",
                                      ec.message());
 }
 
-// Creates the directory and proves a file can be written there, so a typo in --out fails
-// now and not after the first hour of training.
-void prepare_out_dir(const std::string& dir) {
+// Proves a file can be written in the locked directory.
+void check_writable(const std::string& dir) {
     std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec || !fs::is_directory(dir))
-        fail<std::runtime_error>("cannot create the output directory ", dir, ": ",
-                                 ec ? ec.message() : "a file of that name exists");
     const std::string probe = (fs::path(dir) / ".patchgrad-write-test.tmp").string();
     const bool writable = static_cast<bool>(std::ofstream(probe));
     fs::remove(probe, ec);
@@ -225,6 +272,7 @@ private:
     void show_progress();
     std::optional<StopReason> stop_due() const;
     void end_epoch();
+    void check_finite() const;
     void save(const std::string& file, bool with_optimizer);
     TrainResult stopped(StopReason reason);
     TrainResult finish();
@@ -287,6 +335,7 @@ void Trainer::resume() {
     const Checkpoint checkpoint = load_resume_point(path("last.safetensors"));
     check_config(checkpoint, options_.config);
     check_recipe(checkpoint, options_);
+    check_resume_state(checkpoint, options_.epochs, batcher_.num_batches(), options_.batch);
     load_weights(*model_, checkpoint);
     optimizer_->load_state_tensors(checkpoint.optimizer);
     if (average_model_) {
@@ -299,8 +348,9 @@ void Trainer::resume() {
     state_ = checkpoint.state;
     model_->dropout_rng->set_state(state_.dropout_rng);
     // Another data folder is allowed (the same files moved, say) but must not pass unnoticed.
+    // The checkpoint holds the path as valid UTF-8 (json.h), so it is compared so.
     const auto data = checkpoint.options.find("data");
-    if (data != checkpoint.options.end() && data->second != data_identity(options_.data_dir))
+    if (data != checkpoint.options.end() && data->second != valid_utf8(data_identity(options_.data_dir)))
         *output_.log << "warning: the run was trained on " << data->second << "; it continues on "
                      << data_identity(options_.data_dir) << "\n";
     const std::string metrics = path("metrics.csv");
@@ -310,11 +360,13 @@ void Trainer::resume() {
             if (r.epoch <= state_.epoch) history_.push_back(r);
     } catch (const std::invalid_argument& e) {
         // The checkpoint, not the metrics, is what continues the run: a damaged metrics.csv
-        // is kept aside for the user and the curves restart from here.
+        // is kept aside for the user, under a name no earlier one has, and the curves restart.
         history_.clear();
+        std::string kept = metrics + ".unreadable";
+        for (int n = 2; fs::exists(kept); ++n) kept = metrics + ".unreadable." + std::to_string(n);
         std::error_code ec;
-        fs::rename(metrics, metrics + ".unreadable", ec);
-        *output_.log << "warning: " << e.what() << "; kept as " << metrics << ".unreadable, and metrics.csv "
+        fs::rename(metrics, kept, ec);
+        *output_.log << "warning: " << e.what() << "; kept as " << kept << ", and metrics.csv "
                      << "restarts with the epochs trained from here\n";
     }
 }
@@ -481,7 +533,28 @@ void Trainer::end_epoch() {
     *output_.out << format_epoch_line(r, options_.epochs, improved, to_go) << '\n' << std::flush;
 }
 
+// A save holding NaN or infinity could be neither resumed nor evaluated: the run stops
+// instead, saving nothing, so the previous save stays the point to resume from.
+void Trainer::check_finite() const {
+    std::string bad;
+    const auto find = [&bad](const std::string& prefix, const std::vector<std::pair<std::string, Tensor>>& tensors) {
+        for (const auto& [name, t] : tensors)
+            if (bad.empty()) bad = non_finite_element(prefix + name, t);
+    };
+    find("", model_->named_parameters());
+    if (average_model_) find("ema.", average_model_->named_parameters());
+    find("optimizer.", optimizer_->state_tensors());
+    if (bad.empty()) return;
+    const std::string last = path("last.safetensors");
+    fail<std::runtime_error>(
+        "training diverged: after step ", state_.global_step, " of the run, ", bad, ", so nothing is saved; ",
+        has_resume_point(last) ? "the last save in " + options_.out_dir + " stays the point to resume from"
+                               : std::string("the run has no save to resume from"),
+        ". Try a smaller --lr or --clip-grad 1");
+}
+
 void Trainer::save(const std::string& file, bool with_optimizer) {
+    check_finite();
     state_.dropout_rng = model_->dropout_rng->state();
     state_.elapsed_seconds = elapsed();
     Metadata options = recipe_metadata(options_);
@@ -533,8 +606,10 @@ TrainResult train(const TrainOptions& options, const TrainOutput& output) {
     make_schedule(options, Batcher(data.train.size(), options.batch, options.seed).num_batches());
     std::optional<Checkpoint> init;
     if (!options.resume && options.init != "none") init = load_init(options, *output.log);
+    create_out_dir(options.out_dir);
+    const std::unique_ptr<FolderLock> lock = lock_out_dir(options, *output.log);
     claim_out_dir(options);
-    prepare_out_dir(options.out_dir);
+    check_writable(options.out_dir);
     if (options.threads > 0) {
         set_num_threads(static_cast<int>(options.threads));
     } else {

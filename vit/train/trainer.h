@@ -22,6 +22,8 @@
 //   last.safetensors   + last.state.safetensors (optimizer): every epoch, and when stopped
 //   best.safetensors   the weights whenever the evaluation accuracy improves
 //   results.json       at the end: the final test accuracy, loss, parameters, wall time
+//   .patchgrad.lock    locked while the run goes on, so that no second run writes into the
+//                      directory meanwhile (autograd/io/folder_lock.h); holds the run's process id
 //
 // The parts, one job per file, all included here:
 //   train_options.h    TrainOptions, the table of options, presets, validation, the recipe
@@ -66,8 +68,9 @@ struct TrainResult {
 
 // Trains as described at the top. Throws std::invalid_argument for bad options (validate),
 // a checkpoint that does not fit on --resume, or a missing --resume checkpoint; and
-// std::runtime_error for an output directory that cannot be written (before training
-// starts), missing or broken data files, or a loss that is no longer finite.
+// std::runtime_error for an output directory that cannot be written or that another run is
+// using (before training starts), missing or broken data files, or a loss that is no longer
+// finite.
 TrainResult train(const TrainOptions& options, const TrainOutput& output = {});
 
 }  // namespace patchgrad

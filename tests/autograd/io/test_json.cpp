@@ -2,7 +2,9 @@
 #include <string>
 
 #include "autograd/io/json.h"
+#include "autograd/rng.h"
 #include "catch.h"
+#include "test_util.h"
 
 namespace patchgrad {
 
@@ -20,6 +22,46 @@ TEST_CASE(
     CHECK(json_string(std::string("nul\0end", 7)) == "\"nul\\u0000end\"");
     CHECK(json_string("\x1f") == "\"\\u001f\"");
     CHECK(json_string("Zürich") == "\"Zürich\"");  // UTF-8 bytes pass through
+}
+
+// A picture named bad\xff\xfeutf.png, or a --data folder named in Latin-1, made JSON that
+// Python's json refuses: the bytes were copied as they were.
+TEST_CASE("json_string: bytes that are not UTF-8 become U+FFFD, so the JSON is always valid UTF-8", "[json]") {
+    const std::string replacement = "\xEF\xBF\xBD";
+    CHECK(json_string("bad\xff\xfeutf.png") == "\"bad" + replacement + replacement + "utf.png\"");
+    CHECK(json_string("data-\xe9t\xe9") == "\"data-" + replacement + "t" + replacement + "\"");  // Latin-1
+    // Valid sequences of every length stay, the smallest and largest of each included.
+    for (const std::string valid : {"\x7f", "\xc2\x80", "\xdf\xbf", "\xe0\xa0\x80", "\xed\x9f\xbf", "\xee\x80\x80",
+                                    "\xef\xbf\xbf", "\xf0\x90\x80\x80", "\xf4\x8f\xbf\xbf", "π", "😀"})
+        CHECK(valid_utf8(valid) == valid);
+    // What RFC 3629 forbids: overlong forms, surrogates, above U+10FFFF, stray continuation
+    // bytes, sequences cut short. Each offending byte becomes one U+FFFD.
+    const auto replaced = [&](int n) {
+        std::string s;
+        for (int i = 0; i < n; ++i) s += replacement;
+        return s;
+    };
+    CHECK(valid_utf8("\xc0\x80") == replaced(2));           // overlong NUL
+    CHECK(valid_utf8("\xe0\x9f\xbf") == replaced(3));       // overlong U+07FF
+    CHECK(valid_utf8("\xed\xa0\x80") == replaced(3));       // the surrogate U+D800
+    CHECK(valid_utf8("\xf4\x90\x80\x80") == replaced(4));   // U+110000
+    CHECK(valid_utf8("\xf5\x80\x80\x80") == replaced(4));   // no such lead byte
+    CHECK(valid_utf8("\x80x") == replaced(1) + "x");        // a continuation byte alone
+    CHECK(valid_utf8("\xe2\x82") == replaced(2));           // € cut short
+    CHECK(valid_utf8("a\xe2\x82\xac") == "a\xe2\x82\xac");  // € whole
+
+    // Random bytes: the result always decodes as strict UTF-8 (an independent decoder).
+    Rng rng(5);
+    for (int t = 0; t < 2000; ++t) {
+        std::string bytes(rng.below(12), ' ');
+        for (char& c : bytes) c = static_cast<char>(rng.below(2) ? 0x80 + rng.below(128) : rng.below(256));
+        INFO("input " << t);
+        const std::string json = json_string(bytes);
+        CHECK(test::is_strict_utf8(json));
+        if (test::is_strict_utf8(bytes) && bytes.find_first_of("\"\\") == std::string::npos &&
+            std::none_of(bytes.begin(), bytes.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; }))
+            CHECK(json == "\"" + bytes + "\"");  // valid text is kept as it is
+    }
 }
 
 }  // namespace patchgrad

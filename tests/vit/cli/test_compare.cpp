@@ -157,7 +157,23 @@ TEST_CASE("compare: bad command lines and runs that cannot be compared are refus
             compare_command({"--runs", val + "," + test, "--out", dir.file("c.png")});
         },
         {"different images", val + " its validation split", test + " its test split"});
+    // --out never replaces anything but a PNG: a checkpoint named by mistake stays.
+    write_bytes(dir.file("best.safetensors"), "weights");
+    require_error(
+        [&] {
+            compare_command({"--runs", test, "--out", dir.file("best.safetensors")});
+        },
+        {"--out must name a .png file, got '" + dir.file("best.safetensors") + "'"});
+    write_bytes(dir.file("notes.png"), "not a picture");
+    require_error(
+        [&] {
+            compare_command({"--runs", test, "--out", dir.file("notes.png")});
+        },
+        {"--out " + dir.file("notes.png") + " holds something that is not a PNG", "choose another --out"});
+    CHECK(read_bytes(dir.file("best.safetensors")) == "weights");
+    CHECK(read_bytes(dir.file("notes.png")) == "not a picture");
     REQUIRE(compare_command({"--runs", test, "--out", dir.file("c.png")}) == 0);  // one point, drawn as a dot
+    REQUIRE(compare_command({"--runs", test, "--out", dir.file("c.png")}) == 0);  // a PNG is replaced
     CHECK(contains(c.out.str(), "test accuracy last and best"));
     std::filesystem::create_directories(dir.file("empty"));
     std::ofstream(dir.file("empty") + "/metrics.csv") << kMetricsHeader << "\n";

@@ -9,6 +9,7 @@
 
 #include "catch.h"
 #include "cli_test_util.h"
+#include "datasets/normalize.h"
 #include "test_util.h"
 #include "vit/cli/cli.h"
 #include "vit/pictures/png.h"
@@ -73,6 +74,47 @@ TEST_CASE("predict: --json is one object with every picture's classes or error",
     CHECK(count(out, "{") == count(out, "}"));
     CHECK(count(out, "[") == count(out, "]"));
     CHECK(out.substr(out.size() - 7) == "\n  ]\n}\n");
+}
+
+// A picture whose name is not UTF-8 made output that Python's json refuses.
+TEST_CASE("predict: --json is valid UTF-8 whatever bytes a file name holds", "[cli][predict]") {
+    Files f;
+    Captured c;
+    const std::string odd = f.dir.file("bad\xff\xfeutf.png");  // Latin-1 bytes: no file of that name is needed
+    CHECK(predict_command({"--json", "--checkpoint", f.checkpoint, f.png, odd}) == 1);
+    const std::string out = c.out.str();
+    INFO(out);
+    CHECK(is_strict_utf8(out));
+    CHECK(count(out, "bad\xEF\xBF\xBD\xEF\xBF\xBDutf.png") == 2);  // the file, and in its error
+    CHECK(count(out, "\"probability\": 0.") == 5);
+}
+
+// predict /proc/self/mem printed "basic_filebuf::underflow error reading the file:
+// Input/output error" without the file's name.
+TEST_CASE("predict: a file that fails to read is named with the reason", "[cli][predict][errors]") {
+    if (!std::filesystem::exists("/proc/self/mem")) return;  // Linux's: a file whose reading fails
+    Files f;
+    Captured c;
+    CHECK(predict_command({"--checkpoint", f.checkpoint, "/proc/self/mem", f.png}) == 1);
+    CHECK(c.err.str() == "patchgrad predict: /proc/self/mem: reading it failed: Input/output error\n");
+    CHECK(count(c.out.str(), "%  ") == 5);  // the other picture is classified
+}
+
+// A one-channel checkpoint failed with "3 means and 3 stds for images of 1 channels".
+TEST_CASE("predict and inspect: a gray model classifies and draws pictures as gray", "[cli][predict][inspect]") {
+    Files f;
+    ViTConfig gray = tiny_vit_config();
+    gray.channels = 1;
+    const std::string checkpoint = f.dir.file("gray.safetensors");
+    save_checkpoint(checkpoint, VisionTransformer(gray, 5), TrainingState{}, {});
+    Captured c;
+    CHECK(predict_command({"--checkpoint", checkpoint, f.png, f.ppm}) == 0);
+    CHECK(count(c.out.str(), "%  ") == 10);
+    CHECK(inspect_command({"--checkpoint", checkpoint, "--image-file", f.png, "--out", f.dir.file("gray")}) == 0);
+    CHECK(std::filesystem::is_regular_file(f.dir.file("gray/attention.png")));
+    const ChannelStats stats = ChannelStats::cifar10_for(1);
+    CHECK(stats.mean[0] == Approx(0.4809).margin(5e-5));
+    CHECK(stats.std[0] == Approx(0.2466).margin(5e-5));
 }
 
 TEST_CASE("predict: usage errors", "[cli][predict][errors]") {

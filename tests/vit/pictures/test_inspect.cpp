@@ -472,7 +472,6 @@ TEST_CASE("inspect: write_inspection writes the five pictures as PNGs of the dra
         INFO(names[i]);
         CHECK(inspection.files[i] == (fs::path(dir.file("out/pictures")) / names[i]).string());
         REQUIRE(fs::exists(inspection.files[i]));
-        CHECK_FALSE(fs::exists(inspection.files[i] + ".tmp"));
         const auto [w, h] = png_size(inspection.files[i]);
         CHECK(w == uint32_t(drawn[i].width));
         CHECK(h == uint32_t(drawn[i].height));
@@ -546,6 +545,14 @@ TEST_CASE("inspect: bad input gives one clear line", "[vit][inspect][errors]") {
              {"inspect", "cannot create the output directory", dir.file("a_file/out")});
     one_line([&] { write_inspection(model, set, ChannelStats::cifar10(), dir.file("a_file"), options); },
              {"inspect", "cannot create the output directory", dir.file("a_file")});
+
+    // A file that is not a PNG where a picture goes is not replaced, and nothing is drawn.
+    fs::create_directories(dir.file("taken"));
+    write_bytes(dir.file("taken/attention.png"), "my notes");
+    one_line([&] { write_inspection(model, set, ChannelStats::cifar10(), dir.file("taken"), options); },
+             {"write_inspection: " + dir.file("taken/attention.png") + " holds something that is not a PNG"});
+    CHECK(read_bytes(dir.file("taken/attention.png")) == "my notes");
+    CHECK_FALSE(fs::exists(dir.file("taken/patches.png")));
 
     // What the command's --config and --checkpoint run into.
     one_line([] { vit_config("cifar-huge"); }, {"cifar-huge", "cifar-tiny"});

@@ -35,5 +35,5 @@ TEST_CASE("metrics csv: rows read back as written, a foreign file is named", "[t
     require_error([&] { read_metrics_csv(dir.file("bad.csv")); }, {"bad.csv", "line 2", "3 fields"});
     write_bytes(dir.file("other.csv"), "a,b\n");
     require_error([&] { read_metrics_csv(dir.file("other.csv")); }, {"other.csv", "header"});
-    require_error([&] { write_metrics_csv(dir.file("no/such/dir/m.csv"), {r}); }, {"no/such/dir/m.csv.tmp"});
+    require_error([&] { write_metrics_csv(dir.file("no/such/dir/m.csv"), {r}); }, {"no/such/dir/m.csv.", ".tmp'"});
 }

@@ -1,6 +1,9 @@
 // test_trainer.cpp — the training loop (vit/train/trainer.h) on a tiny ViT and a tiny synthetic
 // CIFAR-10: exact resume, thread independence, learning, the files a run writes and every bad
 // input. The options, evaluation and metrics files have their own test files beside this one.
+#include <signal.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +12,7 @@
 #include <map>
 
 #include "autograd/cpu/parallel.h"
+#include "autograd/io/folder_lock.h"
 #include "datasets/normalize.h"
 #include "test_util.h"
 #include "vit/summary.h"
@@ -79,6 +83,79 @@ TEST_CASE("train: a run stopped mid-epoch and resumed ends bit-identical to an u
     REQUIRE(third.test.has_value());
     CHECK(third.test->accuracy == reference.test->accuracy);
     CHECK(third.test->loss == reference.test->loss);
+}
+
+// When the very first save of a run failed (a full disk), the folder held best.safetensors and
+// metrics.csv only: a new run said "continue it with --resume", and --resume that there was
+// no checkpoint.
+TEST_CASE("train: a folder whose run never saved a checkpoint is not offered to --resume", "[trainer][errors]") {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions o = run.options;
+    o.out_dir = run.out("reference");
+    o.max_steps = 6;
+    quiet(o);
+    const auto weights = std::filesystem::file_size(o.out_dir + "/best.safetensors");
+    o = run.options;
+    std::string message;
+    {
+        // Room for best.safetensors and the metrics, not for the resume file (three times the weights).
+        FileSizeLimit full(static_cast<rlim_t>(2 * weights));
+        try {
+            quiet(o);
+        } catch (const std::runtime_error& e) {
+            message = e.what();
+        }
+    }
+    INFO(message);
+    CHECK(message.find("last.state.safetensors") != std::string::npos);
+    CHECK(std::filesystem::exists(o.out_dir + "/best.safetensors"));
+    CHECK(std::filesystem::exists(o.out_dir + "/metrics.csv"));
+    CHECK_FALSE(has_resume_point(last_of(o)));
+    require_error([&] { quiet(o); }, {"--out " + o.out_dir +
+                                          " holds files of a run that saved no checkpoint to "
+                                          "continue from (best.safetensors, metrics.csv, metrics.png)",
+                                      "choose another --out, or replace them with --overwrite"});
+    try {
+        quiet(o);
+    } catch (const std::exception& e) {
+        CHECK(std::string(e.what()).find("--resume") == std::string::npos);
+    }
+    o.resume = true;
+    require_error([&] { quiet(o); }, {"--resume: no checkpoint"});
+    o.resume = false;
+    o.overwrite = true;
+    CHECK(quiet(o).stop == StopReason::Finished);
+}
+
+// The tiny run trained straight through into "straight", and again into "pieces" stopped
+// after step 3, to be resumed.
+struct StraightAndStopped {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions straight = run.options, pieces = run.options;
+    StraightAndStopped() {
+        straight.out_dir = run.out("straight");
+        REQUIRE(quiet(straight).stop == StopReason::Finished);
+        pieces.out_dir = run.out("pieces");
+        pieces.max_steps = 3;
+        REQUIRE(quiet(pieces).stop == StopReason::MaxSteps);
+    }
+};
+
+// A Ctrl-C before the first step saved a resume file without optimizer state, which --resume
+// then refused: "holds no optimizer state".
+TEST_CASE("train: a run stopped before its first step resumes and ends bit-identical", "[trainer][resume]") {
+    StraightAndStopped r;
+    auto& [run, quiet, straight, pieces] = r;
+    TrainOptions o = run.options;
+    o.out_dir = run.out("stopped-at-once");
+    const TrainResult stopped = quiet(o, [] { return true; });
+    REQUIRE(stopped.stop == StopReason::Interrupted);
+    CHECK(stopped.state.global_step == 0);
+    o.resume = true;
+    REQUIRE(quiet(o).stop == StopReason::Finished);
+    require_identical_weights(last_of(straight), last_of(o));
 }
 
 TEST_CASE(
@@ -435,6 +512,10 @@ TEST_CASE("train: missing data, an unwritable output and a bad --resume fail bef
     require_error([&] { quiet(o); }, {run.out("no-such-dir"), "PATCHGRAD_DATA", "download_cifar10.sh"});
     CHECK_FALSE(std::filesystem::exists(o.out_dir));  // no empty run directory left behind
 
+    // --data naming a file was reported as a directory that does not exist.
+    o.data_dir = run.data_dir() + "/test_batch.bin";
+    require_error([&] { quiet(o); }, {o.data_dir + " is a file, not a directory"});
+
     o = run.options;
     write_bytes(run.out("a-file"), "x");
     o.out_dir = run.out("a-file") + "/run";
@@ -494,20 +575,87 @@ TEST_CASE("train: a new run into a folder holding one is refused, --overwrite re
     CHECK(read_bytes(o.out_dir + "/last.safetensors") != weights);
 }
 
-// The tiny run trained straight through into "straight", and again into "pieces" stopped
-// after step 3, to be resumed.
-struct StraightAndStopped {
+// Two runs started together into one --out both finished: best.safetensors was one's, last.*,
+// metrics.csv and results.json the other's.
+TEST_CASE("train: a second run into a folder in use is refused naming the first's process id", "[trainer][lock]") {
     TinyRun run;
     QuietTrain quiet;
-    TrainOptions straight = run.options, pieces = run.options;
-    StraightAndStopped() {
-        straight.out_dir = run.out("straight");
-        REQUIRE(quiet(straight).stop == StopReason::Finished);
-        pieces.out_dir = run.out("pieces");
-        pieces.max_steps = 3;
-        REQUIRE(quiet(pieces).stop == StopReason::MaxSteps);
-    }
-};
+    Pipe training, go;
+    Child first([&] {
+        QuietTrain own;
+        bool told = false;
+        const TrainResult r = own(run.options, [&] {
+            if (!told) {  // before its first step: --out is locked by now
+                told = true;
+                training.send('t');
+                return go.receive() != 'c';
+            }
+            return false;
+        });
+        return r.stop == StopReason::Finished ? 0 : 3;
+    });
+    training.close_writing();
+    REQUIRE(training.receive() == 't');
+
+    TrainOptions second = run.options;
+    second.lr = 2e-2;
+    require_error(
+        [&] { quiet(second); },
+        {"--out " + second.out_dir, "in use by another patchgrad train (process " + std::to_string(first.pid) + ")",
+         "choose another --out"});
+    second.overwrite = true;
+    require_error([&] { quiet(second); }, {"process " + std::to_string(first.pid)});
+    go.send('c');
+    CHECK(first.wait() == 0);
+
+    // The folder holds the first run alone, as if it had run by itself.
+    TrainOptions alone = run.options;
+    alone.out_dir = run.out("alone");
+    quiet(alone);
+    for (const char* file : {"last.safetensors", "last.state.safetensors", "best.safetensors"})
+        require_identical_weights(alone.out_dir + "/" + file, run.options.out_dir + "/" + file);
+    require_same_learning(read_metrics_csv(alone.out_dir + "/metrics.csv"),
+                          read_metrics_csv(run.options.out_dir + "/metrics.csv"));
+    CHECK(files_ending_in(run.options.out_dir, ".tmp").empty());
+}
+
+// The kernel releases the lock of a process however it ends: a run killed with SIGKILL leaves
+// its folder free for the next one.
+TEST_CASE("train: a run killed while it holds its folder leaves the folder free", "[trainer][lock]") {
+    TinyRun run;
+    QuietTrain quiet;
+    Pipe training;
+    Child killed([&] {
+        QuietTrain own;
+        own(run.options, [&] {
+            training.send('t');
+            for (;;) ::pause();  // until SIGKILL
+            return true;
+        });
+        return 0;
+    });
+    training.close_writing();
+    REQUIRE(training.receive() == 't');
+    const std::string lock_file = run.options.out_dir + "/" + FolderLock::kFileName;
+    CHECK(read_bytes(lock_file) == std::to_string(killed.pid) + "\n");
+    REQUIRE(::kill(killed.pid, SIGKILL) == 0);
+    CHECK(killed.wait() == 128 + SIGKILL);
+
+    // What a save killed midway leaves: its temporary files, removed by the next run.
+    const std::string& out = run.options.out_dir;
+    write_bytes(out + "/last.state.safetensors.99999-3.tmp", "half a save");
+    write_bytes(out + "/metrics.csv.tmp", "an older patchgrad's");
+    write_bytes(out + "/notes.tmp", "not the run's");
+    TrainOptions o = run.options;
+    o.max_steps = 2;
+    REQUIRE(quiet(o).stop == StopReason::MaxSteps);
+    CHECK(read_bytes(lock_file) == std::to_string(::getpid()) + "\n");
+    CHECK(files_ending_in(out, ".tmp") == std::vector<std::string>{"notes.tmp"});
+    // The same process may lock it again once the run has ended.
+    o.resume = true;
+    o.max_steps = 0;
+    CHECK(quiet(o).stop == StopReason::Finished);
+}
 
 // A save writes the resume file, then the weights file. A crash between the two renames (a
 // SIGKILL, a full disk) leaves the state one save ahead of the weights; the resume file is a
@@ -537,13 +685,6 @@ TEST_CASE("train: a crash between the two files of a save resumes from the newer
     first.max_steps = 0;
     REQUIRE(quiet(first).stop == StopReason::Finished);
     require_identical_weights(last_of(straight), last_of(first));
-}
-
-// Every file in `dir` with its bytes.
-std::map<std::string, std::string> files_in(const std::string& dir) {
-    std::map<std::string, std::string> files;
-    for (const std::string& name : files_ending_in(dir, "")) files[name] = read_bytes(dir + "/" + name);
-    return files;
 }
 
 TEST_CASE("train: a disk that fills up stops the run naming the file, changes no file, and --resume ends bit-identical",
@@ -589,6 +730,56 @@ TEST_CASE("train: a damaged metrics.csv does not stop --resume, it is kept aside
     CHECK(quiet.log.str().find("warning: read_metrics_csv: " + metrics) != std::string::npos);
     CHECK(read_bytes(metrics + ".unreadable").find("1,garbage") != std::string::npos);
     CHECK(read_metrics_csv(metrics).size() == 1);  // the second epoch, written by this resume
+
+    // A second damaged metrics.csv overwrote the first one kept; each now has its own copy.
+    write_bytes(metrics, read_bytes(metrics) + "2,rubbish\n");
+    o.max_steps = 0;
+    quiet.log.str("");
+    REQUIRE(quiet(o).stop == StopReason::Finished);
+    CHECK(quiet.log.str().find("kept as " + metrics + ".unreadable.2,") != std::string::npos);
+    CHECK(read_bytes(metrics + ".unreadable").find("1,garbage") != std::string::npos);
+    CHECK(read_bytes(metrics + ".unreadable.2").find("2,rubbish") != std::string::npos);
+
+    // --overwrite leaves nothing of the run it replaces, the kept copies included.
+    TrainOptions fresh = run.options;
+    fresh.overwrite = true;
+    fresh.max_steps = 1;
+    REQUIRE(quiet(fresh).stop == StopReason::MaxSteps);
+    std::vector<std::string> left = files_ending_in(o.out_dir, "");
+    std::sort(left.begin(), left.end());
+    CHECK(left == std::vector<std::string>{".patchgrad.lock", "last.safetensors", "last.state.safetensors"});
+}
+
+// `train --data $'data-\xe9t\xe9'` wrote the path into the checkpoint's header as it was:
+// Python's json (vit/scripts/load_checkpoint_torch.py) refused the file.
+TEST_CASE("train: a --data folder named in Latin-1 gives checkpoints of valid UTF-8 that resume there quietly",
+          "[trainer][resume]") {
+    TinyRun run;
+    QuietTrain quiet;
+    TrainOptions o = run.options;
+    o.data_dir = run.out("data-\xe9t\xe9");
+    std::error_code ec;
+    std::filesystem::copy(run.data_dir(), o.data_dir, ec);
+    if (ec) {  // a file system that takes UTF-8 names only (macOS): such a folder cannot exist
+        WARN("cannot create a folder named in Latin-1 here: " << ec.message());
+        return;
+    }
+    o.max_steps = 6;  // into the second epoch: best and last, metrics.csv
+    REQUIRE(quiet(o).stop == StopReason::MaxSteps);
+    for (const char* file : {"last.safetensors", "last.state.safetensors", "best.safetensors"}) {
+        INFO(file);
+        const std::string bytes = read_bytes(o.out_dir + "/" + file);
+        uint64_t header = 0;
+        for (int i = 7; i >= 0; --i) header = header << 8 | static_cast<unsigned char>(bytes[size_t(i)]);
+        const std::string json = bytes.substr(8, size_t(header));
+        CHECK(is_strict_utf8(json));
+        CHECK(json.find("data-\xEF\xBF\xBDt\xEF\xBF\xBD\"") != std::string::npos);
+    }
+    o.resume = true;
+    o.max_steps = 0;
+    REQUIRE(quiet(o).stop == StopReason::Finished);
+    CHECK(quiet.log.str().find("warning: the run was trained on") == std::string::npos);
+    CHECK(is_strict_utf8(read_bytes(o.out_dir + "/results.json")));
 }
 
 // A resume on another --data folder was accepted silently.

@@ -66,8 +66,8 @@ struct LoopRecord {
 
 // While it lives, every outermost parallel_for, and the time spent in matrix products (gemm.h
 // reports it through add_product_seconds), is recorded: what `patchgrad bench --explain`
-// prints. One at a time, made and read on the thread that runs the loops; a diagnostic, like
-// the thread count a setting of the library, never changing a result.
+// prints. One at a time, made and read on the thread that runs the loops: a diagnostic setting
+// of the library, like the thread count, that never changes a result.
 class LoopRecorder {
 public:
     LoopRecorder();

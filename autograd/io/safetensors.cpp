@@ -7,7 +7,6 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
-#include <numeric>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -35,276 +34,6 @@ namespace {
 // The reference implementation refuses headers above 100 MB; so do we, so that a garbled
 // length cannot make us allocate gigabytes.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
-
-// ---- a minimal JSON reader: objects, arrays, strings and integers -------------------------
-// That is all a safetensors header holds. Objects keep their keys in file order.
-
-struct Json {
-    enum class Kind { Object, Array, String, Integer };
-    Kind kind = Kind::Object;
-    std::string string;
-    int64_t integer = 0;
-    std::vector<Json> items;        // array elements, or object values
-    std::vector<std::string> keys;  // object keys, parallel to items
-    size_t offset = 0;              // where the value starts in the header, for messages
-};
-
-const char* kind_name(Json::Kind kind) {
-    switch (kind) {
-        case Json::Kind::Object:
-            return "an object";
-        case Json::Kind::Array:
-            return "an array";
-        case Json::Kind::String:
-            return "a string";
-        case Json::Kind::Integer:
-            return "an integer";
-    }
-    return "a value";
-}
-
-class JsonReader {
-public:
-    JsonReader(const std::string& text, const std::string& where) : text_(text), where_(where) {}
-
-    Json parse_document() {
-        Json value = parse_value(0);
-        skip_space();
-        if (pos_ != text_.size()) fail("unexpected '" + std::string(1, text_[pos_]) + "' after the JSON object");
-        return value;
-    }
-
-private:
-    // Deep enough for any header, shallow enough that "[[[[..." cannot exhaust the stack.
-    static constexpr int kMaxDepth = 32;
-
-    [[noreturn]] void fail(const std::string& problem) const {
-        patchgrad::fail(where_, ": invalid JSON header at byte ", pos_, " of the header: ", problem);
-    }
-
-    void skip_space() {
-        while (pos_ < text_.size() &&
-               (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' || text_[pos_] == '\r'))
-            ++pos_;
-    }
-
-    void expect(char c) {
-        skip_space();
-        if (pos_ >= text_.size()) fail(std::string("expected '") + c + "' but the header ended");
-        if (text_[pos_] != c) fail(std::string("expected '") + c + "' but found '" + text_[pos_] + "'");
-        ++pos_;
-    }
-
-    Json parse_value(int depth) {
-        if (depth > kMaxDepth) fail("nested more than " + std::to_string(kMaxDepth) + " levels deep");
-        skip_space();
-        if (pos_ >= text_.size()) fail("expected a value but the header ended");
-        const char c = text_[pos_];
-        if (c == '{') return parse_object(depth);
-        if (c == '[') return parse_array(depth);
-        if (c == '"') {
-            Json s;
-            s.kind = Json::Kind::String;
-            s.offset = pos_;
-            s.string = parse_string();
-            return s;
-        }
-        if (c == '-' || (c >= '0' && c <= '9')) return parse_integer();
-        fail("unexpected '" + std::string(1, c) +
-             "' (a safetensors header holds only objects, arrays, strings and integers)");
-    }
-
-    Json parse_object(int depth) {
-        Json obj;
-        obj.kind = Json::Kind::Object;
-        obj.offset = pos_;
-        expect('{');
-        skip_space();
-        if (pos_ < text_.size() && text_[pos_] == '}') {
-            ++pos_;
-            return obj;
-        }
-        std::vector<size_t> key_offsets;  // where each key starts, for the duplicate-key message
-        while (true) {
-            skip_space();
-            if (pos_ >= text_.size() || text_[pos_] != '"') fail("expected a quoted key");
-            key_offsets.push_back(pos_);
-            obj.keys.push_back(parse_string());
-            expect(':');
-            obj.items.push_back(parse_value(depth + 1));
-            skip_space();
-            if (pos_ < text_.size() && text_[pos_] == ',') {
-                ++pos_;
-                continue;
-            }
-            expect('}');
-            check_unique_keys(obj, key_offsets);
-            return obj;
-        }
-    }
-
-    // Sorting the keys' positions by key puts equal keys side by side: O(n log n) for n keys,
-    // where comparing each key with all before it takes quadratic time (seconds for 100,000 keys).
-    // Of all repeated keys, the one that comes first in the header is reported, at its offset.
-    void check_unique_keys(const Json& obj, const std::vector<size_t>& key_offsets) {
-        std::vector<size_t> order(obj.keys.size());
-        std::iota(order.begin(), order.end(), size_t(0));
-        std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return obj.keys[a] < obj.keys[b]; });
-        size_t first_repeat = order.size();
-        for (size_t i = 1; i < order.size(); ++i)
-            if (obj.keys[order[i]] == obj.keys[order[i - 1]]) first_repeat = std::min(first_repeat, order[i]);
-        if (first_repeat == order.size()) return;
-        pos_ = key_offsets[first_repeat];
-        fail("duplicate key \"" + obj.keys[first_repeat] + "\"");
-    }
-
-    Json parse_array(int depth) {
-        Json arr;
-        arr.kind = Json::Kind::Array;
-        arr.offset = pos_;
-        expect('[');
-        skip_space();
-        if (pos_ < text_.size() && text_[pos_] == ']') {
-            ++pos_;
-            return arr;
-        }
-        while (true) {
-            arr.items.push_back(parse_value(depth + 1));
-            skip_space();
-            if (pos_ < text_.size() && text_[pos_] == ',') {
-                ++pos_;
-                continue;
-            }
-            expect(']');
-            return arr;
-        }
-    }
-
-    Json parse_integer() {
-        Json num;
-        num.kind = Json::Kind::Integer;
-        num.offset = pos_;
-        const bool negative = text_[pos_] == '-';
-        if (negative) ++pos_;
-        if (pos_ >= text_.size() || text_[pos_] < '0' || text_[pos_] > '9') fail("expected a digit");
-        uint64_t magnitude = 0;
-        while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') {
-            const uint64_t digit = static_cast<uint64_t>(text_[pos_] - '0');
-            if (magnitude > (static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) - digit) / 10)
-                fail("integer too large");
-            magnitude = magnitude * 10 + digit;
-            ++pos_;
-        }
-        if (pos_ < text_.size() && (text_[pos_] == '.' || text_[pos_] == 'e' || text_[pos_] == 'E'))
-            fail("expected an integer, found a fractional number");
-        num.integer = negative ? -static_cast<int64_t>(magnitude) : static_cast<int64_t>(magnitude);
-        return num;
-    }
-
-    unsigned parse_hex4() {
-        if (text_.size() - pos_ < 4) fail("\\u escape cut short");
-        unsigned code = 0;
-        for (int i = 0; i < 4; ++i) {
-            const char h = text_[pos_++];
-            code <<= 4;
-            if (h >= '0' && h <= '9')
-                code |= static_cast<unsigned>(h - '0');
-            else if (h >= 'a' && h <= 'f')
-                code |= static_cast<unsigned>(h - 'a' + 10);
-            else if (h >= 'A' && h <= 'F')
-                code |= static_cast<unsigned>(h - 'A' + 10);
-            else
-                fail("bad hex digit in \\u escape");
-        }
-        return code;
-    }
-
-    static void append_utf8(std::string& out, unsigned cp) {
-        if (cp < 0x80) {
-            out += static_cast<char>(cp);
-        } else if (cp < 0x800) {
-            out += static_cast<char>(0xC0 | (cp >> 6));
-            out += static_cast<char>(0x80 | (cp & 0x3F));
-        } else if (cp < 0x10000) {
-            out += static_cast<char>(0xE0 | (cp >> 12));
-            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (cp & 0x3F));
-        } else {
-            out += static_cast<char>(0xF0 | (cp >> 18));
-            out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (cp & 0x3F));
-        }
-    }
-
-    std::string parse_string() {
-        ++pos_;  // the opening quote
-        std::string out;
-        while (true) {
-            if (pos_ >= text_.size()) fail("unterminated string");
-            const char c = text_[pos_++];
-            if (c == '"') return out;
-            if (static_cast<unsigned char>(c) < 0x20) {
-                --pos_;
-                fail("control character in a string");
-            }
-            if (c != '\\') {
-                out += c;
-                continue;
-            }
-            if (pos_ >= text_.size()) fail("unterminated string");
-            const char e = text_[pos_++];
-            switch (e) {
-                case '"':
-                    out += '"';
-                    break;
-                case '\\':
-                    out += '\\';
-                    break;
-                case '/':
-                    out += '/';
-                    break;
-                case 'b':
-                    out += '\b';
-                    break;
-                case 'f':
-                    out += '\f';
-                    break;
-                case 'n':
-                    out += '\n';
-                    break;
-                case 'r':
-                    out += '\r';
-                    break;
-                case 't':
-                    out += '\t';
-                    break;
-                case 'u': {
-                    unsigned cp = parse_hex4();
-                    // A character outside the Basic Multilingual Plane is a surrogate pair.
-                    if (cp >= 0xD800 && cp <= 0xDBFF) {
-                        if (text_.compare(pos_, 2, "\\u") != 0) fail("lone high surrogate in \\u escape");
-                        pos_ += 2;
-                        const unsigned low = parse_hex4();
-                        if (low < 0xDC00 || low > 0xDFFF) fail("bad low surrogate in \\u escape");
-                        cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-                    } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-                        fail("lone low surrogate in \\u escape");
-                    }
-                    append_utf8(out, cp);
-                    break;
-                }
-                default:
-                    --pos_;
-                    fail(std::string("unknown escape \\") + e);
-            }
-        }
-    }
-
-    const std::string& text_;
-    const std::string& where_;
-    size_t pos_ = 0;
-};
 
 // ---- dtypes -------------------------------------------------------------------------------
 
@@ -359,14 +88,14 @@ void convert(const unsigned char* bytes, Dtype dtype, real* out, int64_t n, cons
 // Reads one header entry {"dtype": ..., "shape": [...], "data_offsets": [b, e]}.
 TensorEntry read_entry(const std::string& name, const Json& j, const std::string& where) {
     const std::string what = where + ": tensor '" + name + "'";
-    check(j.kind == Json::Kind::Object, what, ": expected an object, found ", kind_name(j.kind));
+    check(j.kind == Json::Kind::Object, what, ": expected an object, found ", json_kind_name(j.kind));
     TensorEntry e{name, Dtype::F32, {}, 0, 0};
     bool has_dtype = false, has_shape = false, has_offsets = false;
     for (size_t i = 0; i < j.keys.size(); ++i) {
         const std::string& key = j.keys[i];
         const Json& v = j.items[i];
         if (key == "dtype") {
-            check(v.kind == Json::Kind::String, what, ": dtype is ", kind_name(v.kind), ", not a string");
+            check(v.kind == Json::Kind::String, what, ": dtype is ", json_kind_name(v.kind), ", not a string");
             if (v.string == "F32")
                 e.dtype = Dtype::F32;
             else if (v.string == "F64")
@@ -381,7 +110,7 @@ TensorEntry read_entry(const std::string& name, const Json& j, const std::string
             }
             has_dtype = true;
         } else if (key == "shape") {
-            check(v.kind == Json::Kind::Array, what, ": shape is ", kind_name(v.kind), ", not an array");
+            check(v.kind == Json::Kind::Array, what, ": shape is ", json_kind_name(v.kind), ", not an array");
             for (const Json& d : v.items) {
                 check(d.kind == Json::Kind::Integer && d.integer >= 0, what, ": shape must hold non-negative integers");
                 e.shape.push_back(d.integer);
@@ -515,7 +244,7 @@ NamedTensors read_safetensors(std::istream& in, const std::string& where) {
     check(!in.fail(), where, ": cannot read the ", header_len, "-byte header");
     check(!header.empty() && header[0] == '{', where, ": the header does not start with '{': not a safetensors file");
 
-    const Json root = JsonReader(header, where).parse_document();
+    const Json root = read_json(header, where);
     const uint64_t data_bytes = file_size - 8 - header_len;
 
     NamedTensors result;
@@ -523,10 +252,10 @@ NamedTensors read_safetensors(std::istream& in, const std::string& where) {
     for (size_t i = 0; i < root.keys.size(); ++i) {
         const Json& v = root.items[i];
         if (root.keys[i] == "__metadata__") {
-            check(v.kind == Json::Kind::Object, where, ": __metadata__ is ", kind_name(v.kind), ", not an object");
+            check(v.kind == Json::Kind::Object, where, ": __metadata__ is ", json_kind_name(v.kind), ", not an object");
             for (size_t k = 0; k < v.keys.size(); ++k) {
                 check(v.items[k].kind == Json::Kind::String, where, ": __metadata__ value of \"", v.keys[k], "\" is ",
-                      kind_name(v.items[k].kind), ", not a string");
+                      json_kind_name(v.items[k].kind), ", not a string");
                 result.metadata[v.keys[k]] = v.items[k].string;
             }
             continue;

@@ -1,5 +1,7 @@
-// Tests for autograd/io/json.cpp: the one way patchgrad quotes a JSON string.
+// Tests for autograd/io/json.cpp: the one way patchgrad quotes a JSON string, and the reader of
+// safetensors headers (objects, arrays, strings and integers).
 #include <string>
+#include <vector>
 
 #include "autograd/io/json.h"
 #include "autograd/rng.h"
@@ -62,6 +64,38 @@ TEST_CASE("json_string: bytes that are not UTF-8 become U+FFFD, so the JSON is a
             std::none_of(bytes.begin(), bytes.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; }))
             CHECK(json == "\"" + bytes + "\"");  // valid text is kept as it is
     }
+}
+
+TEST_CASE("read_json: objects keep their keys in order, strings are unescaped, integers are exact", "[json]") {
+    const Json j = read_json(" {\"b\": [1, -2, 9223372036854775807], \"a\": \"x\\u00e9\\ud83d\\ude00\\n\", \"e\": {}} ",
+                             "test header");
+    REQUIRE(j.kind == Json::Kind::Object);
+    REQUIRE(j.keys == std::vector<std::string>{"b", "a", "e"});
+    REQUIRE(j.items[0].kind == Json::Kind::Array);
+    REQUIRE(j.items[0].items.size() == 3);
+    CHECK(j.items[0].items[1].integer == -2);
+    CHECK(j.items[0].items[2].integer == 9223372036854775807);
+    CHECK(j.items[1].kind == Json::Kind::String);
+    CHECK(j.items[1].string == "x\xc3\xa9\xf0\x9f\x98\x80\n");  // é, then U+1F600 from its surrogate pair
+    CHECK(j.items[1].offset == 42);
+    CHECK(j.items[2].kind == Json::Kind::Object);
+    CHECK(j.items[2].keys.empty());
+    CHECK(std::string(json_kind_name(Json::Kind::Array)) == "an array");
+}
+
+TEST_CASE("read_json: refuses what a safetensors header never holds, naming the byte", "[json][errors]") {
+    using test::require_error;
+    const auto read = [](const std::string& text) { return read_json(text, "test header"); };
+    require_error([&] { read("{\"a\": 1.5}"); }, {"test header: invalid JSON header at byte 7", "fractional"});
+    require_error([&] { read("{\"a\": true}"); }, {"unexpected 't'", "only objects, arrays, strings and integers"});
+    require_error([&] { read("{\"a\": 1, \"a\": 2}"); }, {"at byte 9", "duplicate key \"a\""});
+    require_error([&] { read("{\"a\": 1} x"); }, {"unexpected 'x' after the JSON object"});
+    require_error([&] { read("{\"a\": 1"); }, {"expected '}' but the header ended"});
+    require_error([&] { read("[9223372036854775808]"); }, {"integer too large"});
+    require_error([&] { read("\"\\ud800\""); }, {"lone high surrogate"});
+    require_error([&] { read("\"\\q\""); }, {"unknown escape \\q"});
+    require_error([&] { read("\"a\nb\""); }, {"control character in a string"});
+    require_error([&] { read(std::string(40, '[') + std::string(40, ']')); }, {"nested more than 32 levels deep"});
 }
 
 }  // namespace patchgrad

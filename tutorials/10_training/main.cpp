@@ -23,9 +23,9 @@
 #include "datasets/normalize.h"
 #include "datasets/split.h"
 #include "tutorials/tutorial.h"
+#include "vit/inspect.h"
 #include "vit/pictures/canvas.h"
 #include "vit/pictures/chart.h"
-#include "vit/pictures/inspect.h"
 #include "vit/train/trainer.h"
 
 using namespace patchgrad;

@@ -15,7 +15,7 @@
 #include "datasets/cifar10.h"
 #include "datasets/normalize.h"
 #include "tutorials/tutorial.h"
-#include "vit/pictures/inspect.h"
+#include "vit/inspect.h"
 
 using namespace patchgrad;
 namespace fs = std::filesystem;

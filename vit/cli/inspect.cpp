@@ -1,4 +1,4 @@
-// `patchgrad inspect`: pictures of what a ViT has learned (vit/pictures/inspect.h) — the patches of
+// `patchgrad inspect`: pictures of what a ViT has learned (vit/inspect.h) — the patches of
 // an image, the similarity of the position embeddings, the class token's attention and its
 // rollout, the mean attention distance of every head, and the principal components of the
 // patch embedding filters — for a trained checkpoint, or for a fresh model to compare with.
@@ -16,8 +16,8 @@
 #include "datasets/cifar10.h"
 #include "datasets/normalize.h"
 #include "vit/cli/cli.h"
+#include "vit/inspect.h"
 #include "vit/pictures/image_file.h"
-#include "vit/pictures/inspect.h"
 #include "vit/train/checkpoint.h"
 
 namespace patchgrad::cli {

@@ -1,8 +1,8 @@
-// Tests for vit/pictures/inspect.cpp: the analyses against hand-made cases and independent brute-force
+// Tests for vit/inspect.cpp: the analyses against hand-made cases and independent brute-force
 // references (cosine similarity, attention rollout, mean attention distance, principal
 // components), the pictures of a tiny model written as PNGs of the drawn size, and the
 // one-line errors of an inspection.
-#include "vit/pictures/inspect.h"
+#include "vit/inspect.h"
 
 #include <cmath>
 #include <filesystem>

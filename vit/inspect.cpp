@@ -1,7 +1,7 @@
 // inspect.cpp — the analyses of a ViT (position-embedding similarity, attention rollout,
 // mean attention distance, principal components of E) and the pictures of them that
 // `patchgrad inspect` writes. See inspect.h for the formulas and the figures they reproduce.
-#include "vit/pictures/inspect.h"
+#include "vit/inspect.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // deflate_tables.h — the constants of the DEFLATE format (RFC 1951) that the compressor
-// (png.cpp) and the decompressor (inflate.cpp) must agree on, kept in one place.
+// (deflate.cpp) and the decompressor (inflate.cpp) must agree on, kept in one place.
 #pragma once
 
 #include <array>

@@ -10,8 +10,8 @@
 #include <array>
 
 #include "autograd/check.h"
+#include "vit/pictures/deflate.h"
 #include "vit/pictures/deflate_tables.h"
-#include "vit/pictures/png.h"
 
 namespace patchgrad {
 

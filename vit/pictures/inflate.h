@@ -22,7 +22,7 @@
 // block, 257-285 a match length (plus extra bits), each followed by a distance symbol
 // 0-29 (plus extra bits): "copy `length` bytes from `distance` bytes back", which may
 // overlap the bytes it writes (a run). The codes are canonical: the code lengths alone
-// define them (3.2.2). The compressor is in png.cpp; both use deflate_tables.h.
+// define them (3.2.2). The compressor is deflate.h; both use deflate_tables.h.
 #pragma once
 
 #include <cstddef>

@@ -11,7 +11,7 @@
 //   IEND   empty
 //
 // The zlib stream (RFC 1950) is a 2-byte header, DEFLATE data (RFC 1951: LZ77 matches and
-// Huffman codes, implemented in png.cpp) and the Adler-32 of the filtered rows. An 800x500
+// Huffman codes, implemented in deflate.cpp) and the Adler-32 of the filtered rows. An 800x500
 // training-curve chart, 1.2 MB of pixels, takes about 8 KB.
 #pragma once
 
@@ -25,8 +25,6 @@ namespace patchgrad {
 
 // CRC-32 as PNG and zip use it (reflected polynomial 0xEDB88320): crc32("123456789") = 0xCBF43926.
 uint32_t crc32(const uint8_t* data, size_t size);
-// zlib's Adler-32 checksum: adler32("Wikipedia") = 0x11E60398.
-uint32_t adler32(const uint8_t* data, size_t size);
 
 // The Paeth filter's prediction of a byte from its left (a), upper (b) and upper-left (c)
 // neighbours: whichever of them is closest to a + b - c, ties in that order (PNG
@@ -36,11 +34,6 @@ inline int paeth_predictor(int a, int b, int c) {
     if (pa <= pb && pa <= pc) return a;
     return pb <= pc ? b : c;
 }
-
-// The zlib stream (RFC 1950) of `size` bytes: header 0x78 0x9C, DEFLATE blocks (each stored,
-// fixed-Huffman or dynamic-Huffman, whichever is smallest), Adler-32. What IDAT holds; any
-// inflater (zlib, Python's zlib.decompress) reads it back.
-std::vector<uint8_t> zlib_compress(const uint8_t* data, size_t size);
 
 // pixels: height rows of width * channels bytes, row-major, top row first; channels 1 (gray),
 // 3 (RGB) or 4 (RGBA). Throws std::invalid_argument naming the sizes if width or height is

@@ -11,6 +11,7 @@
 #include "catch.h"
 #include "datasets/datasets_test_util.h"
 #include "test_util.h"
+#include "vit/pictures/deflate.h"
 #include "vit/pictures/png.h"
 #include "vit/pictures/png_crc_fix.h"
 

@@ -1,6 +1,6 @@
 // Tests for vit/pictures/inflate.cpp: streams Python's zlib wrote (tests/data/pictures/,
 // made by vit/scripts/make_picture_fixtures.py) in each block type, the compressor of
-// png.cpp read back, and hand-made broken streams, each refused with its own message.
+// deflate.cpp read back, and hand-made broken streams, each refused with its own message.
 #include "vit/pictures/inflate.h"
 
 #include <string>
@@ -9,7 +9,7 @@
 #include "catch.h"
 #include "datasets/datasets_test_util.h"
 #include "test_util.h"
-#include "vit/pictures/png.h"
+#include "vit/pictures/deflate.h"
 
 namespace patchgrad {
 namespace {
@@ -78,7 +78,7 @@ TEST_CASE("inflate: zlib's stored, fixed and dynamic Huffman streams decode exac
     }
 }
 
-TEST_CASE("inflate: reads back what png.cpp's compressor writes", "[vit][inflate]") {
+TEST_CASE("inflate: reads back what deflate.cpp's compressor writes", "[vit][inflate]") {
     Rng rng(5);
     for (size_t size : {size_t(0), size_t(1), size_t(300), size_t(70000)}) {
         std::vector<uint8_t> data(size);

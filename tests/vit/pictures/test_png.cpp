@@ -1,6 +1,6 @@
-// Tests for vit/png.cpp. Everything the writer produces is read back by a decoder written
-// here from the specifications, not from png.cpp: an INFLATE (RFC 1951: stored, fixed and
-// dynamic Huffman blocks) in the style of Mark Adler's puff.c, the zlib framing (RFC 1950)
+// Tests for vit/pictures/png.cpp and deflate.cpp. Everything the writer produces is read back by
+// a decoder written here from the specifications, not from the writer: an INFLATE (RFC 1951:
+// stored, fixed and dynamic Huffman blocks) in the style of Mark Adler's puff.c, the zlib framing (RFC 1950)
 // and the PNG chunks and filters. It also records what the stream contains (block types,
 // matches), so the tests can check that the edge cases they aim at are really exercised.
 // Files go to a fresh temporary directory.
@@ -19,6 +19,7 @@
 #include "catch.h"
 #include "test_util.h"
 #include "vit/pictures/chart.h"
+#include "vit/pictures/deflate.h"
 
 namespace patchgrad {
 namespace {

@@ -77,7 +77,8 @@ void for_each_gemm_block(int64_t M, int64_t N, int64_t K, int64_t MR, int64_t NR
             // of tasks packs each group's panels once. Group 0 sums into C, the others into
             // partials of their own, added to C below in group order.
             const int64_t blocks = (K + k_block - 1) / k_block;
-            const int64_t group_blocks = (blocks + gemm_k_groups(slivers, blocks) - 1) / gemm_k_groups(slivers, blocks);
+            const int64_t wanted = gemm_k_groups(slivers, blocks);
+            const int64_t group_blocks = (blocks + wanted - 1) / wanted;
             const int64_t groups = (blocks + group_blocks - 1) / group_blocks;  // none of them empty
             std::vector<Real> partials(static_cast<size_t>((groups - 1) * M * N));
             const auto target = [&](int64_t g, int64_t pc) {

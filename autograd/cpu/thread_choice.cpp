@@ -11,8 +11,7 @@
 
 namespace patchgrad {
 
-int64_t step_sample_task_limit() {
-    const StepSample sample;
+int64_t step_sample_task_limit(const StepSample& sample) {
     sample.seconds();  // a warm-up: the first run's allocations are not the step's loops
     // Each loop's fastest of 3 runs (the same loops in the same order each time), so that a
     // pause of the host in a short loop does not make it look like one that matters.
@@ -37,13 +36,14 @@ ThreadChoice choose_thread_count(int max_threads) {
     ThreadChoice choice;
     choice.candidates = std::max(1, std::min(max_threads, hardware));
     if (choice.candidates == 1) return choice;
-    choice.task_limit = step_sample_task_limit();
+    const StepSample sample;  // its inputs made once, for the task limit and the timing
+    choice.task_limit = step_sample_task_limit(sample);
     choice.candidates = static_cast<int>(std::min<int64_t>(choice.candidates, std::max<int64_t>(1, choice.task_limit)));
     if (choice.candidates == 1) return choice;
 
     const int before = num_threads();
     const std::vector<double> best =  // best[t - 1]: t threads
-        StepSample().best_seconds(choice.candidates, [](int i) { set_num_threads(i + 1); });
+        sample.best_seconds(choice.candidates, [](int i) { set_num_threads(i + 1); });
     set_num_threads(before);
 
     // The fewest threads within 5% of the fastest: one thread unless more are at least 5% faster.

@@ -15,6 +15,8 @@
 
 #include <cstdint>
 
+#include "step_sample.h"
+
 namespace patchgrad {
 
 struct ThreadChoice {
@@ -27,9 +29,9 @@ struct ThreadChoice {
 
 // The fewest tasks (loop_tasks, parallel.h) offered by the parallel loops that take at least 5%
 // of the step sample's time: threads beyond it would wait through those loops.
-int64_t step_sample_task_limit();
+int64_t step_sample_task_limit(const StepSample& sample);
 
-// Tries 1 .. min(max_threads, hardware threads, step_sample_task_limit()) threads; leaves the
+// Tries 1 .. min(max_threads, hardware threads, the step sample's task limit) threads; leaves the
 // thread setting as it found it.
 ThreadChoice choose_thread_count(int max_threads);
 

@@ -145,7 +145,7 @@ TEST_CASE(
 TEST_CASE("parallel: the step sample's main loops offer at least 16 tasks, so 16 threads have work", "[parallel]") {
     // Every loop of the sample that holds 5% of its time: the weight gradients split across K
     // (gemm_k_groups), the bias and LayerNorm sums in blocks (sum_row_block), the rows.
-    CHECK(step_sample_task_limit() >= 16);
+    CHECK(step_sample_task_limit(StepSample()) >= 16);
 }
 
 TEST_CASE("parallel: choose_thread_count picks a count it tried and leaves the setting alone", "[parallel]") {

@@ -200,11 +200,6 @@ std::string gemm_bf16_description() {
     return "bf16 emulated in float32 (" + why + ": not faster than fp32)";
 }
 
-std::string matmul_precision_description(MatmulPrecision precision) {
-    return precision == MatmulPrecision::fp32 ? "fp32"
-                                              : "bf16 matrix products, float32 elsewhere; " + gemm_bf16_description();
-}
-
 #ifndef PATCHGRAD_DOUBLE
 
 void gemm_bf16_emulated(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,

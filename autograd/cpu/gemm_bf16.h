@@ -96,10 +96,6 @@ double gemm_bf16_sum_roundoff();
 // "bf16 emulated in float32 (this CPU has no bf16 instructions: not faster than fp32)".
 std::string gemm_bf16_description();
 
-// What the "precision:" line of bench's and train's headers says: "fp32", or "bf16 matrix
-// products, float32 elsewhere; " and gemm_bf16_description().
-std::string matmul_precision_description(MatmulPrecision precision);
-
 // The bf16 product by the native kernel where bf16_native(), by the emulation otherwise.
 // Arguments as in gemm() (gemm.h).
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,

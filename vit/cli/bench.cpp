@@ -29,14 +29,15 @@
 #include "autograd/cpu/gemm.h"
 #include "autograd/cpu/gemm_bf16.h"
 #include "autograd/cpu/parallel.h"
-#include "autograd/cpu/step_sample.h"
-#include "autograd/cpu/thread_choice.h"
 #include "autograd/ops.h"
 #include "autograd/optim/optimizer.h"
 #include "autograd/rng.h"
 #include "autograd/storage.h"
 #include "vit/cli/cli.h"
 #include "vit/summary.h"
+#include "vit/train/step_sample.h"
+#include "vit/train/thread_choice.h"
+#include "vit/train/train_options.h"
 #include "vit/vision_transformer.h"
 
 #ifdef PATCHGRAD_USE_OPENBLAS

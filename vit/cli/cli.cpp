@@ -8,8 +8,8 @@
 #include <type_traits>
 
 #include "autograd/cpu/parallel.h"
-#include "autograd/cpu/thread_choice.h"
 #include "vit/train/checkpoint.h"
+#include "vit/train/thread_choice.h"
 
 namespace patchgrad::cli {
 

@@ -391,6 +391,11 @@ const std::string& checkpoint_recipe_entry(const Checkpoint& checkpoint, const s
     return metadata_entry(checkpoint.options, flag, "checkpoint " + checkpoint.path, "train.", kAddedSince090);
 }
 
+std::string matmul_precision_description(MatmulPrecision precision) {
+    return precision == MatmulPrecision::fp32 ? "fp32"
+                                              : "bf16 matrix products, float32 elsewhere; " + gemm_bf16_description();
+}
+
 std::string recipe_flags(const TrainOptions& options) {
     std::string flags;
     for (const TrainOption& option : kOptions) {

@@ -189,6 +189,10 @@ std::string recipe_flags(const TrainOptions& options);
 // exactly), switches as true/false, names as strings; and "config", the model's name.
 std::string recipe_json(const TrainOptions& options);
 
+// What the "precision:" line of the headers of `train`, `bench` and `eval` says: "fp32", or
+// "bf16 matrix products, float32 elsewhere; " and the kernel's gemm_bf16_description().
+std::string matmul_precision_description(MatmulPrecision precision);
+
 // The options part of `patchgrad train --help`: "recipe (...):" then "running:", one entry
 // per row; the preset entry lists every preset with a one-line summary.
 std::string options_help();

@@ -15,8 +15,6 @@
 #include "autograd/cpu/cpu_isa.h"
 #include "autograd/cpu/gemm.h"
 #include "autograd/cpu/parallel.h"
-#include "autograd/cpu/step_sample.h"
-#include "autograd/cpu/thread_choice.h"
 #include "autograd/io/atomic_file.h"
 #include "autograd/io/folder_lock.h"
 #include "autograd/io/json.h"
@@ -31,6 +29,8 @@
 #include "vit/summary.h"
 #include "vit/train/progress.h"
 #include "vit/train/results.h"
+#include "vit/train/step_sample.h"
+#include "vit/train/thread_choice.h"
 
 namespace patchgrad {
 

@@ -15,7 +15,6 @@
 #include "autograd/cpu/gemm_bf16_amx_tile.h"
 #include "autograd/cpu/gemm_blocks.h"
 #include "autograd/cpu/gemm_kernels.h"
-#include "autograd/cpu/step_sample.h"
 #include "autograd/determinism_util.h"
 #include "catch.h"
 #include "test_util.h"
@@ -320,22 +319,6 @@ TEST_CASE("bf16: gemm follows the matmul precision, and the guard restores it", 
     });
     MatmulPrecisionGuard bf16(MatmulPrecision::bf16);
     REQUIRE_THROWS_WITH(parse_enum<MatmulPrecision>("fp16", "--precision"), "--precision 'fp16' is not fp32 or bf16");
-}
-
-TEST_CASE("bf16: the step sample measures bf16 against float32, and the note warns where bf16 is slower", "[bf16]") {
-    MatmulPrecisionGuard bf16(MatmulPrecision::bf16);
-    const double speedup = measure_bf16_speedup();
-    CHECK(std::isfinite(speedup));
-    CHECK(speedup > 0);
-    CHECK(matmul_precision() == MatmulPrecision::bf16);  // the caller's setting, as it was
-    // On an AMD EPYC Zen 5 the sample ran about 1.5x as fast in bf16; on an Intel Xeon whose
-    // vdpbf16ps issues at a quarter of the FMA's rate, bf16 is slower, and the note says so.
-    CHECK(bf16_speed_note(1.456) ==
-          "           bf16 ran a sample of the step 1.46x as fast as float32 here (measured now)");
-    CHECK(bf16_speed_note(0.72) ==
-          "warning: bf16 ran a sample of the step at 0.72x float32's speed on this CPU (measured now): "
-          "--precision fp32 trains faster here (chapter 12.9)");
-    CHECK(bf16_speed_note(1.0).find("step 1.00x as fast") != std::string::npos);  // equal is no warning
 }
 
 TEST_CASE("bf16: gemm_bf16 gives the same bits for any thread count, at every instruction-set level",

@@ -1,4 +1,4 @@
-#include "thread_choice.h"
+#include "vit/train/thread_choice.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -6,8 +6,8 @@
 #include <thread>
 #include <vector>
 
-#include "parallel.h"
-#include "step_sample.h"
+#include "autograd/cpu/parallel.h"
+#include "vit/train/step_sample.h"
 
 namespace patchgrad {
 

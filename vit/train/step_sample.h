@@ -1,5 +1,6 @@
-// step_sample.h — a sample of a training step's work, timed: how the program learns what pays
-// on the machine it runs on, instead of guessing from the CPU's name.
+// step_sample.h — a sample of a training step's work, timed: how `train` and `bench` learn what
+// pays on the machine they run on, instead of guessing from the CPU's name. The library offers
+// the settings (set_num_threads, set_matmul_precision); choosing them is the program's job.
 //
 // The sample is a quarter of a cifar-tiny batch: 32 x 65 tokens of width 128 through LayerNorm,
 // a linear layer to 256, GELU, a second linear layer, softmax rows of 65, and the backward of
@@ -16,8 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "autograd/cpu/gemm_bf16.h"
 #include "autograd/tensor.h"
-#include "gemm_bf16.h"
 
 namespace patchgrad {
 

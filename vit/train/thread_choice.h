@@ -15,7 +15,7 @@
 
 #include <cstdint>
 
-#include "step_sample.h"
+#include "vit/train/step_sample.h"
 
 namespace patchgrad {
 

@@ -1,4 +1,4 @@
-#include "step_sample.h"
+#include "vit/train/step_sample.h"
 
 #include <algorithm>
 #include <chrono>

@@ -22,13 +22,13 @@ namespace fs = std::filesystem;
 namespace {
 
 const char* const kMissingHint =
-    "run datasets/download_cifar10.sh, or pass --data DIR / set PATCHGRAD_DATA to a directory "
+    "run datasets/scripts/download_cifar10.sh, or pass --data DIR / set PATCHGRAD_DATA to a directory "
     "holding data_batch_1..5.bin and test_batch.bin";
 
 // What a wrong file probably is, from its size and first bytes, for the error message.
 std::string foreign_hint(uintmax_t bytes, const std::string& head) {
     if (head.size() >= 2 && static_cast<uint8_t>(head[0]) == 0x1f && static_cast<uint8_t>(head[1]) == 0x8b)
-        return " (it is gzip-compressed: extract the .tar.gz first, e.g. with datasets/download_cifar10.sh)";
+        return " (it is gzip-compressed: extract the .tar.gz first, e.g. with datasets/scripts/download_cifar10.sh)";
     if (!head.empty() && static_cast<uint8_t>(head[0]) == 0x80)
         return " (it looks like a Python pickle: the 'python version' of CIFAR-10, not the binary one)";
     if (bytes > 0 && bytes % (kCifar10RecordBytes + 1) == 0)

@@ -14,7 +14,7 @@
 // learnable stand-in data for tests of the trainer.
 //
 // Where the files are: the --data flag, else $PATCHGRAD_DATA, else data/cifar-10-batches-bin
-// (what datasets/download_cifar10.sh creates), resolved by resolve_data_dir.
+// (what datasets/scripts/download_cifar10.sh creates), resolved by resolve_data_dir.
 #pragma once
 
 #include <array>

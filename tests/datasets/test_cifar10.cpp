@@ -97,9 +97,9 @@ TEST_CASE("datasets: cifar10 missing files name the path and the way out", "[dat
     TempDir dir;
     save_cifar10_file(dir.file("data_batch_1.bin"), synthetic_cifar10(2, 1));
     save_cifar10_file(dir.file("data_batch_2.bin"), synthetic_cifar10(2, 2));
-    require_error(
-        [&] { load_cifar10_train(dir.path.string()); },
-        {"cifar10: missing", dir.file("data_batch_3.bin"), "datasets/download_cifar10.sh", "--data", "PATCHGRAD_DATA"});
+    require_error([&] { load_cifar10_train(dir.path.string()); },
+                  {"cifar10: missing", dir.file("data_batch_3.bin"), "datasets/scripts/download_cifar10.sh", "--data",
+                   "PATCHGRAD_DATA"});
     require_error([&] { load_cifar10_test(dir.path.string()); }, {"missing", dir.file("test_batch.bin")});
     const std::string nowhere = dir.file("no/such/dir");
     require_error([&] { load_cifar10_train(nowhere); },

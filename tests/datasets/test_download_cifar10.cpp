@@ -1,4 +1,4 @@
-// Tests for datasets/download_cifar10.sh, run through bash against a file:// URL of a tiny
+// Tests for datasets/scripts/download_cifar10.sh, run through bash against a file:// URL of a tiny
 // generated archive: never the real URL, no network. They need bash, curl, tar, gzip and one
 // MD5 tool (md5sum, macOS's md5, or openssl) and fail, naming what is missing, without them:
 // a script that cannot check its download must not hide behind a green suite.
@@ -18,7 +18,8 @@ namespace {
 using namespace patchgrad::test;
 namespace fs = std::filesystem;
 
-const fs::path kScript = fs::path(PATCHGRAD_TEST_DATA).parent_path().parent_path() / "datasets" / "download_cifar10.sh";
+const fs::path kScript =
+    fs::path(PATCHGRAD_TEST_DATA).parent_path().parent_path() / "datasets" / "scripts" / "download_cifar10.sh";
 const char* const kMd5Tools[] = {"md5sum", "md5", "openssl"};
 
 bool on_path(const std::string& tool) { return std::system(("command -v " + tool + " >/dev/null 2>&1").c_str()) == 0; }

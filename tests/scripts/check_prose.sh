@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # tests/scripts/check_prose.sh — the text a reader sees describes the project as it is now.
 # Scans README.md, tests/README.md, every Markdown file under tutorials/ and every file under
-# autograd layers vit datasets tutorials/tools tests (tracked, or new and not ignored; binary
-# files skipped) for issue numbers, the word session(s), paths outside the repository, ISO
-# dates and history wording ("first version", "earlier version", "before X was the default").
+# autograd layers vit datasets tutorials/tools tutorials/scripts tests (tracked, or new and not
+# ignored; binary files skipped) for issue numbers, the word session(s), paths outside the
+# repository, ISO dates and history wording ("first version", "earlier version", "before X was
+# the default").
 # CHANGELOG.md is not scanned: its dates belong there.
 #
 #   bash tests/scripts/check_prose.sh    # prints each hit as FILE:LINE: TEXT; exit 1 if any
@@ -51,11 +52,11 @@ fi
 list_files() {
   if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     git ls-files -z --cached --others --exclude-standard -- \
-      README.md tests/README.md 'tutorials/*.md' autograd layers vit datasets tutorials/tools tests
+      README.md tests/README.md 'tutorials/*.md' autograd layers vit datasets tutorials/tools tutorials/scripts tests
   else
     find README.md tests/README.md -maxdepth 0 -type f -print0 2>/dev/null || true
     find tutorials -name '*.md' -type f -print0
-    find autograd layers vit datasets tutorials/tools tests -type f -print0
+    find autograd layers vit datasets tutorials/tools tutorials/scripts tests -type f -print0
   fi
 }
 files=()

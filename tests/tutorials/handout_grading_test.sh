@@ -2,11 +2,11 @@
 # handout_grading_test.sh — the coursework tools end to end (CI runs it after the default
 # build, whose patchgrad_probe judges: REFERENCE_BUILD; it builds each hand-in, so it is not part
 # of CTest):
-#   - tutorials/tools/handout.sh writes a handout of chapter 04's exercises in which no line of
+#   - tutorials/scripts/handout.sh writes a handout of chapter 04's exercises in which no line of
 #     their reference code appears, nor their derivatives (the `// [hide:NAME]` blocks), nor
 #     tests/mutation/, with a history of one commit; its leak check finds one line of reference
 #     code planted in it; a handout of every exercise passes the same check;
-#   - tutorials/tools/grade_handins.sh grades three hand-ins: the handout as given (stubs: "not
+#   - tutorials/scripts/grade_handins.sh grades three hand-ins: the handout as given (stubs: "not
 #     implemented"), a correct answer identical to the reference, sent as an archive of student/
 #     copies (every exercise "pass": an answer equal to the reference is never taken for a
 #     stub), and a wrong GELU backward ("FAIL", its error large); the hand-ins themselves are
@@ -21,7 +21,7 @@ mkdir -p "$work"
 fail() { echo "handout_grading_test: $*" >&2; exit 1; }
 
 # The handout.
-"$root/tutorials/tools/handout.sh" --exercises 04 --out "$work/handout"
+"$root/tutorials/scripts/handout.sh" --exercises 04 --out "$work/handout"
 grep -q 'exercise gelu-backward: not implemented yet' "$work/handout/autograd/ops/gelu.cpp" ||
     fail "the handout's autograd/ops/gelu.cpp holds no stub"
 ! grep -q 'Phi(x) + x phi(x)' "$work/handout/autograd/ops/gelu.cpp" || fail "the handout shows GELU's derivative"
@@ -36,15 +36,15 @@ grep -q 'it would give away exercise gelu-backward' "$work/handout/autograd/ops/
     fail "the handout records another selection: $(cat "$work/handout/tutorials/handout-exercises.txt")"
 sed -n '/\[exercise:gelu-backward\]/,/\[\/exercise:gelu-backward\]/p' "$root/autograd/ops/gelu.cpp" | sed -n 6p |
     sed 's/^ */    note:/' > "$work/handout/tutorials/notes.txt"
-if "$root/tutorials/tools/handout.sh" --check "$work/handout" 2> "$work/check.log"; then
+if "$root/tutorials/scripts/handout.sh" --check "$work/handout" 2> "$work/check.log"; then
     fail "the leak check missed a line of gelu-backward's reference code in tutorials/notes.txt"
 fi
 grep -q 'tutorials/notes.txt:1 shows the reference code of exercise gelu-backward' "$work/check.log" ||
     fail "the leak check does not name the file and exercise: $(cat "$work/check.log")"
 rm "$work/handout/tutorials/notes.txt"
-"$root/tutorials/tools/handout.sh" --check "$work/handout"
+"$root/tutorials/scripts/handout.sh" --check "$work/handout"
 # Every exercise at once: nothing in the whole repository gives one away.
-"$root/tutorials/tools/handout.sh" --exercises all --out "$work/handout-all" > /dev/null ||
+"$root/tutorials/scripts/handout.sh" --exercises all --out "$work/handout-all" > /dev/null ||
     fail "a handout of every exercise gives answers away (above)"
 
 # Three hand-ins.
@@ -59,7 +59,7 @@ rm "$work/in/wrong/autograd/ops/gelu.cpp.orig"
 grep -q 'cdf - v \* pdf' "$work/in/wrong/autograd/ops/gelu.cpp" || fail "could not plant the wrong GELU backward"
 before=$(cd "$work/in" && find . -type f -exec cksum {} + | sort)
 
-grade=("$root/tutorials/tools/grade_handins.sh" --exercises 04 --work "$work/grading" -j 2)
+grade=("$root/tutorials/scripts/grade_handins.sh" --exercises 04 --work "$work/grading" -j 2)
 if [ -n "$reference" ]; then grade+=(--reference-build "$reference"); fi
 "${grade[@]}" "$work/in/stubs" "$work/in/exact.tar.gz" "$work/in/wrong"
 csv="$work/grading/grades.csv"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# hostile_handins_test.sh — tutorials/tools/grade_handins.sh against hand-ins that try to fool
+# hostile_handins_test.sh — tutorials/scripts/grade_handins.sh against hand-ins that try to fool
 # it, harm it or stop it, each with the verdict it must get, beside honest ones that keep
 # theirs (CI runs it after the default build, whose patchgrad_probe judges: REFERENCE_BUILD):
 #   - refused before anything is deleted or graded: a hand-in named .tar (an empty name), two
@@ -27,7 +27,7 @@ rm -rf "$work"
 mkdir -p "$work/in" "$work/teacher"
 work=$(cd "$work" && pwd)
 fail() { echo "hostile_handins_test: $*" >&2; exit 1; }
-grade=(bash "$root/tutorials/tools/grade_handins.sh" --exercises "gelu-backward,softmax-backward" --run-timeout 5)
+grade=(bash "$root/tutorials/scripts/grade_handins.sh" --exercises "gelu-backward,softmax-backward" --run-timeout 5)
 if [ -n "$reference" ]; then grade+=(--reference-build "$reference"); fi
 
 # A copy of FILE (under autograd/ops/) whose region NAME holds the lines of BODY instead.
@@ -141,7 +141,7 @@ echo "not a zip at all" > "$h/erin.zip"
 (cd "$h/wrong" && cmake -E tar cf "$h/b/handin.zip" --format=zip .)
 # Without isolation the tampering hand-in would succeed (grade_handins.sh says so): left out then.
 isolated=0
-if [ "$(bash "$root/tutorials/tools/sandbox.sh" --check)" = isolated ]; then isolated=1; fi
+if [ "$(bash "$root/tutorials/scripts/sandbox.sh" --check)" = isolated ]; then isolated=1; fi
 roster="$work/roster.tsv"
 {
     echo "# student<TAB>hand-in"

@@ -92,7 +92,7 @@ inline std::string quote_line(const std::string& s) {
 // Regions in source files: `// [KIND:NAME]` ... `// [/KIND:NAME]`, KIND = snippet or exercise.
 // A marker is a line holding nothing but the comment (indentation and trailing spaces allowed).
 // `// [hide:NAME]` ... `// [/hide:NAME]` marks what a handout leaves out when it hands out
-// exercise NAME (tutorials/tools/handout.sh): its marker lines are markers (a snippet skips
+// exercise NAME (tutorials/scripts/handout.sh): its marker lines are markers (a snippet skips
 // them), but it is no region here.
 
 struct MarkerLine {

@@ -14,7 +14,7 @@
 // error>" (tests/test_util.h). Then it prints one row per exercise — tests run, pass / FAIL /
 // not implemented / no tests, the largest relative error of the gradient checks — and the
 // first failure of each failing exercise, and with --csv the same rows as CSV (for the
-// teacher's tutorials/tools/grade_handins.sh). Logs: DIR/NAME.xml, DIR/NAME.log. Exits 1 unless
+// teacher's tutorials/scripts/grade_handins.sh). Logs: DIR/NAME.xml, DIR/NAME.log. Exits 1 unless
 // every exercise passes. It first rescans the sources, so a list made before an exercise was
 // added or renamed is reported as stale instead of silently grading the old list.
 #include <algorithm>
@@ -306,7 +306,7 @@ int main(int argc, char** argv) {
     }
     std::cout << "\n" << passed << " of " << exercises.size() << " exercises pass\n";
     if (!csv.empty()) {
-        // For tutorials/tools/grade_handins.sh: one row per exercise, written whole or not at all.
+        // For tutorials/scripts/grade_handins.sh: one row per exercise, written whole or not at all.
         const std::string tmp = csv + ".tmp";
         {
             std::ofstream out(tmp, std::ios::binary | std::ios::trunc);

@@ -32,7 +32,7 @@ else()
   set(_pg_root ${CMAKE_SOURCE_DIR})
 endif()
 
-# A handout (tutorials/tools/handout.sh) names its exercises in tutorials/handout-exercises.txt:
+# A handout (tutorials/scripts/handout.sh) names its exercises in tutorials/handout-exercises.txt:
 # they are the default selection there, the one `grade` grades.
 set(_pg_default_selection "all")
 if(EXISTS ${_pg_root}/tutorials/handout-exercises.txt)

@@ -7,11 +7,11 @@
 #   PATCHGRAD_DATA=DIR bash vit/scripts/train.sh                # data already on disk in DIR
 #
 # Without --data or PATCHGRAD_DATA the data lives in data/cifar-10-batches-bin, downloaded by
-# datasets/download_cifar10.sh (official archive, MD5-checked; does nothing if present).
+# datasets/scripts/download_cifar10.sh (official archive, MD5-checked; does nothing if present).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-source tests/install_deps.sh
+source tests/scripts/install_deps.sh
 install_missing vit/scripts/train.sh cmake g++ make curl ca-certificates
 
 build=${BUILD_DIR:-build-native}
@@ -23,6 +23,6 @@ for arg in "$@"; do
   case "$arg" in --data | --data=*) has_data_flag=true ;; esac
 done
 if ! $has_data_flag && [ -z "${PATCHGRAD_DATA:-}" ]; then
-  bash datasets/download_cifar10.sh data
+  bash datasets/scripts/download_cifar10.sh data
 fi
 exec "$build/patchgrad" train "$@"

@@ -163,7 +163,7 @@ const std::vector<TrainOption> kOptions = {
     // ---- running ----
     {"data", "DIR", OptionKind::Running,
      "CIFAR-10 binary files (else $PATCHGRAD_DATA, else data/cifar-10-batches-bin;\nto get them: bash "
-     "datasets/download_cifar10.sh)",
+     "datasets/scripts/download_cifar10.sh)",
      [](TrainOptions& o) -> OptionField { return &o.data_dir; }, nullptr},
     {"out", "DIR", OptionKind::Running, "output directory (default: runs/<config>)",
      [](TrainOptions& o) -> OptionField { return &o.out_dir; },

@@ -1,4 +1,4 @@
-# CMake toolchain for tests/arm64.sh: Debian's g++-aarch64-linux-gnu cross compiler, and
+# CMake toolchain for tests/scripts/arm64.sh: Debian's g++-aarch64-linux-gnu cross compiler, and
 # qemu-user-static to run what it builds (ctest and Catch2's test discovery go through it).
 # With CXX=clang++ in the environment, clang instead (Apple's compiler is a clang): its
 # --target makes it an ARM64 cross compiler over the same libraries and headers.

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # sandbox.sh — runs one command of a student's hand-in (its unpacking, build or run) for
-# tutorials/tools/grade_handins.sh, with limits and, where Linux allows it, isolated:
+# tutorials/scripts/grade_handins.sh, with limits and, where Linux allows it, isolated:
 #
-#   tutorials/tools/sandbox.sh --check                        (prints "isolated" or why not)
-#   tutorials/tools/sandbox.sh --mount-point DIR [--rw PATH]... [--ro PATH[=SOURCE]]...
+#   tutorials/scripts/sandbox.sh --check                        (prints "isolated" or why not)
+#   tutorials/scripts/sandbox.sh --mount-point DIR [--rw PATH]... [--ro PATH[=SOURCE]]...
 #                              [--isolate] --cd DIR -- COMMAND...
 #
 # Always: a clean environment (PATH, HOME=/tmp, LANG=C: none of the caller's variables), no core

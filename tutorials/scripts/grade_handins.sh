@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # grade_handins.sh — the teacher's grading of students' hand-ins (tutorials/README.md, For teachers).
 #
-#   tutorials/tools/grade_handins.sh --exercises SELECTION [options] HANDIN...
-#   tutorials/tools/grade_handins.sh --exercises SELECTION --roster FILE [options]
+#   tutorials/scripts/grade_handins.sh --exercises SELECTION [options] HANDIN...
+#   tutorials/scripts/grade_handins.sh --exercises SELECTION --roster FILE [options]
 #
 #   --work DIR             results and scratch (default: grading); refused when it holds other files
 #   -j N                   grade N hand-ins at a time (default 1)
@@ -15,7 +15,7 @@
 #
 # SELECTION is what PATCHGRAD_EXERCISES takes (exercise names, chapters such as 04, or all). A
 # HANDIN is a folder or a .tar, .tar.gz, .tgz or .zip archive holding a handout repository
-# (tutorials/tools/handout.sh) or a student/ folder of the in-repository student build. The
+# (tutorials/scripts/handout.sh) or a student/ folder of the in-repository student build. The
 # student is the file name without its extension, or the roster's name; two hand-ins with one
 # name, an empty name or a control character in a name or path stop the script before it
 # deletes or grades anything (names are never paths: hand-in N works in DIR/handins/N).
@@ -36,8 +36,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
-self="$root/tutorials/tools/grade_handins.sh"
-source "$root/tutorials/tools/tree_files.sh"  # tracked_files_tar
+self="$root/tutorials/scripts/grade_handins.sh"
+source "$root/tutorials/scripts/tree_files.sh"  # tracked_files_tar
 
 usage() {
     sed -n '3,14p' "$self" | sed 's/^# \{0,1\}//' >&2
@@ -123,7 +123,7 @@ sandboxed() {
     local options=(--cd "$dir" --rw "$dir")
     if [ "$PG_ISOLATE" = 1 ]; then options+=(--isolate --mount-point "$PG_WORK/.sandbox-root"); fi
     while [ "$1" != -- ]; do options+=("$1"); shift; done
-    limit "$seconds" bash "$root/tutorials/tools/sandbox.sh" "${options[@]}" "$@"
+    limit "$seconds" bash "$root/tutorials/scripts/sandbox.sh" "${options[@]}" "$@"
 }
 
 grade_one() {
@@ -417,7 +417,7 @@ mkdir -p "$headers"
 # Isolation: unshare where it works.
 isolate=0
 if [ "$isolation" = auto ]; then
-    why=$(bash "$root/tutorials/tools/sandbox.sh" --check)
+    why=$(bash "$root/tutorials/scripts/sandbox.sh" --check)
     if [ "$why" = isolated ]; then
         isolate=1
         echo "isolation: unshare: the students' code runs without network, sees only the system's programs and its own folder (the build also the reference build and headers), every capability dropped"
@@ -429,7 +429,7 @@ else
 fi
 if [ "$isolate" = 1 ]; then
     # The sandbox must find the compiler and CMake among the system's programs.
-    if ! out=$(limit 60 bash "$root/tutorials/tools/sandbox.sh" --isolate --mount-point "$work/.sandbox-root" \
+    if ! out=$(limit 60 bash "$root/tutorials/scripts/sandbox.sh" --isolate --mount-point "$work/.sandbox-root" \
             --cd / -- sh -c 'cmake --version && "$1" --version' sh \
             "$(sed -n 's/^set(PATCHGRAD_REFERENCE_COMPILER "\(.*\)")$/\1/p' "$refbuild/grading/reference.cmake")" 2>&1); then
         refuse "the sandbox cannot run CMake or the compiler (they must be under /usr): $(printf '%s' "$out" | head -n1)"

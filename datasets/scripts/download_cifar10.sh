@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# datasets/download_cifar10.sh [DEST_DIR] — fetch CIFAR-10 (binary version) into
+# datasets/scripts/download_cifar10.sh [DEST_DIR] — fetch CIFAR-10 (binary version) into
 # DEST_DIR/cifar-10-batches-bin (DEST_DIR defaults to data/, so the result is where
 # patchgrad looks by default: data/cifar-10-batches-bin, relative to the current directory).
 #

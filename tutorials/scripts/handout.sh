@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # handout.sh — writes a standalone student repository for a selection of exercises.
 #
-#   tutorials/tools/handout.sh --exercises SELECTION --out DIR
-#   tutorials/tools/handout.sh --check DIR
+#   tutorials/scripts/handout.sh --exercises SELECTION --out DIR
+#   tutorials/scripts/handout.sh --check DIR
 #
 # SELECTION is what PATCHGRAD_EXERCISES takes: exercise names and chapters (04 or
 # 04_core_ops), comma-separated, or all. DIR gets the repository's tracked files, in which the
@@ -19,7 +19,7 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
-source "$root/tutorials/tools/tree_files.sh"  # tracked_files_tar
+source "$root/tutorials/scripts/tree_files.sh"  # tracked_files_tar
 usage() {
     echo "usage: $0 --exercises SELECTION --out DIR    (write a handout)" >&2
     echo "       $0 --check DIR                        (check a handout for leaked reference code)" >&2

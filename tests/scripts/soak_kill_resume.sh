@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# tests/soak_kill_resume.sh — kills a training run at random moments and resumes it, again and
-# again, then checks that it ends with exactly the weights of a run that was never interrupted.
+# tests/scripts/soak_kill_resume.sh — kills a training run at random moments and resumes it,
+# again and again, then checks that it ends with exactly the weights of a run that was never interrupted.
 # A manual soak test (not part of ctest: it needs CIFAR-10 and takes minutes); run it for as
 # long as you like after touching checkpoints or the trainer:
 #
-#   bash tests/soak_kill_resume.sh --data DIR                            # 5 rounds
-#   bash tests/soak_kill_resume.sh --data DIR --rounds 50                # longer
-#   PATCHGRAD=build-asan/patchgrad bash tests/soak_kill_resume.sh --data DIR
+#   bash tests/scripts/soak_kill_resume.sh --data DIR                    # 5 rounds
+#   bash tests/scripts/soak_kill_resume.sh --data DIR --rounds 50        # longer
+#   PATCHGRAD=build-asan/patchgrad bash tests/scripts/soak_kill_resume.sh --data DIR
 #
 # After a first save, each round resumes the quick preset's run for 16 more steps (then saves)
 # and sends it SIGKILL after a random 0.3-5.3 s: during the data loading, a step or a save.
@@ -20,7 +20,7 @@
 # uninterrupted run's by a single bit fail the test. Prints "soak: N signals, M second runs
 # refused, K diverged runs stopped, weights identical".
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 bin=${PATCHGRAD:-build/patchgrad}
 data=${PATCHGRAD_DATA:-}

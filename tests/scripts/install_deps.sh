@@ -1,4 +1,4 @@
-# tests/install_deps.sh — sourced by tests/run.sh and vit/scripts/train.sh.
+# tests/scripts/install_deps.sh — sourced by tests/scripts/run.sh and vit/scripts/train.sh.
 # shellcheck shell=bash
 #
 #   install_missing WHO TOOL...   installs each missing TOOL (a command name, "catch2", or

@@ -21,7 +21,8 @@ bin=$(realpath "$1")
 root=$(cd "$(dirname "$0")/.." && pwd)
 python=""
 for candidate in python3 /usr/bin/python3; do
-  if command -v "$candidate" >/dev/null && "$candidate" -c "import torch, torch.distributed as d; assert d.is_available()" 2>/dev/null; then
+  if command -v "$candidate" >/dev/null &&
+    "$candidate" -c "import torch, torch.distributed as d; assert d.is_available()" 2>/dev/null; then
     python=$candidate
     break
   fi

@@ -71,7 +71,7 @@ import torch.nn.functional as F
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-from bench_torch import check_blas  # noqa: E402
+from bench_torch import adamw, check_blas  # noqa: E402
 from make_golden import ViT  # noqa: E402
 
 MEAN = (0.4914, 0.4822, 0.4465)  # datasets/normalize.h; load_checkpoint_torch.py uses these too
@@ -96,7 +96,8 @@ MODEL_FLAGS = {"config": "name", "dim": "dim", "depth": "depth", "heads": "heads
                "drop-path": "drop_path", "dropout": "dropout"}
 STATE_FIELDS = ["epoch", "step_in_epoch", "global_step"] + ["dropout_rng.%d" % i for i in range(4)] + [
     "loss_sum", "correct", "seen", "best_accuracy", "elapsed_seconds", "epoch_seconds"]
-METRICS_HEADER = "epoch,step,lr,train_loss,train_acc,eval_set,eval_loss,eval_acc,epoch_seconds,elapsed_seconds,img_per_s"
+METRICS_HEADER = ("epoch,step,lr,train_loss,train_acc,eval_set,eval_loss,eval_acc,epoch_seconds,elapsed_seconds,"
+                  "img_per_s")  # vit/train/metrics.h's kMetricsHeader
 
 
 def fail(message):
@@ -324,21 +325,11 @@ def resume_path(path):
 
 def patchgrad_order(model):
     """The parameter names in the order of patchgrad's optimizer (split_weight_decay: the decayed
-    ones, then the exempt ones), which numbers its state "state.<i>.<field>"; the same as adamw's."""
+    ones, then the exempt ones), which numbers its state "state.<i>.<field>"; bench_torch.adamw's."""
     names = [name for name, _ in model.named_parameters()]
     exempt = lambda name, p: p.ndim <= 1 or name.endswith(".bias") or name in ("cls_token", "pos_embed")  # noqa: E731
     params = dict(model.named_parameters())
     return [n for n in names if not exempt(n, params[n])] + [n for n in names if exempt(n, params[n])]
-
-
-def adamw(model, lr, weight_decay):
-    """AdamW over patchgrad_order's two groups, with no weight decay on the second (timm's param_groups_weight_decay)."""
-    params, order = dict(model.named_parameters()), patchgrad_order(model)
-    decay = [params[n] for n in order if params[n].ndim > 1 and not n.endswith(".bias")
-             and n not in ("cls_token", "pos_embed")]
-    return torch.optim.AdamW([{"params": decay}, {"params": [params[n] for n in order[len(decay):]],
-                                                  "weight_decay": 0.0}],
-                             lr=lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=weight_decay)
 
 
 def optimizer_tensors(model, optimizer):
@@ -350,20 +341,27 @@ def optimizer_tensors(model, optimizer):
             continue
         shape = patchgrad_shape(name, params[name])
         out.append(("optimizer.state.%d.step" % i, torch.tensor(float(state["step"]))))
-        out += [("optimizer.state.%d.%s" % (i, field), state[field].reshape(shape)) for field in ("exp_avg", "exp_avg_sq")]
+        out += [("optimizer.state.%d.%s" % (i, field), state[field].reshape(shape))
+                for field in ("exp_avg", "exp_avg_sq")]
     return out
 
 
-def load_optimizer(model, optimizer, tensors):
+def load_optimizer(model, optimizer, tensors, source):
+    """Optimizer::load_state_tensors: the resume file's optimizer.state.<i>.<field>, i in patchgrad_order."""
     params, order = dict(model.named_parameters()), patchgrad_order(model)
     for name, t in tensors.items():
         if not name.startswith("optimizer.state."):
             continue
         i, field = name[len("optimizer.state."):].split(".", 1)
+        if int(i) >= len(order) or field not in ("step", "exp_avg", "exp_avg_sq"):
+            fail("%s: the model has no optimizer state %s (AdamW's: step, exp_avg, exp_avg_sq)" % (source, name))
         p = params[order[int(i)]]
         state = optimizer.state[p]
         if field == "step":
             state["step"] = torch.tensor(float(t.item()))
+        elif t.shape != p.detach().reshape(patchgrad_shape(order[int(i)], p)).shape:
+            fail("%s: %s has shape %s, but parameter %d (%s) has %s" % (source, name, list(t.shape), int(i),
+                                                                       order[int(i)], list(p.shape)))
         else:
             state[field] = t.reshape(p.shape).to(p.device).clone()
 
@@ -492,7 +490,7 @@ def load_data(path, c):
 
 # ---- training --------------------------------------------------------------------------------
 
-def evaluate(model, images, labels, device, tta="none", batch=500, autocast=None):
+def evaluate(model, images, labels, device, tta, batch, autocast):
     """(mean cross-entropy, accuracy) of `model` on the images, as vit/train/evaluation.cpp."""
     model.eval()
     correct, loss = 0, 0.0
@@ -663,7 +661,7 @@ def main():
     state.update({"dropout_rng.%d" % i: Rng(seed).s[i] for i in range(4)})
     rows = []
     if continuing:
-        load_optimizer(model, optimizer, tensors)
+        load_optimizer(model, optimizer, tensors, source)
         for key in STATE_FIELDS:
             text = saved["state." + key]
             state[key] = int(text) if key in ("epoch", "step_in_epoch", "global_step", "seen") or \

@@ -17,8 +17,10 @@ processes (ranks) trains DistributedDataParallel (gloo on CPUs, nccl on GPUs) on
 batch: the recipe's batch is the global batch, each process takes batch / N images of it (N must
 divide the batch), and the gradients are averaged so that a step is the step of the whole batch.
 Every process prepares the whole batch from the same seeded draws and keeps its share, so the run
-does not depend on N: a run on 2 processes equals one on 1 process to float rounding, and a run
-can be resumed on any number of processes. Rank 0 alone evaluates and writes files.
+does not depend on N: a run on 2 processes equals one on 1 process to float rounding (stochastic
+depth and patch dropout aside: each process draws them for its own images), and a run can be
+resumed on any number of processes. Rank 0 alone evaluates and writes files. (With Debian 12's
+python3-torch, PyTorch 1.13 on Python 3.11, torchrun needs --redirects 1 --tee 1.)
 
 Checkpoints. Everything it writes in --out is what `patchgrad train` writes: last.safetensors
 (the weights, the moving average with --ema), last.state.safetensors (the resume file: weights,
@@ -35,9 +37,9 @@ What it trains is what `patchgrad train` does, from the same draws where it can:
   - per-channel normalisation with CIFAR-10's mean and pixel std (datasets/normalize.h);
   - the random 32x32 crop of the image zero-padded by 4 and the flip, drawn as patchgrad draws them;
   - random erasing (datasets/augment.h), stochastic depth growing linearly to drop_path at the last
-    block, mixup and cutmix (datasets/mixup.h, timm's Mixup in 'batch' mode), patch dropout (off
-    in the last --full-patch-epochs), mean or sequence pooling and Locality Self-Attention, when the
-    recipe asks for them; these draw from PyTorch's generators, seeded per step;
+    block, mixup and cutmix (datasets/mixup.h, timm's Mixup in 'batch' mode) and patch dropout (off
+    in the last --full-patch-epochs), when the recipe asks for them, drawn from PyTorch's
+    generators seeded per step; mean or sequence pooling and Locality Self-Attention;
   - truncated-normal(0.02) weights, class token and position embedding; zero biases;
   - AdamW (betas 0.9/0.999, eps 1e-8) with no weight decay on biases, LayerNorm parameters,
     class token and position embedding; per-step linear warmup then cosine to min_lr

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/io/json.h"
 #include "datasets/cifar10.h"
 #include "vit/cli/cli.h"
 #include "vit/train/checkpoint.h"
@@ -42,6 +43,8 @@ void print_help() {
                  "\n"
               << options_help()
               << "  --print-recipe         print the recipe as JSON and exit (vit/scripts/train_torch.py reads it)\n"
+                 "  --print-metadata       print, as JSON, the metadata this recipe's checkpoints carry (config.*,\n"
+                 "                         train.*; the training position aside) and exit (train_torch.py writes it)\n"
                  "  -h, --help             show this help\n";
 }
 
@@ -77,7 +80,7 @@ void apply_flags(TrainOptions& o, const Flags& flags) {
 }  // namespace
 
 int train_command(const std::vector<std::string>& command_line) {
-    const Flags flags = parse_train_flags(command_line, {"--print-recipe"});
+    const Flags flags = parse_train_flags(command_line, {"--print-recipe", "--print-metadata"});
     const bool resume = flags.given("--resume");
     if (resume && flags.given("--overwrite"))
         throw UsageError("--resume continues the run in --out, --overwrite replaces it: not both");
@@ -94,6 +97,13 @@ int train_command(const std::vector<std::string>& command_line) {
     }
     if (flags.given("--print-recipe")) {
         std::cout << recipe_json(options);
+        return 0;
+    }
+    if (flags.given("--print-metadata")) {
+        std::string json = "{";  // (a run adds train.data, its data folder, when it saves)
+        for (const auto& [key, value] : checkpoint_metadata(options.config, recipe_metadata(options)))
+            json += std::string(json.size() == 1 ? "\n  " : ",\n  ") + json_string(key) + ": " + json_string(value);
+        std::cout << json << "\n}\n";
         return 0;
     }
 

@@ -297,13 +297,18 @@ NamedTensors file_weights(const VisionTransformer& model, const Metadata& metada
 }
 }  // namespace
 
-void save_checkpoint(const std::string& path, const VisionTransformer& model, const TrainingState& state,
-                     const Metadata& options, const Optimizer* optimizer, const VisionTransformer* average) {
+Metadata checkpoint_metadata(const ViTConfig& config, const Metadata& options) {
     Metadata metadata;
     metadata["format"] = kCheckpointFormat;
     metadata["patchgrad.version"] = kVersion;
-    for (const auto& [key, value] : config_to_metadata(model.config)) metadata["config." + key] = value;
+    for (const auto& [key, value] : config_to_metadata(config)) metadata["config." + key] = value;
     for (const auto& [key, value] : options) metadata["train." + key] = value;
+    return metadata;
+}
+
+void save_checkpoint(const std::string& path, const VisionTransformer& model, const TrainingState& state,
+                     const Metadata& options, const Optimizer* optimizer, const VisionTransformer* average) {
+    Metadata metadata = checkpoint_metadata(model.config, options);
     for (const auto& [key, value] : state_to_metadata(state)) metadata["state." + key] = value;
     if (optimizer) {  // the resume file, a complete save on its own: first (see checkpoint.h)
         NamedTensors resume = file_weights(model, metadata);

@@ -76,6 +76,10 @@ struct TrainingState {
 // "runs/x/last.safetensors" -> "runs/x/last.state.safetensors" (any other name: + ".state").
 std::string optimizer_state_path(const std::string& weights_path);
 
+// The metadata every file of a run's checkpoints carries, without its "state." entries:
+// "format", "patchgrad.version", "config.<field>" and "train.<key>" for `options`.
+Metadata checkpoint_metadata(const ViTConfig& config, const Metadata& options);
+
 // Writes the optimizer state (if `optimizer` is given) to optimizer_state_path(path), then
 // the weights and metadata to `path`. `options` are stored under "train.<key>". With
 // `average` (a model holding the weights' moving average), `path` gets its weights instead

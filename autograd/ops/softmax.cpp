@@ -28,7 +28,7 @@ namespace {
 // Each pass runs over a group of 8 rows, so a row's exponentials are read back a few rows' work
 // after they were stored and 8 rows' reductions overlap (tutorials/12_speed/measurements.md#kernel-notes).
 // Every row gets the same operations as row by row, so the results are the same bits.
-PATCHGRAD_LOOP void forward_rows_loop(const real* x, real* y, int64_t rows, int64_t n, bool log_output) {
+PATCHGRAD_ALWAYS_INLINE void forward_rows_loop(const real* x, real* y, int64_t rows, int64_t n, bool log_output) {
     constexpr int64_t G = 8;
     for (int64_t r0 = 0; r0 < rows; r0 += G) {
         const int64_t count = std::min(G, rows - r0);
@@ -38,7 +38,7 @@ PATCHGRAD_LOOP void forward_rows_loop(const real* x, real* y, int64_t rows, int6
         // [snippet:softmax-forward-row]
         for (int64_t g = 0; g < count; ++g) max[g] = lane_max(n, [&](int64_t i) { return xg[g * n + i]; });
         for (int64_t g = 0; g < count; ++g)
-            for (int64_t i = 0; i < n; ++i) yg[g * n + i] = vector_exp(xg[g * n + i] - max[g]);
+            for (int64_t i = 0; i < n; ++i) yg[g * n + i] = fast_exp(xg[g * n + i] - max[g]);
         for (int64_t g = 0; g < count; ++g) sum[g] = lane_sum(n, [&](int64_t i) { return yg[g * n + i]; });
         for (int64_t g = 0; g < count; ++g) {
             if (log_output) {
@@ -68,7 +68,7 @@ void forward_strided(const real* x, real* y, int64_t outer, int64_t n, int64_t i
         std::fill(sum.begin(), sum.end(), real(0));
         for (int64_t i = 0; i < n; ++i)
             for (int64_t k = 0; k < inner; ++k) {
-                yo[i * inner + k] = vector_exp(xo[i * inner + k] - max[k]);
+                yo[i * inner + k] = fast_exp(xo[i * inner + k] - max[k]);
                 sum[k] += yo[i * inner + k];
             }
         if (log_output) {
@@ -84,7 +84,7 @@ void forward_strided(const real* x, real* y, int64_t outer, int64_t n, int64_t i
 }
 
 // Adds the gradient of forward_rows into dx (the formulas are above softmax_along).
-PATCHGRAD_LOOP void backward_rows_loop(const real* y, const real* dy, real* dx, int64_t rows, int64_t n,
+PATCHGRAD_ALWAYS_INLINE void backward_rows_loop(const real* y, const real* dy, real* dx, int64_t rows, int64_t n,
                                        bool log_output) {
     for (int64_t r = 0; r < rows; ++r) {
         const real* yr = y + r * n;
@@ -93,7 +93,7 @@ PATCHGRAD_LOOP void backward_rows_loop(const real* y, const real* dy, real* dx, 
         if (log_output) {
             // [snippet:log-softmax-backward-row]
             const real dot = lane_sum(n, [&](int64_t i) { return dyr[i]; });
-            for (int64_t i = 0; i < n; ++i) dxr[i] += dyr[i] - vector_exp(yr[i]) * dot;
+            for (int64_t i = 0; i < n; ++i) dxr[i] += dyr[i] - fast_exp(yr[i]) * dot;
             // [/snippet:log-softmax-backward-row]
         } else {
             // [exercise:softmax-backward]

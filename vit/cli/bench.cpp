@@ -296,8 +296,8 @@ __attribute__((target("avx512f,avx512bf16"))) double avx512_bf16_peak() {
 std::string peak_rates() {
     char text[160];
     const Isa isa = active_isa();
-    if (isa == Isa::baseline) return "not measured below AVX2";
-    const double fma = isa == Isa::avx512 ? avx512_fma_peak() : avx2_fma_peak();
+    if (isa == Isa::Baseline) return "not measured below AVX2";
+    const double fma = isa == Isa::Avx512 ? avx512_fma_peak() : avx2_fma_peak();
     std::snprintf(text, sizeof text, "float32 FMA %.1f GFLOP/s (%s)", fma, isa_name(isa));
     std::string out = text;
     if (bf16_native()) {
@@ -534,7 +534,7 @@ int run_training(const Flags& flags, bool explain) {
     // step against the gemm run right after it, so that a host whose speed drifts (a CPU shared
     // with other machines' work, or throttled) moves both sides of each ratio alike.
     const double best_sgemm = sgemm.rate(3);
-    const char* yardstick = precision == MatmulPrecision::fp32 ? "sgemm rate" : "bf16 gemm rate";
+    const char* yardstick = precision == MatmulPrecision::Fp32 ? "sgemm rate" : "bf16 gemm rate";
     std::printf(
         "%-16s %.1f GFLOP/s (gemm, 1024 x 1024 x 1024, same threads, best of 3): the mean step runs at "
         "%.0f%% of it\n",

@@ -60,7 +60,7 @@ int64_t parse_count(const std::string& flag, const std::string& text);
 uint64_t parse_unsigned(const std::string& flag, const std::string& text);
 // "0.5" -> 0.5; anything but a finite number is a UsageError naming `flag`.
 double parse_number(const std::string& flag, const std::string& text);
-// "bf16" -> MatmulPrecision::bf16: parse_enum (autograd/enum_names.h) for a flag's value, its
+// "bf16" -> MatmulPrecision::Bf16: parse_enum (autograd/enum_names.h) for a flag's value, its
 // error (naming `flag`, the value and the choices) a UsageError.
 template <class E>
 E parse_enum_flag(const std::string& flag, const std::string& text) {

@@ -15,10 +15,10 @@ TEST_CASE("train: --precision bf16 learns like float32 from the same seed, and s
     TrainOptions o = run.learning_only(6);
     QuietTrain fp32_run, bf16_run;
     const TrainResult fp32 = fp32_run(o);
-    o.precision = MatmulPrecision::bf16;
+    o.precision = MatmulPrecision::Bf16;
     o.out_dir += "-bf16";
     const TrainResult bf16 = bf16_run(o);
-    CHECK(matmul_precision() == MatmulPrecision::fp32);  // the run's setting ended with it
+    CHECK(matmul_precision() == MatmulPrecision::Fp32);  // the run's setting ended with it
 
     INFO(bf16_run.out.str());
     CHECK(fp32_run.out.str().find("precision: fp32\n") != std::string::npos);

@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <unordered_set>
 
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/threads/parallel.h"
 #include "rng.h"
 
 namespace patchgrad {

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "autograd/tensor.h"
-#include "gemm_bf16.h"
+#include "autograd/cpu/bf16/gemm_bf16.h"
 
 namespace patchgrad {
 

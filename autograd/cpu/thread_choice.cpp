@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "parallel.h"
+#include "autograd/cpu/threads/parallel.h"
 #include "step_sample.h"
 
 namespace patchgrad {

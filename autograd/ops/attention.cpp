@@ -15,10 +15,10 @@
 #include <limits>
 #include <vector>
 
-#include "autograd/cpu/gemm.h"
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/gemm/gemm.h"
+#include "autograd/cpu/threads/parallel.h"
 #include "autograd/ops.h"
-#include "softmax_rows.h"
+#include "autograd/cpu/rows/softmax_rows.h"
 
 namespace patchgrad {
 

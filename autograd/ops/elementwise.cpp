@@ -9,7 +9,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/threads/parallel.h"
 #include "autograd/ops.h"
 
 namespace patchgrad {

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "autograd/cpu/cpu_isa.h"
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/threads/parallel.h"
 #include "autograd/ops.h"
-#include "fast_math.h"
+#include "autograd/cpu/rows/fast_math.h"
 
 namespace patchgrad {
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "autograd/cpu/gemm.h"
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/gemm/gemm.h"
+#include "autograd/cpu/threads/parallel.h"
 #include "autograd/ops.h"
 
 namespace patchgrad {

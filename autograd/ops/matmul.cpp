@@ -1,7 +1,7 @@
 // matmul.cpp — batched matrix products, matmul and matmul_transposed, with broadcasting over
 // the batch dimensions.
 //
-// Every product, forward and backward, is one call of gemm (autograd/cpu/gemm.h) per matrix
+// Every product, forward and backward, is one call of gemm (autograd/cpu/gemm/gemm.h) per matrix
 // of the batch (one tall call for the whole batch when b has none); a gradient matrix that
 // several products reach (a broadcast input) gets the first with beta 0 and adds the others,
 // so no buffer is zero-filled first.
@@ -11,8 +11,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "autograd/cpu/gemm.h"
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/gemm/gemm.h"
+#include "autograd/cpu/threads/parallel.h"
 #include "autograd/ops.h"
 
 namespace patchgrad {

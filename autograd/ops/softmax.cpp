@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "autograd/cpu/cpu_isa.h"
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/threads/parallel.h"
 #include "autograd/ops.h"
-#include "fast_math.h"
-#include "softmax_rows.h"
+#include "autograd/cpu/rows/fast_math.h"
+#include "autograd/cpu/rows/softmax_rows.h"
 
 namespace patchgrad {
 

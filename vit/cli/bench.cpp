@@ -26,9 +26,9 @@
 #include <vector>
 
 #include "autograd/cpu/cpu_isa.h"
-#include "autograd/cpu/gemm.h"
-#include "autograd/cpu/gemm_bf16.h"
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/gemm/gemm.h"
+#include "autograd/cpu/bf16/gemm_bf16.h"
+#include "autograd/cpu/threads/parallel.h"
 #include "autograd/cpu/step_sample.h"
 #include "autograd/cpu/thread_choice.h"
 #include "autograd/ops.h"
@@ -82,7 +82,7 @@ void print_help() {
                  "                  (a build with OpenBLAS also runs OpenBLAS's own threads, set by the\n"
                  "                  environment variable OPENBLAS_NUM_THREADS)\n"
                  "  --precision P   fp32 (the default) or bf16: matrix products with bf16 inputs and float32\n"
-                 "                  sums, everything else in float32 (autograd/cpu/gemm_bf16.h); with a\n"
+                 "                  sums, everything else in float32 (autograd/cpu/bf16/gemm_bf16.h); with a\n"
                  "                  native bf16 kernel the header first says how a sample of the step\n"
                  "                  compared with float32 here, or warns that float32 is faster\n"
                  "  --paired on|off the gemm run after each step for the paired figure (default: on); off\n"

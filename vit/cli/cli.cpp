@@ -7,7 +7,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/threads/parallel.h"
 #include "autograd/cpu/thread_choice.h"
 #include "vit/train/checkpoint.h"
 

@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <type_traits>
 
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/threads/parallel.h"
 #include "autograd/io/json.h"
 #include "datasets/augment.h"
 #include "vit/summary.h"

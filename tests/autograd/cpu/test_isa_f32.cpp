@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "autograd/cpu/cpu_isa.h"
-#include "autograd/cpu/gemm.h"
-#include "autograd/cpu/gemm_kernels.h"
+#include "autograd/cpu/gemm/gemm.h"
+#include "autograd/cpu/gemm/gemm_kernels.h"
 #include "autograd/determinism_util.h"
 #include "catch.h"
 #include "test_util.h"

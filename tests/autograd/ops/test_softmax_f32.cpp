@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "autograd/ops/softmax_rows.h"
+#include "autograd/cpu/rows/softmax_rows.h"
 #include "test_util.h"
 
 using namespace patchgrad;

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/cpu/gemm_bf16.h"
+#include "autograd/cpu/bf16/gemm_bf16.h"
 #include "catch.h"
 #include "cli_test_util.h"
 #include "datasets/cifar10.h"

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <set>
 
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/threads/parallel.h"
 #include "autograd/optim/lr_schedule.h"
 #include "test_util.h"
 #include "vit/cli/cli.h"

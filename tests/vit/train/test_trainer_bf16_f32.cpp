@@ -1,8 +1,8 @@
-// test_trainer_bf16_f32.cpp — training with --precision bf16 (autograd/cpu/gemm_bf16.h) on the
+// test_trainer_bf16_f32.cpp — training with --precision bf16 (autograd/cpu/bf16/gemm_bf16.h) on the
 // tiny ViT and synthetic CIFAR-10 of test_trainer.cpp, in float32 (bf16 exists only there).
 #include <cmath>
 
-#include "autograd/cpu/gemm_bf16.h"
+#include "autograd/cpu/bf16/gemm_bf16.h"
 #include "test_util.h"
 #include "vit/trainer_test_util.h"
 

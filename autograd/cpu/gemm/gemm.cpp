@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "gemm_bf16.h"
+#include "autograd/cpu/bf16/gemm_bf16.h"
 #include "gemm_blocks.h"
 #include "gemm_kernels.h"
-#include "parallel.h"
+#include "autograd/cpu/threads/parallel.h"
 
 #ifdef PATCHGRAD_USE_OPENBLAS
 #include <cblas.h>

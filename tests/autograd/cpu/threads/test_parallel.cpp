@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/threads/parallel.h"
 #include "autograd/cpu/thread_choice.h"
 #include "autograd/determinism_util.h"
 #include "autograd/ops.h"

@@ -5,7 +5,7 @@
 // branch-free polynomials, so a loop calling them compiles to SIMD code (16 floats per
 // instruction with AVX-512). They are used in the float build only: the double build keeps
 // libm, so gradient checks in float64 test the exact functions and the formulas around them,
-// and tests/autograd/ops/test_fast_math_f32.cpp bounds the error of these against libm.
+// and tests/autograd/cpu/rows/test_fast_math_f32.cpp bounds the error of these against libm.
 //
 //   fast_exp: Cephes' expf. exp(x) = 2^n * exp(r) with n = round(x / ln 2) and
 //             |r| <= ln(2) / 2; exp(r) by a degree-7 polynomial; 2^n built in the exponent

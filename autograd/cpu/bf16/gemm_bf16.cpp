@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "bf16.h"
-#include "cpu_isa.h"
-#include "gemm.h"
-#include "gemm_blocks.h"
-#include "gemm_kernels.h"
-#include "parallel.h"
+#include "autograd/cpu/cpu_isa.h"
+#include "autograd/cpu/gemm/gemm.h"
+#include "autograd/cpu/gemm/gemm_blocks.h"
+#include "autograd/cpu/gemm/gemm_kernels.h"
+#include "autograd/cpu/threads/parallel.h"
 
 #if defined(PATCHGRAD_AMX) && defined(__linux__)
 #include <cpuid.h>

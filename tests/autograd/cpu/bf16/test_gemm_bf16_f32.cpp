@@ -1,4 +1,4 @@
-// Mixed precision (autograd/cpu/gemm_bf16.h): rounding to bf16, the bf16 products at every
+// Mixed precision (autograd/cpu/bf16/gemm_bf16.h): rounding to bf16, the bf16 products at every
 // instruction-set level against float64, their determinism, and one ViT training step in bf16
 // against float32.
 #include <cmath>
@@ -9,12 +9,12 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/cpu/bf16.h"
-#include "autograd/cpu/gemm.h"
-#include "autograd/cpu/gemm_bf16.h"
-#include "autograd/cpu/gemm_bf16_amx_tile.h"
-#include "autograd/cpu/gemm_blocks.h"
-#include "autograd/cpu/gemm_kernels.h"
+#include "autograd/cpu/bf16/bf16.h"
+#include "autograd/cpu/gemm/gemm.h"
+#include "autograd/cpu/bf16/gemm_bf16.h"
+#include "autograd/cpu/bf16/gemm_bf16_amx_tile.h"
+#include "autograd/cpu/gemm/gemm_blocks.h"
+#include "autograd/cpu/gemm/gemm_kernels.h"
 #include "autograd/cpu/step_sample.h"
 #include "autograd/determinism_util.h"
 #include "catch.h"

@@ -17,6 +17,7 @@
 
 #include "autograd/cpu/gemm/gemm.h"
 #include "autograd/cpu/threads/parallel.h"
+#include "autograd/grad_fast_paths.h"
 #include "autograd/ops.h"
 #include "autograd/cpu/rows/softmax_rows.h"
 
@@ -138,7 +139,7 @@ Tensor scaled_dot_product_attention(const Tensor& qkv, int64_t heads, const Tens
            [qkv, head_scale, a, heads, B, N, D, d, ld, learned, fixed_scale, grain](Tensor& o) mutable {
                const real* dout = o.grad_data();
                const bool want_qkv = qkv.requires_grad(), want_scale = learned && head_scale.requires_grad();
-               const Tensor::GradOverwrite g = want_qkv ? qkv.grad_for_overwrite() : Tensor::GradOverwrite{nullptr, 0};
+               const GradOverwrite g = want_qkv ? grad_for_overwrite(qkv) : GradOverwrite{nullptr, 0};
                std::vector<real> scale_parts(want_scale ? B * heads : 0);  // <q, dS k> per (b, h)
                parallel_for(B * heads, grain, [&](int64_t t0, int64_t t1) {
                    thread_local std::vector<real> scratch;

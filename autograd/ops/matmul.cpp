@@ -13,6 +13,7 @@
 
 #include "autograd/cpu/gemm/gemm.h"
 #include "autograd/cpu/threads/parallel.h"
+#include "autograd/grad_fast_paths.h"
 #include "autograd/ops.h"
 
 namespace patchgrad {
@@ -137,7 +138,7 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b, bool trans_b, real alpha
         // The first gradient to reach a matrix of a or b is written, later ones are added
         // (grad_for_overwrite's beta; a broadcast matrix meets several).
         if (a.requires_grad()) {  // dA = alpha dOut @ op(b)^T
-            const Tensor::GradOverwrite da = a.grad_for_overwrite();
+            const GradOverwrite da = grad_for_overwrite(a);
             std::vector<real> beta = first_use_beta(plan.a_index, da.beta);
             for_each_matrix(count, grain, all_different(plan.a_index), [&](int64_t t) {
                 gemm(false, !trans_b, M, K, N, alpha, dout + t * M * N, N, b.data() + plan.b_index[t] * K * N, ldb,
@@ -145,7 +146,7 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b, bool trans_b, real alpha
             });
         }
         if (b.requires_grad()) {  // dB = alpha A^T @ dOut, or its transpose alpha dOut^T @ A
-            const Tensor::GradOverwrite db = b.grad_for_overwrite();
+            const GradOverwrite db = grad_for_overwrite(b);
             std::vector<real> beta = first_use_beta(plan.b_index, db.beta);
             for_each_matrix(count, grain, all_different(plan.b_index), [&](int64_t t) {
                 const real* at = a.data() + plan.a_index[t] * M * K;

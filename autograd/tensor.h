@@ -89,10 +89,10 @@ struct TensorImpl {
     bool retain_grad = false;  // keep .grad of a non-leaf after backward (leaves always keep it)
 
     // Autograd record, set only on results of differentiable ops while grad mode is on.
-    const char* op = nullptr;      // name of the op that made this tensor, e.g. "matmul"
-    std::vector<Tensor> inputs;    // the op's inputs that require grad
-    BackwardFn backward;           // pushes this->grad into inputs[i]->grad
-    bool graph_freed = false;      // set once backward() has consumed this node
+    const char* op = nullptr;    // name of the op that made this tensor, e.g. "matmul"
+    std::vector<Tensor> inputs;  // the op's inputs that require grad
+    BackwardFn backward;         // pushes this->grad into inputs[i]->grad
+    bool graph_freed = false;    // set once backward() has consumed this node
 };
 // [/snippet:tensor-impl]
 

@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "autograd/cpu/gemm/gemm.h"
+#include "autograd/cpu/rows/softmax_rows.h"
 #include "autograd/cpu/threads/parallel.h"
 #include "autograd/grad_fast_paths.h"
 #include "autograd/ops.h"
-#include "autograd/cpu/rows/softmax_rows.h"
 
 namespace patchgrad {
 
@@ -127,7 +127,7 @@ Tensor scaled_dot_product_attention(const Tensor& qkv, int64_t heads, const Tens
                  bias);
             if (learned)
                 for (int64_t i = 0; i < N; ++i) at[i * N + i] = -std::numeric_limits<real>::infinity();
-            softmax_rows(at, at, N, N);
+            softmax_rows_forward(at, at, N, N, false);
             gemm(false, false, N, d, N, 1, at, N, x.v, ld, 0, out.data() + x.out, D);
         }
         // [/snippet:sdpa-forward-head]

@@ -4,9 +4,9 @@
 #include <string>
 
 #include "autograd/cpu/cpu_isa.h"
+#include "autograd/cpu/rows/fast_math.h"
 #include "autograd/cpu/threads/parallel.h"
 #include "autograd/ops.h"
-#include "autograd/cpu/rows/fast_math.h"
 
 namespace patchgrad {
 

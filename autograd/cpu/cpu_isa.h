@@ -53,8 +53,8 @@ Isa parse_isa(const std::string& text, const std::string& what);
 
 // ---- one loop, compiled for every level -------------------------------------------------------
 //
-// gemm's kernels have files of their own. The other hot loops (GELU, softmax and LayerNorm
-// rows) stay in their op's file, next to the formula and its derivative, and are compiled
+// gemm's kernels have files of their own. The other hot loops (softmax's rows in rows/, GELU's
+// and LayerNorm's and the row backwards in their op's file, next to the formula) are compiled
 // several times in place: the loop is written as an always-inline function NAME_loop, and
 //
 //     PATCHGRAD_MULTIVERSION(NAME, (const real* x, real* y, int64_t n), (x, y, n))

@@ -1,6 +1,6 @@
 // softmax's row kernel in float32, at the instruction-set level the run forces (the rows are
-// vectorised per level: cpu_isa.h). softmax.cpp runs its passes over groups of 8 rows; what
-// it promises is that a row comes out the same whichever rows share its group.
+// vectorised per level: cpu_isa.h). softmax_rows_forward runs its passes over groups of 8
+// rows; what it promises is that a row comes out the same whichever rows share its group.
 #include <cstring>
 #include <vector>
 

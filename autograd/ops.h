@@ -1,8 +1,8 @@
 // ops.h — every differentiable operation patchgrad has, one line of shapes each.
 //
 // Each op lives in the .cpp file named after it (matmul in matmul.cpp, softmax in
-// softmax.cpp, ...) with its forward and its backward side by side, and its gradient check
-// in tests/autograd/test_<file>.cpp. Shapes are written [B, N, D] etc.; "..." means any
+// softmax.cpp, ...) with its forward and its backward side by side (a vectorised kernel it
+// calls, in autograd/cpu/), and its gradient check in tests/autograd/ops/test_<file>.cpp. Shapes are written [B, N, D] etc.; "..." means any
 // number of leading dimensions. Every op throws std::invalid_argument naming the op and
 // the shapes when its inputs do not fit.
 #pragma once

@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/threads/parallel.h"
 
 namespace patchgrad {
 

@@ -13,7 +13,8 @@
 #include <stdexcept>
 #include <unordered_set>
 
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/threads/parallel.h"
+#include "autograd/grad_fast_paths.h"
 #include "rng.h"
 
 namespace patchgrad {
@@ -247,41 +248,6 @@ real* Tensor::grad_data() const {
 }
 // [/snippet:grad-data]
 
-Tensor::GradOverwrite Tensor::grad_for_overwrite() const {
-    if (!impl_) throw std::logic_error("Tensor: use of an undefined tensor");
-    auto& g = impl_->grad;
-    if (!g.empty()) return {g.data(), real(1)};
-    g = uninitialised(impl_->numel);
-    return {g.data(), real(0)};
-}
-
-void Tensor::add_to_grad(const real* g) const {
-    const GradOverwrite target = grad_for_overwrite();
-    real* dx = target.data;
-    parallel_for(numel(), kElementGrain, [=](int64_t begin, int64_t end) {
-        if (target.beta == 0)  // the first gradient to arrive: a copy (dx is uninitialised)
-            std::copy(g + begin, g + end, dx + begin);
-        else
-            for (int64_t i = begin; i < end; ++i) dx[i] += g[i];
-    });
-}
-
-void Tensor::add_grad_from(const Tensor& out) const {
-    if (!impl_ || !out.impl_) throw std::logic_error("Tensor: use of an undefined tensor");
-    Storage& theirs = out.impl_->grad;
-    if (theirs.empty())
-        throw std::logic_error(std::string("add_grad_from: the result of '") + (out.op() ? out.op() : "?") +
-                               "' has no gradient (already handed over?)");
-    check(theirs.size() == numel(), "add_grad_from: the result of '", out.op() ? out.op() : "?", "' has ",
-          theirs.size(), " gradient elements, this tensor ", numel());
-    Storage& mine = impl_->grad;
-    if (mine.empty() && out.impl_->grad_expendable) {
-        mine = std::move(theirs);  // no copy: those were 2.5% of a cifar-tiny step
-        return;
-    }
-    add_to_grad(theirs.data());
-}
-
 void Tensor::zero_grad() { impl().grad.reset(); }
 
 Tensor Tensor::detach() const {
@@ -343,8 +309,8 @@ void Tensor::backward(const Tensor& seed) {
         if (!node.backward) continue;  // a leaf
         Tensor out(*it);
         if (!node.grad.empty()) {
-            // .grad is dropped below, so an input may take the buffer (Tensor::add_grad_from).
-            node.grad_expendable = !node.retain_grad && &node != impl_.get();
+            // .grad is dropped below, so an input may take the buffer (grad_fast_paths.h).
+            const ExpendableGrad handed_over(node, !node.retain_grad && &node != impl_.get());
             node.backward(out);
         }
         node.backward = nullptr;
@@ -356,6 +322,52 @@ void Tensor::backward(const Tensor& seed) {
         it->reset();  // the node dies here unless someone outside still holds it
     }
     // [/exercise:backward-engine]
+}
+
+// ---- grad_fast_paths.h ---------------------------------------------------------------------
+
+GradOverwrite grad_for_overwrite(const Tensor& x) {
+    if (!x.defined()) throw std::logic_error("Tensor: use of an undefined tensor");
+    Storage& g = x.impl_ptr()->grad;
+    if (!g.empty()) return {g.data(), real(1)};
+    g = uninitialised(x.impl_ptr()->numel);
+    return {g.data(), real(0)};
+}
+
+void add_to_grad(const Tensor& x, const real* g) {
+    const GradOverwrite target = grad_for_overwrite(x);
+    real* dx = target.data;
+    parallel_for(x.numel(), kElementGrain, [=](int64_t begin, int64_t end) {
+        if (target.beta == 0)  // the first gradient to arrive: a copy (dx is uninitialised)
+            std::copy(g + begin, g + end, dx + begin);
+        else
+            for (int64_t i = begin; i < end; ++i) dx[i] += g[i];
+    });
+}
+
+namespace {
+thread_local const TensorImpl* expendable_grad = nullptr;  // the node of the open ExpendableGrad
+}
+
+ExpendableGrad::ExpendableGrad(const TensorImpl& node, bool expendable) : previous_(expendable_grad) {
+    expendable_grad = expendable ? &node : nullptr;
+}
+ExpendableGrad::~ExpendableGrad() { expendable_grad = previous_; }
+
+void add_grad_from(const Tensor& x, const Tensor& out) {
+    if (!x.defined() || !out.defined()) throw std::logic_error("Tensor: use of an undefined tensor");
+    Storage& theirs = out.impl_ptr()->grad;
+    if (theirs.empty())
+        throw std::logic_error(std::string("add_grad_from: the result of '") + (out.op() ? out.op() : "?") +
+                               "' has no gradient (already handed over?)");
+    check(theirs.size() == x.numel(), "add_grad_from: the result of '", out.op() ? out.op() : "?", "' has ",
+          theirs.size(), " gradient elements, this tensor ", x.numel());
+    Storage& mine = x.impl_ptr()->grad;
+    if (mine.empty() && expendable_grad == out.impl_ptr().get()) {
+        mine = std::move(theirs);  // no copy: those were 2.5% of a cifar-tiny step
+        return;
+    }
+    add_to_grad(x, theirs.data());
 }
 
 // ---- printing --------------------------------------------------------------------------------

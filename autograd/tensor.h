@@ -89,11 +89,10 @@ struct TensorImpl {
     bool retain_grad = false;  // keep .grad of a non-leaf after backward (leaves always keep it)
 
     // Autograd record, set only on results of differentiable ops while grad mode is on.
-    const char* op = nullptr;      // name of the op that made this tensor, e.g. "matmul"
-    std::vector<Tensor> inputs;    // the op's inputs that require grad
-    BackwardFn backward;           // pushes this->grad into inputs[i]->grad
-    bool graph_freed = false;      // set once backward() has consumed this node
-    bool grad_expendable = false;  // set by backward() when it will drop .grad after this node's backward
+    const char* op = nullptr;    // name of the op that made this tensor, e.g. "matmul"
+    std::vector<Tensor> inputs;  // the op's inputs that require grad
+    BackwardFn backward;         // pushes this->grad into inputs[i]->grad
+    bool graph_freed = false;    // set once backward() has consumed this node
 };
 // [/snippet:tensor-impl]
 
@@ -152,28 +151,10 @@ public:
 
     bool has_grad() const { return !impl().grad.empty(); }
     Tensor grad() const;  // a copy of .grad (undefined tensor if none yet)
-    // .grad storage, allocated as zeros on first use: the safe default, `+=` into it. Callable
-    // through a const handle: a Tensor is a shared handle (like a shared_ptr), and backward
-    // closures hold their inputs as const copies yet must add into their gradients.
+    // .grad storage, allocated as zeros on first use: a backward adds into it with `+=`.
+    // Callable through a const handle: a Tensor is a shared handle (like a shared_ptr), and
+    // backward closures hold their inputs as const copies yet must add into their gradients.
     real* grad_data() const;
-    // The fast path, only for a backward that writes EVERY element of .grad, with beta:
-    //   g = value (beta == 0), g = g + value (beta == 1); gemm's beta does exactly this.
-    // Never plain `+=`: when no gradient has arrived yet, .grad is allocated *uninitialised*
-    // (NaN in the PATCHGRAD_POISON_EMPTY builds) and beta is 0, so `+=` adds garbage. Saves
-    // zero-filling a buffer that is about to be overwritten; when in doubt, use grad_data().
-    struct GradOverwrite {
-        real* data;
-        real beta;
-    };
-    GradOverwrite grad_for_overwrite() const;
-    // .grad += g[0 .. numel), for a backward whose input gradient is dOut itself (a same-shape
-    // add's): a plain copy when no gradient has arrived yet, so .grad is never zero-filled first.
-    void add_to_grad(const real* g) const;
-    // .grad += out.grad, out being the op's result (same number of elements): add_to_grad,
-    // except that when no gradient has arrived here yet and backward() is about to drop
-    // out.grad anyway (a non-leaf without retain_grad), the buffer itself moves over: no copy.
-    // Afterwards out.grad may be gone, so this is the last use of it in a backward.
-    void add_grad_from(const Tensor& out) const;
     void zero_grad();  // drops .grad (like set_to_none=True in PyTorch)
 
     // A new leaf holding a copy of the values, cut off from the graph.

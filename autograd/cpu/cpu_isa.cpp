@@ -19,12 +19,12 @@ namespace {
 // also check that the OS saves the wide registers (XGETBV), not just the CPUID bits.
 bool cpu_has(Isa isa) {
     switch (isa) {
-        case Isa::baseline:
+        case Isa::Baseline:
             return true;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-        case Isa::avx2:
+        case Isa::Avx2:
             return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-        case Isa::avx512:
+        case Isa::Avx512:
             return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                    __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
 #endif
@@ -64,9 +64,9 @@ std::atomic<int>& chosen() {
 
 const char* isa_name(Isa isa) {
     switch (isa) {
-        case Isa::avx2:
+        case Isa::Avx2:
             return "avx2";
-        case Isa::avx512:
+        case Isa::Avx512:
             return "avx512";
         default:
 #if defined(__x86_64__)
@@ -81,15 +81,15 @@ const char* isa_name(Isa isa) {
 
 std::vector<Isa> supported_isas() {
     std::vector<Isa> isas;
-    for (Isa isa : {Isa::baseline, Isa::avx2, Isa::avx512})
+    for (Isa isa : {Isa::Baseline, Isa::Avx2, Isa::Avx512})
         if (cpu_has(isa)) isas.push_back(isa);
     return isas;
 }
 
 Isa parse_isa(const std::string& text, const std::string& what) {
-    if (text == "baseline" || text == "sse2" || text == "neon" || text == "generic") return Isa::baseline;
-    if (text == "avx2") return Isa::avx2;
-    if (text == "avx512") return Isa::avx512;
+    if (text == "baseline" || text == "sse2" || text == "neon" || text == "generic") return Isa::Baseline;
+    if (text == "avx2") return Isa::Avx2;
+    if (text == "avx512") return Isa::Avx512;
     throw std::invalid_argument(what + ": unknown instruction set '" + text +
                                 "' (one of: baseline, sse2, neon, avx2, avx512)");
 }

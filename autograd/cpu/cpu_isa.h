@@ -25,7 +25,7 @@
 
 namespace patchgrad {
 
-enum class Isa { baseline = 0, avx2 = 1, avx512 = 2 };
+enum class Isa { Baseline = 0, Avx2 = 1, Avx512 = 2 };
 
 // "sse2" or "neon" (or "generic" elsewhere) for baseline, "avx2", "avx512".
 const char* isa_name(Isa isa);
@@ -45,7 +45,7 @@ void set_isa(Isa isa);
 // training logs: a speed means little without it. "unknown CPU" where it cannot be read.
 std::string cpu_model();
 
-// "avx2" -> Isa::avx2, also "sse2" / "neon" / "baseline" for the baseline; `what` names the
+// "avx2" -> Isa::Avx2, also "sse2" / "neon" / "baseline" for the baseline; `what` names the
 // source of the text (a flag or variable) in the error for anything else.
 Isa parse_isa(const std::string& text, const std::string& what);
 
@@ -53,8 +53,8 @@ Isa parse_isa(const std::string& text, const std::string& what);
 
 // ---- one loop, compiled for every level -------------------------------------------------------
 //
-// gemm's kernels have files of their own. The other hot loops (GELU, softmax and LayerNorm
-// rows) stay in their op's file, next to the formula and its derivative, and are compiled
+// gemm's kernels have files of their own. The other hot loops (softmax's rows in rows/, GELU's
+// and LayerNorm's and the row backwards in their op's file, next to the formula) are compiled
 // several times in place: the loop is written as an always-inline function NAME_loop, and
 //
 //     PATCHGRAD_MULTIVERSION(NAME, (const real* x, real* y, int64_t n), (x, y, n))
@@ -64,7 +64,7 @@ Isa parse_isa(const std::string& text, const std::string& what);
 // copy and vectorises it at that level's width). Only the float32 build is multiversioned:
 // the float64 build exists for gradient checks, where speed matters little, and GCC 12
 // miscompiles some float64 loops with AVX-512 (CMakeLists.txt, PATCHGRAD_NATIVE).
-#define PATCHGRAD_LOOP inline __attribute__((always_inline))
+#define PATCHGRAD_ALWAYS_INLINE inline __attribute__((always_inline))
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(PATCHGRAD_DOUBLE)
 #define PATCHGRAD_MULTIVERSION(name, params, args)                                                     \
     __attribute__((target("avx2,fma"))) void name##_avx2 params { name##_loop args; }                  \
@@ -73,9 +73,9 @@ Isa parse_isa(const std::string& text, const std::string& what);
     }                                                                                                  \
     void name params {                                                                                 \
         switch (::patchgrad::active_isa()) {                                                           \
-            case ::patchgrad::Isa::avx512:                                                             \
+            case ::patchgrad::Isa::Avx512:                                                             \
                 return name##_avx512 args;                                                             \
-            case ::patchgrad::Isa::avx2:                                                               \
+            case ::patchgrad::Isa::Avx2:                                                               \
                 return name##_avx2 args;                                                               \
             default:                                                                                   \
                 return name##_loop args;                                                               \

@@ -9,7 +9,8 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/threads/parallel.h"
+#include "autograd/grad_fast_paths.h"
 #include "autograd/ops.h"
 
 namespace patchgrad {
@@ -247,8 +248,8 @@ Tensor add_same_shape(const Tensor& a, const Tensor& b) {
         for (int64_t i = begin; i < end; ++i) z[i] = x[i] + y[i];
     });
     record(out, "add", {a, b}, [a, b](Tensor& o) {
-        if (b.requires_grad()) b.add_to_grad(o.grad_data());
-        if (a.requires_grad()) a.add_grad_from(o);  // last: it may take o's gradient
+        if (b.requires_grad()) add_to_grad(b, o.grad_data());
+        if (a.requires_grad()) add_grad_from(a, o);  // last: it may take o's gradient
     });
     return out;
 }

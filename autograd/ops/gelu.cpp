@@ -4,9 +4,9 @@
 #include <string>
 
 #include "autograd/cpu/cpu_isa.h"
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/rows/fast_math.h"
+#include "autograd/cpu/threads/parallel.h"
 #include "autograd/ops.h"
-#include "fast_math.h"
 
 namespace patchgrad {
 
@@ -18,10 +18,10 @@ constexpr real kCubic = static_cast<real>(0.044715);
 constexpr int64_t kGrain = 1 << 15;  // elements per thread at least
 
 // y[i] = GELU(x[i]) for i in [0, n), compiled for each instruction-set level (cpu_isa.h).
-PATCHGRAD_LOOP void gelu_forward_loop(const real* xd, real* y, int64_t n, bool exact) {
+PATCHGRAD_ALWAYS_INLINE void gelu_forward_loop(const real* xd, real* y, int64_t n, bool exact) {
     // [snippet:gelu-forward]
     if (exact) {
-        for (int64_t i = 0; i < n; ++i) y[i] = real(0.5) * xd[i] * (1 + vector_erf(xd[i] * kSqrtHalf));
+        for (int64_t i = 0; i < n; ++i) y[i] = real(0.5) * xd[i] * (1 + fast_erf(xd[i] * kSqrtHalf));
     } else {
         for (int64_t i = 0; i < n; ++i) {
             const real v = xd[i];
@@ -33,14 +33,14 @@ PATCHGRAD_LOOP void gelu_forward_loop(const real* xd, real* y, int64_t n, bool e
 PATCHGRAD_MULTIVERSION(gelu_forward, (const real* x, real* y, int64_t n, bool exact), (x, y, n, exact))
 
 // dx[i] += dy[i] * GELU'(x[i]) for i in [0, n), likewise.
-PATCHGRAD_LOOP void gelu_backward_loop(const real* xd, const real* dy, real* dx, int64_t n, bool exact) {
+PATCHGRAD_ALWAYS_INLINE void gelu_backward_loop(const real* xd, const real* dy, real* dx, int64_t n, bool exact) {
     if (exact) {
         // [exercise:gelu-backward]
         // [snippet:gelu-backward-exact]
         for (int64_t i = 0; i < n; ++i) {
             const real v = xd[i];
             real gaussian;  // exp(-v^2 / 2), which erf computes on the way
-            const real cdf = real(0.5) * (1 + vector_erf(v * kSqrtHalf, &gaussian));
+            const real cdf = real(0.5) * (1 + fast_erf(v * kSqrtHalf, &gaussian));
             const real pdf = kInvSqrt2Pi * gaussian;
             dx[i] += dy[i] * (cdf + v * pdf);
         }

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "autograd/cpu/cpu_isa.h"
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/rows/fast_math.h"
+#include "autograd/cpu/threads/parallel.h"
 #include "autograd/ops.h"
-#include "fast_math.h"
 
 namespace patchgrad {
 
@@ -22,8 +22,8 @@ void check_affine(const Tensor& param, const char* name, const Tensor& x) {
 // Rows [r0, r1) of x [rows, D] -> y, with each row's mean and 1 / sqrt(var + eps). The three
 // loops below are compiled for each instruction-set level (cpu_isa.h); the sums run in
 // lane_sum's 16 lanes (fast_math.h) so that they vectorise.
-PATCHGRAD_LOOP void forward_rows_loop(const real* xd, const real* w, const real* b, real eps, int64_t D, int64_t r0,
-                                      int64_t r1, real* yd, real* mean, real* rstd) {
+PATCHGRAD_ALWAYS_INLINE void forward_rows_loop(const real* xd, const real* w, const real* b, real eps, int64_t D,
+                                               int64_t r0, int64_t r1, real* yd, real* mean, real* rstd) {
     for (int64_t r = r0; r < r1; ++r) {
         // [snippet:layernorm-forward-row]
         const real* xr = xd + r * D;
@@ -43,8 +43,8 @@ PATCHGRAD_MULTIVERSION(forward_rows,
                        (xd, w, b, eps, D, r0, r1, yd, mean, rstd))
 
 // dx of rows [r0, r1), added into dx.
-PATCHGRAD_LOOP void backward_rows_loop(const real* xd, const real* dy, const real* w, const real* mu, const real* rs,
-                                       int64_t D, int64_t r0, int64_t r1, real* dx) {
+PATCHGRAD_ALWAYS_INLINE void backward_rows_loop(const real* xd, const real* dy, const real* w, const real* mu,
+                                                const real* rs, int64_t D, int64_t r0, int64_t r1, real* dx) {
     for (int64_t r = r0; r < r1; ++r) {
         // [exercise:layernorm-backward]
         const real* xr = xd + r * D;
@@ -64,8 +64,8 @@ PATCHGRAD_MULTIVERSION(backward_rows,
                        (xd, dy, w, mu, rs, D, r0, r1, dx))
 
 // Rows [r0, r1)'s terms of dweight and dbias, added into sw [D] and sb [D].
-PATCHGRAD_LOOP void backward_affine_loop(const real* xd, const real* dy, const real* mu, const real* rs, int64_t D,
-                                         int64_t r0, int64_t r1, real* sw, real* sb) {
+PATCHGRAD_ALWAYS_INLINE void backward_affine_loop(const real* xd, const real* dy, const real* mu, const real* rs,
+                                                  int64_t D, int64_t r0, int64_t r1, real* sw, real* sb) {
     // [snippet:layernorm-backward-affine]
     for (int64_t r = r0; r < r1; ++r) {
         const real* xr = xd + r * D;

@@ -5,8 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "autograd/cpu/gemm.h"
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/gemm/gemm.h"
+#include "autograd/cpu/threads/parallel.h"
+#include "autograd/grad_fast_paths.h"
 #include "autograd/ops.h"
 
 namespace patchgrad {
@@ -41,11 +42,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     record(y, "linear", {x, weight, bias}, [x, weight, bias, rows, in, out](Tensor& o) mutable {
         const real* dy = o.grad_data();
         if (x.requires_grad()) {
-            const Tensor::GradOverwrite dx = x.grad_for_overwrite();
+            const GradOverwrite dx = grad_for_overwrite(x);
             gemm(false, false, rows, in, out, 1, dy, out, weight.data(), in, dx.beta, dx.data, in);
         }
         if (weight.requires_grad()) {
-            const Tensor::GradOverwrite dw = weight.grad_for_overwrite();
+            const GradOverwrite dw = grad_for_overwrite(weight);
             gemm(true, false, out, in, rows, 1, dy, out, x.data(), in, dw.beta, dw.data, in);
         }
         if (bias.defined() && bias.requires_grad()) {

@@ -1,85 +1,23 @@
 // matmul.cpp — batched matrix products, matmul and matmul_transposed, with broadcasting over
 // the batch dimensions.
 //
-// Every product, forward and backward, is one call of gemm (autograd/cpu/gemm.h) per matrix
+// Every product, forward and backward, is one call of gemm (autograd/cpu/gemm/gemm.h) per matrix
 // of the batch (one tall call for the whole batch when b has none); a gradient matrix that
 // several products reach (a broadcast input) gets the first with beta 0 and adds the others,
 // so no buffer is zero-filled first.
 #include <algorithm>
 #include <stdexcept>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
-#include "autograd/cpu/gemm.h"
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/gemm/gemm.h"
+#include "autograd/cpu/threads/parallel.h"
+#include "autograd/grad_fast_paths.h"
 #include "autograd/ops.h"
 
 namespace patchgrad {
 
 namespace {
-
-// The batch dimensions (all but the last two) of a and b broadcast against each other like
-// NumPy's. For every matrix of the output batch, a_index / b_index say which matrix of a
-// and of b it multiplies (flat indices into their own batches).
-struct BatchPlan {
-    Shape shape;
-    std::vector<int64_t> a_index, b_index;
-};
-
-BatchPlan plan_batches(const Shape& a_shape, const Shape& b_shape, const char* op) {
-    const Shape a_batch(a_shape.begin(), a_shape.end() - 2);
-    const Shape b_batch(b_shape.begin(), b_shape.end() - 2);
-    const size_t ndim = std::max(a_batch.size(), b_batch.size());
-    // Both batch shapes right-aligned and padded with leading 1s to ndim.
-    Shape a_dims(ndim, 1), b_dims(ndim, 1);
-    std::copy(a_batch.begin(), a_batch.end(), a_dims.end() - a_batch.size());
-    std::copy(b_batch.begin(), b_batch.end(), b_dims.end() - b_batch.size());
-
-    BatchPlan plan;
-    plan.shape.resize(ndim);
-    for (size_t d = 0; d < ndim; ++d) {
-        check(a_dims[d] == b_dims[d] || a_dims[d] == 1 || b_dims[d] == 1, op, ": batch dimensions of ", a_shape,
-              " and ", b_shape, " cannot broadcast (", a_dims[d], " vs ", b_dims[d], ")");
-        plan.shape[d] = a_dims[d] == 1 ? b_dims[d] : a_dims[d];
-    }
-
-    const int64_t batch = shape_numel(plan.shape);
-    plan.a_index.resize(batch);
-    plan.b_index.resize(batch);
-    std::vector<int64_t> index(ndim, 0);  // multi-index of the output matrix t
-    for (int64_t t = 0; t < batch; ++t) {
-        int64_t ai = 0, bi = 0;
-        for (size_t d = 0; d < ndim; ++d) {
-            ai = ai * a_dims[d] + (a_dims[d] == 1 ? 0 : index[d]);
-            bi = bi * b_dims[d] + (b_dims[d] == 1 ? 0 : index[d]);
-        }
-        plan.a_index[t] = ai;
-        plan.b_index[t] = bi;
-        for (size_t d = ndim; d-- > 0;) {
-            if (++index[d] < plan.shape[d]) break;
-            index[d] = 0;
-        }
-    }
-    return plan;
-}
-
-bool all_different(std::vector<int64_t> index) {
-    std::sort(index.begin(), index.end());
-    return std::adjacent_find(index.begin(), index.end()) == index.end();
-}
-
-// gemm's beta for the t-th product into gradient matrix index[t]: `beta` (0 when the
-// gradient is fresh, uninitialised memory) for the first product that reaches a matrix, 1 (add)
-// for later ones. Every matrix of a broadcast input is reached at least once when the output
-// has elements (an empty output never runs its backward: it has no gradient).
-std::vector<real> first_use_beta(const std::vector<int64_t>& index, real beta) {
-    std::vector<real> out(index.size(), real(1));
-    std::unordered_set<int64_t> seen;
-    for (size_t t = 0; t < index.size(); ++t)
-        if (seen.insert(index[t]).second) out[t] = beta;
-    return out;
-}
 
 // matrix(t) for t in [0, count): on several threads when `independent`, else in order.
 template <class F>
@@ -137,7 +75,7 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b, bool trans_b, real alpha
         // The first gradient to reach a matrix of a or b is written, later ones are added
         // (grad_for_overwrite's beta; a broadcast matrix meets several).
         if (a.requires_grad()) {  // dA = alpha dOut @ op(b)^T
-            const Tensor::GradOverwrite da = a.grad_for_overwrite();
+            const GradOverwrite da = grad_for_overwrite(a);
             std::vector<real> beta = first_use_beta(plan.a_index, da.beta);
             for_each_matrix(count, grain, all_different(plan.a_index), [&](int64_t t) {
                 gemm(false, !trans_b, M, K, N, alpha, dout + t * M * N, N, b.data() + plan.b_index[t] * K * N, ldb,
@@ -145,7 +83,7 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b, bool trans_b, real alpha
             });
         }
         if (b.requires_grad()) {  // dB = alpha A^T @ dOut, or its transpose alpha dOut^T @ A
-            const Tensor::GradOverwrite db = b.grad_for_overwrite();
+            const GradOverwrite db = grad_for_overwrite(b);
             std::vector<real> beta = first_use_beta(plan.b_index, db.beta);
             for_each_matrix(count, grain, all_different(plan.b_index), [&](int64_t t) {
                 const real* at = a.data() + plan.a_index[t] * M * K;

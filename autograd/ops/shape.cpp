@@ -9,7 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/threads/parallel.h"
+#include "autograd/grad_fast_paths.h"
 #include "autograd/ops.h"
 
 namespace patchgrad {
@@ -102,7 +103,7 @@ Tensor permute_as(const Tensor& a, const std::vector<int64_t>& dims, const char*
         const real* dy = o.grad_data();
         // Every element of dA is reached exactly once: a first gradient is written, not added
         // to a zero-filled buffer (beta == 0 never reads the uninitialised memory).
-        const Tensor::GradOverwrite dx = a.grad_for_overwrite();
+        const GradOverwrite dx = grad_for_overwrite(a);
         for_each_permuted(visit_shape, visit_strides, run, [dx, dy, run](int64_t oi, int64_t i) {
             const real* src = dy + oi * run;
             if (dx.beta == 0)
@@ -145,7 +146,7 @@ Tensor reshape(const Tensor& a, Shape shape) {
 
     // [snippet:reshape-view]
     Tensor out = Tensor::view(a, shape, 0);
-    record(out, "reshape", {a}, [a](Tensor& o) { a.add_grad_from(o); });
+    record(out, "reshape", {a}, [a](Tensor& o) { add_grad_from(a, o); });
     // [/snippet:reshape-view]
     return out;
 }

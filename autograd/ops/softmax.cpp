@@ -10,82 +10,18 @@
 #include <vector>
 
 #include "autograd/cpu/cpu_isa.h"
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/rows/fast_math.h"
+#include "autograd/cpu/rows/softmax_rows.h"
+#include "autograd/cpu/threads/parallel.h"
 #include "autograd/ops.h"
-#include "fast_math.h"
-#include "softmax_rows.h"
 
 namespace patchgrad {
 
 namespace {
 
-// y = softmax(x) or log_softmax(x) over each contiguous row of n elements. log_softmax is
-// (x - max) - log(sum): x - max is exact for nearby logits, whereas x - (max + log(sum))
-// would round the log-sum to the precision of the logits (6e-5 in float32 at 1000).
-// Compiled for each instruction-set level (cpu_isa.h); the max and the sum run in lanes
-// (fast_math.h) so that they vectorise.
-//
-// Each pass runs over a group of 8 rows, so a row's exponentials are read back a few rows' work
-// after they were stored and 8 rows' reductions overlap (tutorials/12_speed/measurements.md#kernel-notes).
-// Every row gets the same operations as row by row, so the results are the same bits.
-PATCHGRAD_LOOP void forward_rows_loop(const real* x, real* y, int64_t rows, int64_t n, bool log_output) {
-    constexpr int64_t G = 8;
-    for (int64_t r0 = 0; r0 < rows; r0 += G) {
-        const int64_t count = std::min(G, rows - r0);
-        const real* xg = x + r0 * n;  // row g of the group is xg + g * n
-        real* yg = y + r0 * n;
-        real max[G], sum[G];
-        // [snippet:softmax-forward-row]
-        for (int64_t g = 0; g < count; ++g) max[g] = lane_max(n, [&](int64_t i) { return xg[g * n + i]; });
-        for (int64_t g = 0; g < count; ++g)
-            for (int64_t i = 0; i < n; ++i) yg[g * n + i] = vector_exp(xg[g * n + i] - max[g]);
-        for (int64_t g = 0; g < count; ++g) sum[g] = lane_sum(n, [&](int64_t i) { return yg[g * n + i]; });
-        for (int64_t g = 0; g < count; ++g) {
-            if (log_output) {
-                const real log_sum = std::log(sum[g]);
-                for (int64_t i = 0; i < n; ++i) yg[g * n + i] = (xg[g * n + i] - max[g]) - log_sum;
-            } else {
-                const real inv_sum = 1 / sum[g];
-                for (int64_t i = 0; i < n; ++i) yg[g * n + i] *= inv_sum;
-            }
-        }
-        // [/snippet:softmax-forward-row]
-    }
-}
-PATCHGRAD_MULTIVERSION(forward_rows, (const real* x, real* y, int64_t rows, int64_t n, bool log_output),
-                       (x, y, rows, n, log_output))
-
-// The same over the middle axis of [outer, n, inner]; `max` and `sum` hold one value per
-// inner position.
-void forward_strided(const real* x, real* y, int64_t outer, int64_t n, int64_t inner, bool log_output) {
-    std::vector<real> max(inner), sum(inner);
-    for (int64_t o = 0; o < outer; ++o) {
-        const real* xo = x + o * n * inner;
-        real* yo = y + o * n * inner;
-        std::fill(max.begin(), max.end(), -std::numeric_limits<real>::infinity());
-        for (int64_t i = 0; i < n; ++i)
-            for (int64_t k = 0; k < inner; ++k) max[k] = std::max(max[k], xo[i * inner + k]);
-        std::fill(sum.begin(), sum.end(), real(0));
-        for (int64_t i = 0; i < n; ++i)
-            for (int64_t k = 0; k < inner; ++k) {
-                yo[i * inner + k] = vector_exp(xo[i * inner + k] - max[k]);
-                sum[k] += yo[i * inner + k];
-            }
-        if (log_output) {
-            for (int64_t k = 0; k < inner; ++k) sum[k] = std::log(sum[k]);
-            for (int64_t i = 0; i < n; ++i)
-                for (int64_t k = 0; k < inner; ++k) yo[i * inner + k] = (xo[i * inner + k] - max[k]) - sum[k];
-        } else {
-            for (int64_t k = 0; k < inner; ++k) sum[k] = 1 / sum[k];
-            for (int64_t i = 0; i < n; ++i)
-                for (int64_t k = 0; k < inner; ++k) yo[i * inner + k] *= sum[k];
-        }
-    }
-}
-
-// Adds the gradient of forward_rows into dx (the formulas are above softmax_along).
-PATCHGRAD_LOOP void backward_rows_loop(const real* y, const real* dy, real* dx, int64_t rows, int64_t n,
-                                       bool log_output) {
+// Adds the gradient of softmax_rows_forward into dx (the formulas are above softmax_along).
+PATCHGRAD_ALWAYS_INLINE void backward_rows_loop(const real* y, const real* dy, real* dx, int64_t rows, int64_t n,
+                                                bool log_output) {
     for (int64_t r = 0; r < rows; ++r) {
         const real* yr = y + r * n;
         const real* dyr = dy + r * n;
@@ -93,7 +29,7 @@ PATCHGRAD_LOOP void backward_rows_loop(const real* y, const real* dy, real* dx, 
         if (log_output) {
             // [snippet:log-softmax-backward-row]
             const real dot = lane_sum(n, [&](int64_t i) { return dyr[i]; });
-            for (int64_t i = 0; i < n; ++i) dxr[i] += dyr[i] - vector_exp(yr[i]) * dot;
+            for (int64_t i = 0; i < n; ++i) dxr[i] += dyr[i] - fast_exp(yr[i]) * dot;
             // [/snippet:log-softmax-backward-row]
         } else {
             // [exercise:softmax-backward]
@@ -135,7 +71,9 @@ void backward_strided(const real* y, const real* dy, real* dx, int64_t outer, in
 //                 dx = y * (dy - sum(dy * y))
 // [/hide:softmax-backward]
 //   log_softmax:  y = (x - max) - log sum exp(x - max)     dx = dy - exp(y) * sum(dy)
-// with the sums over the axis. Both save only their output: exp(y) is the softmax.
+// with the sums over the axis. Both save only their output: exp(y) is the softmax. log_softmax
+// is (x - max) - log(sum): x - max is exact for nearby logits, whereas x - (max + log(sum))
+// would round the log-sum to the precision of the logits (6e-5 in float32 at 1000).
 Tensor softmax_along(const Tensor& x, int64_t axis, bool log_output) {
     const char* op = log_output ? "log_softmax" : "softmax";
     const Shape& shape = x.shape();
@@ -153,9 +91,9 @@ Tensor softmax_along(const Tensor& x, int64_t axis, bool log_output) {
     parallel_for(outer, grain, [=](int64_t o0, int64_t o1) {
         const int64_t at = o0 * n * inner;
         if (inner == 1)
-            forward_rows(xd + at, y + at, o1 - o0, n, log_output);
+            softmax_rows_forward(xd + at, y + at, o1 - o0, n, log_output);
         else
-            forward_strided(xd + at, y + at, o1 - o0, n, inner, log_output);
+            softmax_strided_forward(xd + at, y + at, o1 - o0, n, inner, log_output);
     });
 
     record(out, op, {x}, [x, outer, n, inner, grain, log_output](Tensor& o) mutable {
@@ -174,8 +112,6 @@ Tensor softmax_along(const Tensor& x, int64_t axis, bool log_output) {
 }
 
 }  // namespace
-
-void softmax_rows(const real* x, real* y, int64_t rows, int64_t n) { forward_rows(x, y, rows, n, false); }
 
 void softmax_rows_backward(const real* y, const real* dy, real* dx, int64_t rows, int64_t n) {
     backward_rows(y, dy, dx, rows, n, false);

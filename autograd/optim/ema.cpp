@@ -4,7 +4,7 @@
 #include <string>
 
 #include "autograd/check.h"
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/threads/parallel.h"
 
 namespace patchgrad {
 

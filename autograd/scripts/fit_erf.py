@@ -1,4 +1,4 @@
-"""Fits the coefficients of fast_erf (autograd/ops/fast_math.h): erf(x) ~ x P(x^2) / Q(x^2).
+"""Fits the coefficients of fast_erf (autograd/cpu/rows/fast_math.h): erf(x) ~ x P(x^2) / Q(x^2).
 
     /usr/bin/python3 autograd/scripts/fit_erf.py
 
@@ -8,7 +8,7 @@ absolute error, by Loeb's linearisation (P - erf Q = 0, weighted by the last fit
 Lawson's reweighting towards the points where the error is largest. It needs numpy only and
 prints the coefficients as fast_math.h has them, highest power first, and the fit's own error
 in float64; the error of the float32 evaluation (rounding, about 4e-7 near erf = 1) is what
-tests/autograd/ops/test_fast_math_f32.cpp bounds. Other numpy versions may change the last
+tests/autograd/cpu/rows/test_fast_math_f32.cpp bounds. Other numpy versions may change the last
 digits. Run once; the coefficients are committed.
 """
 import math

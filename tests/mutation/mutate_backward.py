@@ -141,10 +141,12 @@ class Build:
         self.v3 = catch2_v3()
         self.flags = [*CXXFLAGS, f"-I{self.src}", f"-I{self.src / 'tests'}",
                       f'-DPATCHGRAD_TEST_DATA="{self.src / "tests" / "data"}"']
-        # The library's files, in autograd/ and its job folders (ops/, cpu/, ...), not the demo.
-        self.ops = sorted(p.relative_to(self.src).as_posix() for pattern in ("*.cpp", "*/*.cpp")
+        # The library's files, in autograd/, its job folders (ops/, cpu/, ...) and theirs
+        # (cpu/gemm/, ...), not the demo.
+        self.ops = sorted(p.relative_to(self.src).as_posix() for pattern in ("*.cpp", "*/*.cpp", "*/*/*.cpp")
                           for p in (self.src / "autograd").glob(pattern) if p.parent.name != "demo")
-        tests = sorted(p.relative_to(self.src).as_posix() for pattern in ("test_*.cpp", "*/test_*.cpp")
+        tests = sorted(p.relative_to(self.src).as_posix()
+                       for pattern in ("test_*.cpp", "*/test_*.cpp", "*/*/test_*.cpp")
                        for p in (self.src / "tests" / "autograd").glob(pattern) if not p.name.endswith("_f32.cpp"))
         self.sources = self.ops + tests + ([] if self.v3 else ["tests/catch_main.cpp"])
 

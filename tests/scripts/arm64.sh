@@ -4,7 +4,7 @@
 # per-level kernel, the golden ViT, bf16 products with and without ARM's BF16, PATCHGRAD_BF16=bfdot
 # on both) and the float64 gemm, matmul and gradient-check tests of the ops under
 # qemu-user-static. CI runs the float32 half; run the whole after touching the kernels
-# (autograd/cpu/gemm_tile.h, cpu_isa.h, fast_math.h, gemm_bf16_neon.cpp):
+# (autograd/cpu/gemm/gemm_tile.h, cpu_isa.h, fast_math.h, gemm_bf16_neon.cpp):
 #
 #   bash tests/scripts/arm64.sh                # build in build-arm64/, run the tests
 #   BUILD_DIR=/tmp/arm bash tests/scripts/arm64.sh

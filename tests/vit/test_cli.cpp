@@ -4,7 +4,7 @@
 
 #include <csignal>
 
-#include "autograd/cpu/gemm_bf16.h"
+#include "autograd/cpu/bf16/gemm_bf16.h"
 #include "autograd/version.h"
 #include "catch.h"
 #include "test_util.h"

@@ -1,6 +1,6 @@
 #include <set>
 
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/threads/parallel.h"
 #include "catch.h"
 #include "test_util.h"
 #include "vit/summary.h"

@@ -1,7 +1,7 @@
 // tutorial: float32
 // Chapter 12: making it fast. Times C[256, 256] = A[256, 512] @ B[512, 256] three ways: the naive
 // triple loop (i, j, k), the same loop reordered (i, k, j) so the inner loop runs along rows,
-// and patchgrad's blocked, packed, register-tiled gemm (autograd/cpu/gemm.cpp), with one and two
+// and patchgrad's blocked, packed, register-tiled gemm (autograd/cpu/gemm/gemm.cpp), with one and two
 // threads. Checks that they agree, and that the thread count does not change a single bit.
 // Measures honestly: a warm-up run first, then rounds that alternate between the versions,
 // keeping the best time of each. Timings vary from machine to machine and run to run.
@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "autograd/cpu/gemm.h"
-#include "autograd/cpu/gemm_kernels.h"
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/gemm/gemm.h"
+#include "autograd/cpu/gemm/gemm_kernels.h"
+#include "autograd/cpu/threads/parallel.h"
 #include "autograd/rng.h"
 
 using namespace patchgrad;

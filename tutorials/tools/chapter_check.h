@@ -958,7 +958,7 @@ struct ExerciseInfo {
 
 // The function whose body holds line `line` (1-based) of `lines`: the nearest line above it
 // that starts in column 0 and names something followed by "(" ("Tensor unfold(...) {",
-// "void Tensor::backward(...)", "PATCHGRAD_LOOP void gelu_backward_loop(...)"), unqualified.
+// "void Tensor::backward(...)", "PATCHGRAD_ALWAYS_INLINE void gelu_backward_loop(...)"), unqualified.
 inline std::string enclosing_function(const std::vector<std::string>& lines, int line) {
     for (int i = std::min<int>(line - 1, static_cast<int>(lines.size())) - 1; i >= 0; --i) {
         const std::string& l = lines[static_cast<size_t>(i)];

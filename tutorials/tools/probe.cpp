@@ -35,7 +35,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/threads/parallel.h"
 
 namespace patchgrad::grading {
 

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/threads/parallel.h"
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "autograd/optim/lr_schedule.h"

@@ -1,7 +1,7 @@
 # student_copy.cmake — the tutorials' exercises, for the grader and the student build.
 #
 # An exercise is a region of a library source (autograd/ layers/ vit/ datasets/, the .cpp files
-# directly in them) or of a chapter program (tutorials/NN_slug/main.cpp):
+# in them, their job folders and those folders' subfolders) or of a chapter program (tutorials/NN_slug/main.cpp):
 #     // [exercise:NAME]
 #     ...the reference solution: whole statements...
 #     // [/exercise:NAME]
@@ -45,14 +45,15 @@ set(PATCHGRAD_EXERCISE_NAMES "")
 set(PATCHGRAD_EXERCISE_FILES "")
 set(PATCHGRAD_EXERCISE_SOURCES "")
 
-# (The library folders and their job folders one level down: autograd/ops/, vit/train/, ...)
+# (The library folders, their job folders autograd/ops/, vit/train/, ... and the subfolders of
+# those, autograd/cpu/threads/, ...)
 set(_pg_modules autograd layers vit datasets)
 set(_pg_exercise_candidates "")
 set(_pg_exercise_headers "")
 foreach(_pg_module ${_pg_modules})
-  file(GLOB _pg_found ${_pg_root}/${_pg_module}/*.cpp ${_pg_root}/${_pg_module}/*/*.cpp)
+  file(GLOB _pg_found ${_pg_root}/${_pg_module}/*.cpp ${_pg_root}/${_pg_module}/*/*.cpp ${_pg_root}/${_pg_module}/*/*/*.cpp)
   list(APPEND _pg_exercise_candidates ${_pg_found})
-  file(GLOB _pg_found ${_pg_root}/${_pg_module}/*.h ${_pg_root}/${_pg_module}/*/*.h)
+  file(GLOB _pg_found ${_pg_root}/${_pg_module}/*.h ${_pg_root}/${_pg_module}/*/*.h ${_pg_root}/${_pg_module}/*/*/*.h)
   list(APPEND _pg_exercise_headers ${_pg_found})
 endforeach()
 file(GLOB _pg_found ${_pg_root}/tutorials/*/main.cpp)

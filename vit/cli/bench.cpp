@@ -26,9 +26,9 @@
 #include <vector>
 
 #include "autograd/cpu/cpu_isa.h"
-#include "autograd/cpu/gemm.h"
-#include "autograd/cpu/gemm_bf16.h"
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/gemm/gemm.h"
+#include "autograd/cpu/bf16/gemm_bf16.h"
+#include "autograd/cpu/threads/parallel.h"
 #include "autograd/ops.h"
 #include "autograd/optim/optimizer.h"
 #include "autograd/rng.h"
@@ -83,7 +83,7 @@ void print_help() {
                  "                  (a build with OpenBLAS also runs OpenBLAS's own threads, set by the\n"
                  "                  environment variable OPENBLAS_NUM_THREADS)\n"
                  "  --precision P   fp32 (the default) or bf16: matrix products with bf16 inputs and float32\n"
-                 "                  sums, everything else in float32 (autograd/cpu/gemm_bf16.h); with a\n"
+                 "                  sums, everything else in float32 (autograd/cpu/bf16/gemm_bf16.h); with a\n"
                  "                  native bf16 kernel the header first says how a sample of the step\n"
                  "                  compared with float32 here, or warns that float32 is faster\n"
                  "  --paired on|off the gemm run after each step for the paired figure (default: on); off\n"
@@ -297,8 +297,8 @@ __attribute__((target("avx512f,avx512bf16"))) double avx512_bf16_peak() {
 std::string peak_rates() {
     char text[160];
     const Isa isa = active_isa();
-    if (isa == Isa::baseline) return "not measured below AVX2";
-    const double fma = isa == Isa::avx512 ? avx512_fma_peak() : avx2_fma_peak();
+    if (isa == Isa::Baseline) return "not measured below AVX2";
+    const double fma = isa == Isa::Avx512 ? avx512_fma_peak() : avx2_fma_peak();
     std::snprintf(text, sizeof text, "float32 FMA %.1f GFLOP/s (%s)", fma, isa_name(isa));
     std::string out = text;
     if (bf16_native()) {
@@ -535,7 +535,7 @@ int run_training(const Flags& flags, bool explain) {
     // step against the gemm run right after it, so that a host whose speed drifts (a CPU shared
     // with other machines' work, or throttled) moves both sides of each ratio alike.
     const double best_sgemm = sgemm.rate(3);
-    const char* yardstick = precision == MatmulPrecision::fp32 ? "sgemm rate" : "bf16 gemm rate";
+    const char* yardstick = precision == MatmulPrecision::Fp32 ? "sgemm rate" : "bf16 gemm rate";
     std::printf(
         "%-16s %.1f GFLOP/s (gemm, 1024 x 1024 x 1024, same threads, best of 3): the mean step runs at "
         "%.0f%% of it\n",

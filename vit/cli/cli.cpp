@@ -7,7 +7,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/threads/parallel.h"
 #include "vit/train/checkpoint.h"
 #include "vit/train/thread_choice.h"
 

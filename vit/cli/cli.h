@@ -50,7 +50,7 @@ ViTConfig config_from_flag(const std::string& name);
 // `max`, is a UsageError naming `flag`.
 int64_t parse_positive_int(const std::string& flag, const std::string& text,
                            int64_t max = std::numeric_limits<int64_t>::max());
-// --threads: 1 to kMaxThreads (autograd/cpu/parallel.h), or "auto" -> 0.
+// --threads: 1 to kMaxThreads (autograd/cpu/threads/parallel.h), or "auto" -> 0.
 int parse_threads(const std::string& text);
 // set_num_threads(threads), or for 0 (auto) the count choose_thread_count measures to pay here.
 void use_threads(int threads);
@@ -60,7 +60,7 @@ int64_t parse_count(const std::string& flag, const std::string& text);
 uint64_t parse_unsigned(const std::string& flag, const std::string& text);
 // "0.5" -> 0.5; anything but a finite number is a UsageError naming `flag`.
 double parse_number(const std::string& flag, const std::string& text);
-// "bf16" -> MatmulPrecision::bf16: parse_enum (autograd/enum_names.h) for a flag's value, its
+// "bf16" -> MatmulPrecision::Bf16: parse_enum (autograd/enum_names.h) for a flag's value, its
 // error (naming `flag`, the value and the choices) a UsageError.
 template <class E>
 E parse_enum_flag(const std::string& flag, const std::string& text) {

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "autograd/cpu/gemm_bf16.h"
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/bf16/gemm_bf16.h"
+#include "autograd/cpu/threads/parallel.h"
 #include "datasets/cifar10.h"
 #include "datasets/normalize.h"
 #include "datasets/split.h"

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/threads/parallel.h"
 #include "datasets/cifar10.h"
 #include "datasets/normalize.h"
 #include "vit/cli/cli.h"

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "autograd/cpu/cpu_isa.h"
-#include "autograd/cpu/gemm_bf16.h"
+#include "autograd/cpu/bf16/gemm_bf16.h"
 #include "autograd/storage.h"
 #include "autograd/version.h"
 #include "vit/cli/cli.h"

@@ -25,7 +25,7 @@ With --precision bf16, PyTorch runs its step under torch.autocast("cpu", dtype=t
 and patchgrad under `--precision bf16` (bf16 inputs to every matrix product, float32 sums),
 and patchgrad's float32 step joins the rounds, so that bf16's speed-up over it is a ratio
 taken in the same run too. The summary repeats patchgrad's precision line, which names the
-bf16 kernel that ran, and PATCHGRAD_BF16 (autograd/cpu/gemm_bf16.h) passes through to choose
+bf16 kernel that ran, and PATCHGRAD_BF16 (autograd/cpu/bf16/gemm_bf16.h) passes through to choose
 it (on an AMX machine, PATCHGRAD_BF16=vdpbf16ps measures what a CPU with AVX512_BF16 alone
 gets).
 The summary names the kernel set OpenBLAS chose for this CPU (openblas_get_corename): an

@@ -56,7 +56,7 @@ std::vector<double> StepSample::best_seconds(int settings, const std::function<v
 
 double measure_bf16_speedup() {
     const MatmulPrecisionGuard caller(matmul_precision());  // the caller's precision comes back
-    const MatmulPrecision precisions[2] = {MatmulPrecision::fp32, MatmulPrecision::bf16};
+    const MatmulPrecision precisions[2] = {MatmulPrecision::Fp32, MatmulPrecision::Bf16};
     const std::vector<double> best =
         StepSample().best_seconds(2, [&precisions](int i) { set_matmul_precision(precisions[i]); });
     return best[0] / best[1];
@@ -76,7 +76,7 @@ std::string bf16_speed_note(double speedup) {
 }
 
 std::string bf16_header_note(MatmulPrecision precision) {
-    if (precision != MatmulPrecision::bf16 || !bf16_native()) return "";
+    if (precision != MatmulPrecision::Bf16 || !bf16_native()) return "";
     return bf16_speed_note(measure_bf16_speedup()) + "\n";
 }
 

@@ -17,8 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "autograd/cpu/gemm_bf16.h"
+#include "autograd/cpu/bf16/gemm_bf16.h"
 #include "autograd/tensor.h"
+#include "autograd/precision.h"
 
 namespace patchgrad {
 

@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/threads/parallel.h"
 #include "vit/train/step_sample.h"
 
 namespace patchgrad {

@@ -10,7 +10,8 @@
 #include <stdexcept>
 #include <type_traits>
 
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/bf16/gemm_bf16.h"
+#include "autograd/cpu/threads/parallel.h"
 #include "autograd/io/json.h"
 #include "datasets/augment.h"
 #include "vit/summary.h"
@@ -392,7 +393,7 @@ const std::string& checkpoint_recipe_entry(const Checkpoint& checkpoint, const s
 }
 
 std::string matmul_precision_description(MatmulPrecision precision) {
-    return precision == MatmulPrecision::fp32 ? "fp32"
+    return precision == MatmulPrecision::Fp32 ? "fp32"
                                               : "bf16 matrix products, float32 elsewhere; " + gemm_bf16_description();
 }
 

@@ -22,9 +22,9 @@
 #include <variant>
 #include <vector>
 
-#include "autograd/cpu/gemm_bf16.h"
 #include "autograd/enum_names.h"
 #include "autograd/optim/lr_schedule.h"
+#include "autograd/precision.h"
 #include "vit/train/checkpoint.h"
 #include "vit/train/evaluation.h"
 #include "vit/vision_transformer.h"
@@ -85,9 +85,9 @@ struct TrainOptions {
     std::string data_source = "default";  // where data_dir came from, for messages (resolve_data_dir)
     std::string out_dir = "runs/cifar-tiny";
     int64_t threads = 0;  // 0 = auto: the count choose_thread_count measures to pay here (thread_choice.h)
-    // bf16: matrix products with bf16 inputs and float32 sums (gemm_bf16.h). A running option like
+    // bf16: matrix products with bf16 inputs and float32 sums (precision.h). A running option like
     // the threads: it changes the speed and the rounding, not the recipe, and checkpoints stay float32.
-    MatmulPrecision precision = MatmulPrecision::fp32;
+    MatmulPrecision precision = MatmulPrecision::Fp32;
     bool resume = false;     // continue from out_dir/last.safetensors
     bool overwrite = false;  // out_dir may hold a run, which is deleted first (else it is refused)
     int64_t max_steps = 0;   // stop (and save) after this many optimizer steps of the run; 0 = no limit

@@ -13,8 +13,8 @@
 #include <stdexcept>
 
 #include "autograd/cpu/cpu_isa.h"
-#include "autograd/cpu/gemm.h"
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/gemm/gemm.h"
+#include "autograd/cpu/threads/parallel.h"
 #include "autograd/io/atomic_file.h"
 #include "autograd/io/folder_lock.h"
 #include "autograd/io/json.h"

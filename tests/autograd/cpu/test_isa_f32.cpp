@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "autograd/cpu/cpu_isa.h"
-#include "autograd/cpu/gemm.h"
-#include "autograd/cpu/gemm_kernels.h"
+#include "autograd/cpu/gemm/gemm.h"
+#include "autograd/cpu/gemm/gemm_kernels.h"
 #include "autograd/determinism_util.h"
 #include "catch.h"
 #include "test_util.h"
@@ -37,14 +37,14 @@ double scaled_difference(const std::vector<real>& a, const std::vector<real>& b)
 TEST_CASE("isa: the CPU's levels, PATCHGRAD_ISA's names and set_isa's errors", "[isa][errors]") {
     const std::vector<Isa> isas = supported_isas();
     REQUIRE(!isas.empty());
-    CHECK(isas.front() == Isa::baseline);
+    CHECK(isas.front() == Isa::Baseline);
     CHECK(std::is_sorted(isas.begin(), isas.end()));
-    CHECK(parse_isa("avx2", "PATCHGRAD_ISA") == Isa::avx2);
-    CHECK(parse_isa("avx512", "PATCHGRAD_ISA") == Isa::avx512);
-    for (const char* name : {"baseline", "sse2", "neon", "generic"}) CHECK(parse_isa(name, "x") == Isa::baseline);
+    CHECK(parse_isa("avx2", "PATCHGRAD_ISA") == Isa::Avx2);
+    CHECK(parse_isa("avx512", "PATCHGRAD_ISA") == Isa::Avx512);
+    for (const char* name : {"baseline", "sse2", "neon", "generic"}) CHECK(parse_isa(name, "x") == Isa::Baseline);
     require_error([] { parse_isa("avx1024", "PATCHGRAD_ISA=avx1024"); },
                   {"PATCHGRAD_ISA=avx1024", "unknown instruction set 'avx1024'", "avx2", "avx512"});
-    for (Isa isa : {Isa::avx2, Isa::avx512}) {
+    for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
         if (std::find(isas.begin(), isas.end(), isa) != isas.end()) continue;
         INFO("this CPU lacks " << isa_name(isa));
         require_error([isa] { set_isa(isa); }, {"set_isa", "does not support", isa_name(isa), "it has:"});
@@ -56,7 +56,7 @@ TEST_CASE("isa: each level's gemm tile is whole vectors of its register width", 
     // would show up here as one real per "vector".
     for_each_isa([&](Isa isa) {
         const GemmKernels& k = gemm_kernels(isa);
-        const int64_t bytes = isa == Isa::avx512 ? 64 : isa == Isa::avx2 ? 32 : 16;
+        const int64_t bytes = isa == Isa::Avx512 ? 64 : isa == Isa::Avx2 ? 32 : 16;
         CHECK(k.isa == isa);
         CHECK(k.vector * int64_t(sizeof(real)) == bytes);
         CHECK(k.nr % k.vector == 0);
@@ -94,7 +94,7 @@ TEST_CASE("isa: values and gradients at every level agree with the baseline's wi
     const std::vector<OpCase> cases = threaded_op_cases(rng);
     std::vector<std::vector<std::vector<real>>> baseline;
     {
-        IsaLevel level(Isa::baseline);
+        IsaLevel level(Isa::Baseline);
         for (const OpCase& c : cases) baseline.push_back(values_and_gradients(1, c.f, c.inputs));
     }
     // The products sum up to 200 terms of |x| < 1 and the layer norms divide by a standard

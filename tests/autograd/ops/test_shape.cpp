@@ -109,7 +109,7 @@ TEST_CASE("reshape: gradcheck on odd shapes", "[op:reshape][gradcheck]") {
 }
 
 // reshape's backward hands dOut to x: x takes the result's gradient buffer itself when backward()
-// would drop it (Tensor::add_grad_from), and copies it when the result keeps its own: when it
+// would drop it (add_grad_from, autograd/grad_fast_paths.h), and copies it when the result keeps its own: when it
 // is the tensor backward() started from, or asked to with retain_grad. All three must agree.
 TEST_CASE("reshape: backward hands the gradient over, or copies it where the result keeps one",
           "[op:reshape][gradcheck]") {

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/cpu/gemm_bf16.h"
+#include "autograd/cpu/bf16/gemm_bf16.h"
 #include "catch.h"
 #include "cli_test_util.h"
 #include "datasets/cifar10.h"
@@ -25,7 +25,7 @@ TEST_CASE("eval --precision bf16 gives a bf16 run's own test figures, and fp32 t
     TinyRun run;
     QuietTrain quiet;
     TrainOptions o = run.learning_only(2);
-    o.precision = MatmulPrecision::bf16;
+    o.precision = MatmulPrecision::Bf16;
     const TrainResult r = quiet(o);
     REQUIRE(r.test.has_value());
     const std::string last = o.out_dir + "/last.safetensors";
@@ -33,7 +33,7 @@ TEST_CASE("eval --precision bf16 gives a bf16 run's own test figures, and fp32 t
 
     Captured bf16;
     REQUIRE(eval_command({"--checkpoint", last, "--data", run.data_dir(), "--precision", "bf16"}) == 0);
-    CHECK(matmul_precision() == MatmulPrecision::fp32);  // the setting ended with the command
+    CHECK(matmul_precision() == MatmulPrecision::Fp32);  // the setting ended with the command
     INFO(bf16.out.str());
     CHECK(bf16.out.str().find("\nprecision: bf16 matrix products, float32 elsewhere; bf16 ") != std::string::npos);
     // The whole report (accuracy, loss to 4 digits, per class, confusion matrix) as train's.
@@ -58,7 +58,7 @@ TEST_CASE("eval --precision bf16 gives a bf16 run's own test figures, and fp32 t
     const auto fp32_classes = top_classes(model, set, ChannelStats::cifar10(), 10);
     std::vector<std::vector<ClassProbability>> bf16_classes;
     {
-        const MatmulPrecisionGuard guard(MatmulPrecision::bf16);
+        const MatmulPrecisionGuard guard(MatmulPrecision::Bf16);
         bf16_classes = top_classes(model, set, ChannelStats::cifar10(), 10);
     }
     REQUIRE(bf16_classes.size() == fp32_classes.size());

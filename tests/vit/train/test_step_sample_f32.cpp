@@ -3,7 +3,7 @@
 #include <cmath>
 #include <string>
 
-#include "autograd/cpu/gemm_bf16.h"
+#include "autograd/cpu/bf16/gemm_bf16.h"
 #include "test_util.h"
 #include "vit/train/step_sample.h"
 #include "vit/train/train_options.h"
@@ -11,11 +11,11 @@
 using namespace patchgrad;
 
 TEST_CASE("bf16: the step sample measures bf16 against float32, and the note warns where bf16 is slower", "[bf16]") {
-    MatmulPrecisionGuard bf16(MatmulPrecision::bf16);
+    MatmulPrecisionGuard bf16(MatmulPrecision::Bf16);
     const double speedup = measure_bf16_speedup();
     CHECK(std::isfinite(speedup));
     CHECK(speedup > 0);
-    CHECK(matmul_precision() == MatmulPrecision::bf16);  // the caller's setting, as it was
+    CHECK(matmul_precision() == MatmulPrecision::Bf16);  // the caller's setting, as it was
     // On an AMD EPYC Zen 5 the sample ran about 1.5x as fast in bf16; on an Intel Xeon whose
     // vdpbf16ps issues at a quarter of the FMA's rate, bf16 is slower, and the note says so.
     CHECK(bf16_speed_note(1.456) ==
@@ -27,9 +27,9 @@ TEST_CASE("bf16: the step sample measures bf16 against float32, and the note war
 }
 
 TEST_CASE("bf16: the precision line names fp32, or bf16 with its kernel", "[bf16]") {
-    CHECK(matmul_precision_description(MatmulPrecision::fp32) == "fp32");
-    CHECK(matmul_precision_description(MatmulPrecision::bf16) ==
+    CHECK(matmul_precision_description(MatmulPrecision::Fp32) == "fp32");
+    CHECK(matmul_precision_description(MatmulPrecision::Bf16) ==
           "bf16 matrix products, float32 elsewhere; " + gemm_bf16_description());
-    if (!bf16_native()) CHECK(bf16_header_note(MatmulPrecision::bf16).empty());  // the emulation needs no note
-    CHECK(bf16_header_note(MatmulPrecision::fp32).empty());
+    if (!bf16_native()) CHECK(bf16_header_note(MatmulPrecision::Bf16).empty());  // the emulation needs no note
+    CHECK(bf16_header_note(MatmulPrecision::Fp32).empty());
 }

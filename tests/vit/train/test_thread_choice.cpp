@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/threads/parallel.h"
 #include "autograd/determinism_util.h"
 #include "test_util.h"
 #include "vit/train/thread_choice.h"

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <set>
 
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/threads/parallel.h"
 #include "autograd/optim/lr_schedule.h"
 #include "test_util.h"
 #include "vit/cli/cli.h"
@@ -175,7 +175,7 @@ TEST_CASE("train options: every row reads its flag's text, and the good values v
     CHECK(o.config.drop_path == static_cast<real>(0.25));
     CHECK(o.validation == 100);
     CHECK(o.threads == 2);
-    CHECK(o.precision == MatmulPrecision::bf16);
+    CHECK(o.precision == MatmulPrecision::Bf16);
     CHECK(o.resume);
     validate(o);
 }

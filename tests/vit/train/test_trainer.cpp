@@ -11,7 +11,7 @@
 #include <limits>
 #include <map>
 
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/threads/parallel.h"
 #include "autograd/io/folder_lock.h"
 #include "datasets/normalize.h"
 #include "test_util.h"

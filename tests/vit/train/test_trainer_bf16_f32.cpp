@@ -1,8 +1,8 @@
-// test_trainer_bf16_f32.cpp — training with --precision bf16 (autograd/cpu/gemm_bf16.h) on the
+// test_trainer_bf16_f32.cpp — training with --precision bf16 (autograd/cpu/bf16/gemm_bf16.h) on the
 // tiny ViT and synthetic CIFAR-10 of test_trainer.cpp, in float32 (bf16 exists only there).
 #include <cmath>
 
-#include "autograd/cpu/gemm_bf16.h"
+#include "autograd/cpu/bf16/gemm_bf16.h"
 #include "test_util.h"
 #include "vit/trainer_test_util.h"
 
@@ -15,10 +15,10 @@ TEST_CASE("train: --precision bf16 learns like float32 from the same seed, and s
     TrainOptions o = run.learning_only(6);
     QuietTrain fp32_run, bf16_run;
     const TrainResult fp32 = fp32_run(o);
-    o.precision = MatmulPrecision::bf16;
+    o.precision = MatmulPrecision::Bf16;
     o.out_dir += "-bf16";
     const TrainResult bf16 = bf16_run(o);
-    CHECK(matmul_precision() == MatmulPrecision::fp32);  // the run's setting ended with it
+    CHECK(matmul_precision() == MatmulPrecision::Fp32);  // the run's setting ended with it
 
     INFO(bf16_run.out.str());
     CHECK(fp32_run.out.str().find("precision: fp32\n") != std::string::npos);

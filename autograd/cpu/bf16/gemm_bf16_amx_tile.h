@@ -1,7 +1,7 @@
 // gemm_bf16_amx_tile.h — the bf16 kernels for Intel's AMX tiles (gemm_bf16.h, gemm_kernels.h),
 // written over a small set of tile operations so that the same code runs on the hardware
 // (gemm_bf16_amx.cpp, the instructions) and on any CPU in the tests (an emulation of the
-// instructions' arithmetic, tests/autograd/cpu/test_gemm_bf16_f32.cpp): the packing, the
+// instructions' arithmetic, tests/autograd/cpu/bf16/test_gemm_bf16_f32.cpp): the packing, the
 // loop over K and the edges of C are checked everywhere, not only on a machine with AMX.
 //
 // The hardware. An AMX unit has eight tile registers tmm0..tmm7 of up to 16 rows x 64 bytes,
@@ -26,7 +26,7 @@
 #include <cstring>
 
 #include "bf16.h"
-#include "gemm_kernels.h"
+#include "autograd/cpu/gemm/gemm_kernels.h"
 
 namespace patchgrad {
 namespace {

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "gemm_bf16.h"
+#include "autograd/cpu/bf16/gemm_bf16.h"
 #include "gemm_blocks.h"
 #include "gemm_kernels.h"
-#include "parallel.h"
+#include "autograd/cpu/threads/parallel.h"
 
 #ifdef PATCHGRAD_USE_OPENBLAS
 #include <cblas.h>
@@ -101,9 +101,9 @@ void scale_c(int64_t M, int64_t N, real beta, real* C, int64_t ldc, const real* 
 const GemmKernels& gemm_kernels(Isa isa) {
     switch (isa) {
 #if defined(__x86_64__)
-        case Isa::avx512:
+        case Isa::Avx512:
             return gemm_kernels_avx512;
-        case Isa::avx2:
+        case Isa::Avx2:
             return gemm_kernels_avx2;
 #endif
         default:
@@ -195,7 +195,7 @@ namespace {
 void gemm_untimed(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
                   const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias) {
 #ifndef PATCHGRAD_DOUBLE
-    if (matmul_precision() == MatmulPrecision::bf16)
+    if (matmul_precision() == MatmulPrecision::Bf16)
         return gemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
 #endif
 #ifdef PATCHGRAD_USE_OPENBLAS

@@ -5,7 +5,7 @@
 // independent outputs (rows of a matmul result, rows of a softmax, elements of GELU); a sum
 // over rows goes to the threads only through sum_rows, whose blocks of rows are fixed. So the
 // thread count changes speed, never a single bit of a result
-// (tests/autograd/cpu/test_parallel.cpp runs the ops with 1, 2 and 3 threads and compares
+// (tests/autograd/cpu/threads/test_parallel.cpp runs the ops with 1, 2 and 3 threads and compares
 // bit for bit).
 //
 // The workers are started on first use. Between loops they spin for a moment, then sleep

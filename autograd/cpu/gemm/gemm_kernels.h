@@ -12,7 +12,7 @@
 #include <string>
 
 #include "autograd/storage.h"
-#include "cpu_isa.h"
+#include "autograd/cpu/cpu_isa.h"
 
 namespace patchgrad {
 

@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "autograd/cpu/parallel.h"
+#include "autograd/cpu/threads/parallel.h"
 #include "autograd/determinism_util.h"
 #include "autograd/ops.h"
 #include "test_util.h"

@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "bf16.h"
-#include "cpu_isa.h"
-#include "gemm.h"
-#include "gemm_blocks.h"
-#include "gemm_kernels.h"
-#include "parallel.h"
+#include "autograd/cpu/cpu_isa.h"
+#include "autograd/cpu/gemm/gemm.h"
+#include "autograd/cpu/gemm/gemm_blocks.h"
+#include "autograd/cpu/gemm/gemm_kernels.h"
+#include "autograd/cpu/threads/parallel.h"
 
 #if defined(PATCHGRAD_AMX) && defined(__linux__)
 #include <cpuid.h>
@@ -29,20 +29,20 @@
 namespace patchgrad {
 
 // PATCHGRAD_BF16 (gemm_bf16.h): which bf16 kernel may run, read once by bf16_choice().
-enum class Bf16Choice { best, amx, vdpbf16ps, bfdot, emulated };
+enum class Bf16Choice { Best, Amx, Vdpbf16ps, Bfdot, Emulated };
 template <>
 struct EnumNames<Bf16Choice> {
-    static constexpr std::pair<Bf16Choice, const char*> table[] = {{Bf16Choice::best, "auto"},
-                                                                   {Bf16Choice::amx, "amx"},
-                                                                   {Bf16Choice::vdpbf16ps, "vdpbf16ps"},
-                                                                   {Bf16Choice::bfdot, "bfdot"},
-                                                                   {Bf16Choice::emulated, "emulated"}};
+    static constexpr std::pair<Bf16Choice, const char*> table[] = {{Bf16Choice::Best, "auto"},
+                                                                   {Bf16Choice::Amx, "amx"},
+                                                                   {Bf16Choice::Vdpbf16ps, "vdpbf16ps"},
+                                                                   {Bf16Choice::Bfdot, "bfdot"},
+                                                                   {Bf16Choice::Emulated, "emulated"}};
 };
 
 namespace {
 
 std::atomic<int>& precision_setting() {
-    static std::atomic<int> precision{static_cast<int>(MatmulPrecision::fp32)};
+    static std::atomic<int> precision{static_cast<int>(MatmulPrecision::Fp32)};
     return precision;
 }
 
@@ -75,7 +75,7 @@ bool cpu_has_arm_bf16() {
 // ask, and a kernel or hypervisor that does not offer AMX says no), and the kernel's results on
 // a small product are within the bf16 error bound of float64 (bf16_kernel_check: a kernel that
 // misreads its tiles fails it by far, and is set aside with the check's message).
-enum class Amx { absent, refused, failed_check, usable };
+enum class Amx { Absent, Refused, FailedCheck, Usable };
 struct AmxStatus {
     Amx state;
     std::string failure;  // the first-use check's message, for failed_check
@@ -85,14 +85,14 @@ const AmxStatus& amx_status() {
     static const AmxStatus status = []() -> AmxStatus {
         unsigned a = 0, b = 0, c = 0, d = 0;
         if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 22)))
-            return {Amx::absent, ""};
+            return {Amx::Absent, ""};
         constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;  // <asm/prctl.h>
-        if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) return {Amx::refused, ""};
+        if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) return {Amx::Refused, ""};
         std::string failure = bf16_kernel_check(gemm_bf16_kernels_amx);
-        return {failure.empty() ? Amx::usable : Amx::failed_check, failure};
+        return {failure.empty() ? Amx::Usable : Amx::FailedCheck, failure};
     }();
 #else
-    static const AmxStatus status{Amx::absent, ""};
+    static const AmxStatus status{Amx::Absent, ""};
 #endif
     return status;
 }
@@ -100,9 +100,9 @@ const AmxStatus& amx_status() {
 // Why AMX's kernel does not run although the CPU has AMX, or "" (absent or usable).
 std::string amx_refusal() {
     switch (amx_status().state) {
-        case Amx::refused:
+        case Amx::Refused:
             return "the CPU has AMX, but the operating system refused it";
-        case Amx::failed_check:
+        case Amx::FailedCheck:
             return "the CPU has AMX, but its kernel failed the check on first use: " + amx_status().failure;
         default:
             return "";
@@ -112,7 +112,7 @@ std::string amx_refusal() {
 Bf16Choice bf16_choice() {
     static const Bf16Choice choice = [] {
         const char* text = std::getenv("PATCHGRAD_BF16");
-        return text && *text ? parse_enum<Bf16Choice>(text, "PATCHGRAD_BF16") : Bf16Choice::best;
+        return text && *text ? parse_enum<Bf16Choice>(text, "PATCHGRAD_BF16") : Bf16Choice::Best;
     }();
     return choice;
 }
@@ -121,17 +121,17 @@ Bf16Choice bf16_choice() {
 // `best`, the fastest of them), or null.
 const Bf16Kernels* allowed_kernels(Bf16Choice choice) {
     // Whether `choice` lets `kernel` run: it names that kernel, or asks for the best.
-    const auto allows = [choice](Bf16Choice kernel) { return choice == Bf16Choice::best || choice == kernel; };
+    const auto allows = [choice](Bf16Choice kernel) { return choice == Bf16Choice::Best || choice == kernel; };
 #if defined(__x86_64__) && !defined(PATCHGRAD_DOUBLE)
     static const bool has = cpu_has_avx512_bf16();
-    if (active_isa() != Isa::avx512) return nullptr;
+    if (active_isa() != Isa::Avx512) return nullptr;
 #ifdef PATCHGRAD_AMX
-    if (allows(Bf16Choice::amx) && amx_status().state == Amx::usable) return &gemm_bf16_kernels_amx;
+    if (allows(Bf16Choice::Amx) && amx_status().state == Amx::Usable) return &gemm_bf16_kernels_amx;
 #endif
-    return has && allows(Bf16Choice::vdpbf16ps) ? &gemm_bf16_kernels_avx512 : nullptr;
+    return has && allows(Bf16Choice::Vdpbf16ps) ? &gemm_bf16_kernels_avx512 : nullptr;
 #elif defined(PATCHGRAD_NEON_BF16) && !defined(PATCHGRAD_DOUBLE)
     static const bool has = cpu_has_arm_bf16();
-    return has && allows(Bf16Choice::bfdot) ? &gemm_bf16_kernels_neon : nullptr;
+    return has && allows(Bf16Choice::Bfdot) ? &gemm_bf16_kernels_neon : nullptr;
 #else
     (void)allows;
     return nullptr;
@@ -143,15 +143,15 @@ const Bf16Kernels* allowed_kernels(Bf16Choice choice) {
 // a quiet fallback: a measurement of it would measure something else.
 const Bf16Kernels* native_kernels() {
     const Bf16Choice choice = bf16_choice();
-    if (choice == Bf16Choice::emulated) return nullptr;
+    if (choice == Bf16Choice::Emulated) return nullptr;
     const Bf16Kernels* kernels = allowed_kernels(choice);
-    if (!kernels && choice != Bf16Choice::best) {
+    if (!kernels && choice != Bf16Choice::Best) {
         std::string why = amx_refusal();
-        if (cpu_has_avx512_bf16() && active_isa() != Isa::avx512 && choice != Bf16Choice::bfdot)
+        if (cpu_has_avx512_bf16() && active_isa() != Isa::Avx512 && choice != Bf16Choice::Bfdot)
             why = "PATCHGRAD_ISA is below avx512";
-        else if (choice == Bf16Choice::vdpbf16ps)
+        else if (choice == Bf16Choice::Vdpbf16ps)
             why = "this CPU has no AVX512_BF16";
-        else if (choice == Bf16Choice::bfdot)
+        else if (choice == Bf16Choice::Bfdot)
             why = "this CPU has no ARM BF16, or this build's compiler does not target it";
         else if (why.empty())
             why = "this CPU has no AMX-BF16, or this build's compiler does not know AMX";
@@ -167,7 +167,7 @@ MatmulPrecision matmul_precision() { return static_cast<MatmulPrecision>(precisi
 
 void set_matmul_precision(MatmulPrecision precision) {
 #ifdef PATCHGRAD_DOUBLE
-    if (precision != MatmulPrecision::fp32)
+    if (precision != MatmulPrecision::Fp32)
         throw std::invalid_argument(
             "set_matmul_precision: bf16 products exist in the float32 build only (this is the float64 build)");
 #endif
@@ -186,12 +186,12 @@ double gemm_bf16_sum_roundoff() {
 std::string gemm_bf16_description() {
     if (const Bf16Kernels* k = native_kernels()) {
         const std::string note =
-            bf16_choice() != Bf16Choice::best ? "PATCHGRAD_BF16=" + enum_name(bf16_choice()) : amx_refusal();
+            bf16_choice() != Bf16Choice::Best ? "PATCHGRAD_BF16=" + enum_name(bf16_choice()) : amx_refusal();
         return std::string("bf16 ") + k->name + ", tile " + std::to_string(k->mr) + " x " + std::to_string(k->nr) +
                (note.empty() ? "" : " (" + note + ")");
     }
     std::string why = "this CPU has no bf16 instructions";
-    if (bf16_choice() == Bf16Choice::emulated)
+    if (bf16_choice() == Bf16Choice::Emulated)
         why = "PATCHGRAD_BF16=emulated";
     else if (cpu_has_avx512_bf16())
         why = "PATCHGRAD_ISA is below avx512";
@@ -362,8 +362,8 @@ std::string bf16_kernel_check(const Bf16Kernels& kernels) {
 const Bf16Kernels* amx_kernels_on_this_cpu(std::string& why_not) {
     const Amx state = amx_status().state;
 #ifdef PATCHGRAD_AMX
-    if (state == Amx::usable || state == Amx::failed_check) return &gemm_bf16_kernels_amx;
-    why_not = state == Amx::refused ? "the operating system refused AMX's tile state" : "this CPU has no AMX-BF16";
+    if (state == Amx::Usable || state == Amx::FailedCheck) return &gemm_bf16_kernels_amx;
+    why_not = state == Amx::Refused ? "the operating system refused AMX's tile state" : "this CPU has no AMX-BF16";
 #else
     (void)state;
     why_not = "this build's compiler does not know AMX";

@@ -1,9 +1,9 @@
-// The vectorisable exp and erf of autograd/ops/fast_math.h against libm, over every range the
+// The vectorisable exp and erf of autograd/cpu/rows/fast_math.h against libm, over every range the
 // ops feed them (float32 only: the double build uses libm itself).
 #include <cmath>
 #include <limits>
 
-#include "autograd/ops/fast_math.h"
+#include "autograd/cpu/rows/fast_math.h"
 #include "test_util.h"
 
 using namespace patchgrad;

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "autograd/tensor.h"
 
@@ -39,5 +40,25 @@ std::string gemm_kernel_description();
 // cblas_sgemm / cblas_dgemm when built with PATCHGRAD_USE_OPENBLAS, gemm_blocked if not.
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
           const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias = nullptr);
+
+// ---- a batch of products (matmul's batch dimensions) ---------------------------------------
+// The batch dimensions (all but the last two) of a and b broadcast against each other like
+// NumPy's. For every matrix of the output batch, a_index / b_index say which matrix of a
+// and of b it multiplies (flat indices into their own batches).
+struct BatchPlan {
+    Shape shape;
+    std::vector<int64_t> a_index, b_index;
+};
+// Throws "op: batch dimensions of [..] and [..] cannot broadcast (..)".
+BatchPlan plan_batches(const Shape& a_shape, const Shape& b_shape, const char* op);
+
+// Whether no two products of the batch reach one matrix: then they may run on several threads.
+bool all_different(std::vector<int64_t> index);
+
+// gemm's beta for the t-th product into gradient matrix index[t]: `beta` (0 when the
+// gradient is fresh, uninitialised memory) for the first product that reaches a matrix, 1 (add)
+// for later ones. Every matrix of a broadcast input is reached at least once when the output
+// has elements (an empty output never runs its backward: it has no gradient).
+std::vector<real> first_use_beta(const std::vector<int64_t>& index, real beta);
 
 }  // namespace patchgrad

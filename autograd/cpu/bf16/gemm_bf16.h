@@ -45,38 +45,9 @@
 #include <cstdint>
 #include <string>
 
-#include "autograd/enum_names.h"
+#include "autograd/precision.h"  // MatmulPrecision, set_matmul_precision
 
 namespace patchgrad {
-
-// What the matrix products compute in: float32 (the default) or bf16 inputs with float32
-// accumulation. A library setting like the thread count (set_num_threads) and the instruction
-// set (set_isa), read by gemm() at every call.
-enum class MatmulPrecision { fp32 = 0, bf16 = 1 };
-template <>
-struct EnumNames<MatmulPrecision> {  // as --precision spells them
-    static constexpr std::pair<MatmulPrecision, const char*> table[] = {{MatmulPrecision::fp32, "fp32"},
-                                                                        {MatmulPrecision::bf16, "bf16"}};
-};
-
-MatmulPrecision matmul_precision();
-// Throws std::invalid_argument for bf16 in the float64 build, which exists for gradient
-// checks and computes everything in float64.
-void set_matmul_precision(MatmulPrecision precision);
-
-// While it lives, matrix products compute in `precision`; the one before comes back after.
-class MatmulPrecisionGuard {
-public:
-    explicit MatmulPrecisionGuard(MatmulPrecision precision) : before_(matmul_precision()) {
-        set_matmul_precision(precision);
-    }
-    ~MatmulPrecisionGuard() { set_matmul_precision(before_); }
-    MatmulPrecisionGuard(const MatmulPrecisionGuard&) = delete;
-    MatmulPrecisionGuard& operator=(const MatmulPrecisionGuard&) = delete;
-
-private:
-    MatmulPrecision before_;
-};
 
 // Whether this CPU, at the active instruction-set level (cpu_isa.h), has a native bf16 kernel.
 bool bf16_native();

@@ -1,4 +1,4 @@
-// Mixed precision (autograd/cpu/gemm_bf16.h): rounding to bf16, the bf16 products at every
+// Mixed precision (autograd/cpu/bf16/gemm_bf16.h): rounding to bf16, the bf16 products at every
 // instruction-set level against float64, their determinism, and one ViT training step in bf16
 // against float32.
 #include <cmath>
@@ -9,12 +9,12 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/cpu/bf16.h"
-#include "autograd/cpu/gemm.h"
-#include "autograd/cpu/gemm_bf16.h"
-#include "autograd/cpu/gemm_bf16_amx_tile.h"
-#include "autograd/cpu/gemm_blocks.h"
-#include "autograd/cpu/gemm_kernels.h"
+#include "autograd/cpu/bf16/bf16.h"
+#include "autograd/cpu/gemm/gemm.h"
+#include "autograd/cpu/bf16/gemm_bf16.h"
+#include "autograd/cpu/bf16/gemm_bf16_amx_tile.h"
+#include "autograd/cpu/gemm/gemm_blocks.h"
+#include "autograd/cpu/gemm/gemm_kernels.h"
 #include "autograd/determinism_util.h"
 #include "catch.h"
 #include "test_util.h"
@@ -294,7 +294,7 @@ TEST_CASE("bf16: AMX's kernel, emulated, gives the same bits for any thread coun
 }
 
 TEST_CASE("bf16: gemm follows the matmul precision, and the guard restores it", "[op:gemm][bf16]") {
-    REQUIRE(matmul_precision() == MatmulPrecision::fp32);
+    REQUIRE(matmul_precision() == MatmulPrecision::Fp32);
     const int64_t M = 13, N = 40, K = 21;
     Rng rng(5);
     std::vector<float> A(M * K), B(K * N), bias(N), via_gemm(M * N, 1), direct(M * N, 1), fp32(M * N, 1);
@@ -302,12 +302,12 @@ TEST_CASE("bf16: gemm follows the matmul precision, and the guard restores it", 
         for (float& x : *v) x = static_cast<float>(rng.uniform(-1, 1));
     for_each_isa([&](Isa) {
         {
-            MatmulPrecisionGuard bf16(MatmulPrecision::bf16);
-            REQUIRE(matmul_precision() == MatmulPrecision::bf16);
+            MatmulPrecisionGuard bf16(MatmulPrecision::Bf16);
+            REQUIRE(matmul_precision() == MatmulPrecision::Bf16);
             // alpha, beta and the bias too: C = 0.5 * A @ B + 2 * C + bias
             gemm(false, false, M, N, K, 0.5f, A.data(), K, B.data(), N, 2, via_gemm.data(), N, bias.data());
         }
-        REQUIRE(matmul_precision() == MatmulPrecision::fp32);
+        REQUIRE(matmul_precision() == MatmulPrecision::Fp32);
         gemm_bf16(false, false, M, N, K, 0.5f, A.data(), K, B.data(), N, 2, direct.data(), N, bias.data());
         CHECK(via_gemm == direct);
         gemm(false, false, M, N, K, 0.5f, A.data(), K, B.data(), N, 2, fp32.data(), N, bias.data());
@@ -317,7 +317,7 @@ TEST_CASE("bf16: gemm follows the matmul precision, and the guard restores it", 
         std::fill(direct.begin(), direct.end(), 1.0f);
         std::fill(fp32.begin(), fp32.end(), 1.0f);
     });
-    MatmulPrecisionGuard bf16(MatmulPrecision::bf16);
+    MatmulPrecisionGuard bf16(MatmulPrecision::Bf16);
     REQUIRE_THROWS_WITH(parse_enum<MatmulPrecision>("fp16", "--precision"), "--precision 'fp16' is not fp32 or bf16");
 }
 
@@ -355,7 +355,7 @@ TEST_CASE("bf16: one ViT training step in bf16 is within a stated tolerance of f
         for (const auto& [name, p] : model.named_parameters()) result.emplace_back(name, p.grad().to_vector());
         return result;
     };
-    const auto fp32 = step(MatmulPrecision::fp32), bf16 = step(MatmulPrecision::bf16);
+    const auto fp32 = step(MatmulPrecision::Fp32), bf16 = step(MatmulPrecision::Bf16);
     REQUIRE(fp32.size() == bf16.size());
     double worst = 0, smallest = 1;
     for (size_t t = 0; t < fp32.size(); ++t) {

@@ -5,8 +5,8 @@
 
 #if defined(__aarch64__)
 // 8 x 3 accumulators + 3 vectors of B + 1 broadcast of A = 28 of 32 registers.
-const patchgrad::GemmKernels patchgrad::gemm_kernels_baseline = Tile<Vector128, 8, 3>::table(Isa::baseline);
+const patchgrad::GemmKernels patchgrad::gemm_kernels_baseline = Tile<Vector128, 8, 3>::table(Isa::Baseline);
 #else
 // 6 x 2 accumulators + 2 vectors of B + 1 broadcast of A = 15 of 16 registers.
-const patchgrad::GemmKernels patchgrad::gemm_kernels_baseline = Tile<Vector128, 6, 2>::table(Isa::baseline);
+const patchgrad::GemmKernels patchgrad::gemm_kernels_baseline = Tile<Vector128, 6, 2>::table(Isa::Baseline);
 #endif

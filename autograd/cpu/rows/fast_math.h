@@ -5,7 +5,7 @@
 // branch-free polynomials, so a loop calling them compiles to SIMD code (16 floats per
 // instruction with AVX-512). They are used in the float build only: the double build keeps
 // libm, so gradient checks in float64 test the exact functions and the formulas around them,
-// and tests/autograd/ops/test_fast_math_f32.cpp bounds the error of these against libm.
+// and tests/autograd/cpu/rows/test_fast_math_f32.cpp bounds the error of these against libm.
 //
 //   fast_exp: Cephes' expf. exp(x) = 2^n * exp(r) with n = round(x / ln 2) and
 //             |r| <= ln(2) / 2; exp(r) by a degree-7 polynomial; 2^n built in the exponent
@@ -94,12 +94,12 @@ inline float fast_erf(float x) {
 // at run time, or one 64-byte vector compiled for AVX2 or SSE2, is kept in memory by GCC and
 // slower (tutorials/12_speed/measurements.md#kernel-notes).
 constexpr int64_t kLanes = 16;
-enum class LaneOp { sum, max };
+enum class LaneOp { Sum, Max };
 template <LaneOp op, class Term>
 inline __attribute__((always_inline)) real lane_reduce(int64_t n, Term&& term) {
     typedef real Vector __attribute__((vector_size(16)));
     constexpr int64_t per_vector = 16 / sizeof(real), vectors = kLanes / per_vector;
-    const real init = op == LaneOp::max ? -std::numeric_limits<real>::infinity() : real(0);
+    const real init = op == LaneOp::Max ? -std::numeric_limits<real>::infinity() : real(0);
     Vector lanes[vectors];  // lane l is element l % per_vector of lanes[l / per_vector]
 #pragma GCC unroll 8
     for (int64_t v = 0; v < vectors; ++v) lanes[v] = init - Vector{};  // (init in every element)
@@ -116,13 +116,13 @@ inline __attribute__((always_inline)) real lane_reduce(int64_t n, Term&& term) {
         for (int64_t v = 0; v < vectors; ++v) {
             Vector terms;
             std::memcpy(&terms, values + v * per_vector, sizeof terms);
-            if constexpr (op == LaneOp::max)
+            if constexpr (op == LaneOp::Max)
                 lanes[v] = lanes[v] < terms ? terms : lanes[v];
             else
                 lanes[v] += terms;
         }
     }
-    auto combine = [](real a, real b) { return op == LaneOp::max ? (a < b ? b : a) : a + b; };
+    auto combine = [](real a, real b) { return op == LaneOp::Max ? (a < b ? b : a) : a + b; };
     real rest = init;
     for (; j < n; ++j) rest = combine(rest, term(j));
     real r[kLanes];
@@ -137,22 +137,20 @@ inline __attribute__((always_inline)) real lane_reduce(int64_t n, Term&& term) {
 
 template <class Term>
 inline __attribute__((always_inline)) real lane_sum(int64_t n, Term&& term) {
-    return lane_reduce<LaneOp::sum>(n, term);
+    return lane_reduce<LaneOp::Sum>(n, term);
 }
 
 // The largest term (-inf for n == 0); NaN-free input assumed, as std::max does.
 template <class Term>
 inline __attribute__((always_inline)) real lane_max(int64_t n, Term&& term) {
-    return lane_reduce<LaneOp::max>(n, term);
+    return lane_reduce<LaneOp::Max>(n, term);
 }
 
-// What the ops call, for `real`: the fast forms in float, libm in double.
-inline float vector_exp(float x) { return fast_exp(x); }
-inline double vector_exp(double x) { return std::exp(x); }
-inline float vector_erf(float x) { return fast_erf(x); }
-inline double vector_erf(double x) { return std::erf(x); }
-inline float vector_erf(float x, float* gaussian) { return fast_erf(x, gaussian); }  // and exp(-x^2)
-inline double vector_erf(double x, double* gaussian) {
+// The same names for double: libm's exp and erf (the float64 build checks gradients against
+// the exact functions).
+inline double fast_exp(double x) { return std::exp(x); }
+inline double fast_erf(double x) { return std::erf(x); }
+inline double fast_erf(double x, double* gaussian) {
     *gaussian = std::exp(-x * x);
     return std::erf(x);
 }

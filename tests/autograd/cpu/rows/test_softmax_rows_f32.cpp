@@ -1,11 +1,11 @@
 // softmax's row kernel in float32, at the instruction-set level the run forces (the rows are
-// vectorised per level: cpu_isa.h). softmax.cpp runs its passes over groups of 8 rows; what
-// it promises is that a row comes out the same whichever rows share its group.
+// vectorised per level: cpu_isa.h). softmax_rows_forward runs its passes over groups of 8
+// rows; what it promises is that a row comes out the same whichever rows share its group.
 #include <cstring>
 #include <vector>
 
+#include "autograd/cpu/rows/softmax_rows.h"
 #include "autograd/ops.h"
-#include "autograd/ops/softmax_rows.h"
 #include "test_util.h"
 
 using namespace patchgrad;
@@ -19,9 +19,10 @@ TEST_CASE("softmax: rows in groups of 8 give the bits of one row at a time, in p
             INFO(rows << " rows of " << n);
             const Tensor x = rand_tensor({rows, n}, rng, -30, 30, false);
             std::vector<real> together(rows * n), alone(rows * n), in_place(x.data(), x.data() + rows * n);
-            softmax_rows(x.data(), together.data(), rows, n);
-            for (int64_t r = 0; r < rows; ++r) softmax_rows(x.data() + r * n, alone.data() + r * n, 1, n);
-            softmax_rows(in_place.data(), in_place.data(), rows, n);
+            softmax_rows_forward(x.data(), together.data(), rows, n, false);
+            for (int64_t r = 0; r < rows; ++r)
+                softmax_rows_forward(x.data() + r * n, alone.data() + r * n, 1, n, false);
+            softmax_rows_forward(in_place.data(), in_place.data(), rows, n, false);
             REQUIRE(std::memcmp(together.data(), alone.data(), together.size() * sizeof(real)) == 0);
             REQUIRE(std::memcmp(in_place.data(), alone.data(), alone.size() * sizeof(real)) == 0);
 

@@ -4,5 +4,5 @@
 
 #if defined(__x86_64__)
 // 12 x 2 accumulators + 2 vectors of B + 1 broadcast of A = 27 of 32 registers.
-const patchgrad::GemmKernels patchgrad::gemm_kernels_avx512 = Tile<Vector512, 12, 2>::table(Isa::avx512);
+const patchgrad::GemmKernels patchgrad::gemm_kernels_avx512 = Tile<Vector512, 12, 2>::table(Isa::Avx512);
 #endif

@@ -223,7 +223,7 @@ struct Tile {
 
     // The micro-kernel over NB of the sliver's NV vectors (see MicroKernel in gemm_kernels.h).
     // How the micro-kernel finds element (i, p) of the A sliver: a[p * a_k + i * a_i].
-    enum class ALayout { packed, row_packed, strided };  // (MR, 1), (1, kGemmKC), as given
+    enum class ALayout { Packed, RowPacked, Strided };  // (MR, 1), (1, kGemmKC), as given
 
     // How many values of k ahead the kernel asks for a transposed A's rows: about 300 cycles of
     // AVX-512 multiply-adds, a trip to memory. Only for 16-lane vectors: AVX2's 6 x 16 tile, half
@@ -233,8 +233,8 @@ struct Tile {
     template <int64_t NB, ALayout layout>
     static void micro_kernel(int64_t kc, const real* a, int64_t a_k, int64_t a_i, const real* b, real alpha, real beta,
                              const real* bias, real* c, int64_t ldc, int64_t mr, int64_t nr) {
-        if (layout == ALayout::packed) a_k = MR, a_i = 1;
-        if (layout == ALayout::row_packed) a_k = 1, a_i = kGemmKC;
+        if (layout == ALayout::Packed) a_k = MR, a_i = 1;
+        if (layout == ALayout::RowPacked) a_k = 1, a_i = kGemmKC;
         // [snippet:gemm-micro-kernel]
         // The C tile, in MR * NB vector registers, cleared by a loop: GCC turns `= {}` into a
         // `rep stos` on a copy in memory at every call, slow before a loop of at most 256 steps.
@@ -253,7 +253,7 @@ struct Tile {
         // apart, a stride the hardware prefetchers follow late or not at all: ask for the row
         // kAhead steps on, both of the cache lines it may straddle (the block's last row near its
         // end, to stay inside the matrix).
-        const bool rows_apart = kPrefetchRows && layout == ALayout::strided && a_i == 1;
+        const bool rows_apart = kPrefetchRows && layout == ALayout::Strided && a_i == 1;
         for (int64_t p = 0; p < kc; ++p) {
             if (rows_apart) {
                 const real* ahead = a + smaller(p + kAhead, kc - 1) * a_k;
@@ -297,7 +297,7 @@ struct Tile {
 
     static constexpr GemmKernels table(Isa isa) {
         static_assert(NV >= 1 && NV <= 3, "a tile uses one to three vectors per row");
-        constexpr ALayout packed = ALayout::packed, rows = ALayout::row_packed, strided = ALayout::strided;
+        constexpr ALayout packed = ALayout::Packed, rows = ALayout::RowPacked, strided = ALayout::Strided;
         return GemmKernels{isa,
                            MR,
                            NR,

@@ -4,5 +4,5 @@
 
 #if defined(__x86_64__)
 // 6 x 2 accumulators + 2 vectors of B + 1 broadcast of A = 15 of 16 registers.
-const patchgrad::GemmKernels patchgrad::gemm_kernels_avx2 = Tile<Vector256, 6, 2>::table(Isa::avx2);
+const patchgrad::GemmKernels patchgrad::gemm_kernels_avx2 = Tile<Vector256, 6, 2>::table(Isa::Avx2);
 #endif

@@ -22,7 +22,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "parallel.h"
+#include "autograd/cpu/threads/parallel.h"
 
 namespace patchgrad {
 

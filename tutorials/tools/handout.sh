@@ -12,7 +12,8 @@
 # `cmake --build build --target grade` there grades exactly these exercises. The chapters
 # already elide every exercise's code (tutorials/tools/chapter_check.h); a `// [hide:NAME]` block
 # of the sources (a derivative in a comment, code that computes the same in another form) is left
-# out when exercise NAME is handed out, and so is tests/mutation/ (its data names the key line of
+# out when exercise NAME is handed out (a line `// [handout:NAME] CODE` then becomes CODE, to
+# stand in for it), and so is tests/mutation/ (its data names the key line of
 # many backwards). Before it finishes, the script checks that no text file of DIR holds a line of
 # a selected exercise's reference code (answer_lines below); --check DIR runs that check alone on
 # an existing handout, against the reference code of this checkout.

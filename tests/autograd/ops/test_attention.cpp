@@ -63,6 +63,7 @@ Inputs inputs_for(const Case& c, Rng& rng) {
     return in;
 }
 
+// [hide:attention-backward]
 // The gradients of sum(w * f(qkv, head_scale)) for a fixed random w: [qkv's, head_scale's].
 std::vector<Tensor> gradients(const std::function<Tensor(const Tensor&, const Tensor&)>& f, const Inputs& in) {
     Tensor qkv = in.qkv.detach().requires_grad_();
@@ -72,6 +73,7 @@ std::vector<Tensor> gradients(const std::function<Tensor(const Tensor&, const Te
     weighted_sum(y, Tensor::uniform(y.shape(), -1, 1, rng)).backward();
     return {qkv.grad(), scale.defined() ? scale.grad() : Tensor()};
 }
+// [/hide:attention-backward]
 
 }  // namespace
 

@@ -93,6 +93,8 @@ Tensor matmul_transposed(const Tensor& a, const Tensor& b, real alpha = 1);
 // x [..., in] @ weight[out, in]^T + bias [out] -> [..., out]; bias may be undefined.
 // The same as matmul(x, transpose(weight, 0, 1)) + bias, in one pass (linear.cpp).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
+// The same from matmul_transposed and +, whose backwards it records (the reference in linear's tests).
+Tensor linear_through_matmul(const Tensor& x, const Tensor& weight, const Tensor& bias);
 
 // ---- images to patches (unfold.cpp) ----------------------------------------------------
 // [B, C, H, W] -> [B, C*kh*kw, L], L = ((H-kh)/sh + 1) * ((W-kw)/sw + 1); row c*kh*kw +

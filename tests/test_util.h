@@ -53,6 +53,15 @@ inline Tensor weighted_sum(const Tensor& y, const Tensor& w) {
     return out;
 }
 
+// sum_i t[i] * (1 + i % 13): one number that moves when any element or its place does. An
+// exercise's test compares its output with the reference's checksum, written as a literal, so
+// that a handout can keep the check and leave out the code that computed the reference.
+inline double checksum(const Tensor& t) {
+    double s = 0;
+    for (int64_t i = 0; i < t.numel(); ++i) s += double(t.data()[i]) * double(1 + i % 13);
+    return s;
+}
+
 inline void require_close(const Tensor& actual, const Tensor& expected, double tol = 1e-6,
                           const std::string& what = "") {
     INFO(what << " actual " << actual.str() << "\nexpected " << expected.str());

@@ -36,6 +36,8 @@ Tensor scaled_dot_product_attention(const Tensor& qkv, int64_t heads, const Tens
                                     Tensor* attention) {
     const char* op = "scaled_dot_product_attention";
     if (!qkv.defined()) fail(op, ": qkv is an undefined tensor");
+    // [handout:attention-backward] check(!grad_enabled() || !(qkv.requires_grad() || (head_scale.defined() && head_scale.requires_grad())),
+    // [handout:attention-backward]       op, ": records no gradient in this handout (it would give away exercise attention-backward)");
     check(qkv.dim() == 3, op, ": expected qkv of shape [B, N, 3 * D], got ", qkv.shape());
     check(heads > 0 && qkv.size(2) > 0 && qkv.size(2) % (3 * heads) == 0, op, ": qkv ", qkv.shape(),
           " does not split into q, k and v of ", heads,

@@ -356,6 +356,8 @@ Tensor broadcast_to(const Tensor& a, const Shape& shape) {
         fits = d == 1 || d == shape[shape.size() - 1 - k];
     }
     check(fits, "broadcast_to: a tensor of shape ", in, " cannot be broadcast to ", shape);
+    // [handout:broadcast-backward] return a + Tensor::zeros(shape);  // the backward: yours, of add
+    // [hide:broadcast-backward]
     // The target plays operand b of the plan: it moves along every axis, like the output.
     const Broadcast bc = plan_broadcast(in, shape, shape);
     Tensor out = Tensor::empty(shape);
@@ -385,6 +387,7 @@ Tensor broadcast_to(const Tensor& a, const Shape& shape) {
     });
     // [/snippet:broadcast-to-backward]
     return out;
+    // [/hide:broadcast-backward]
 }
 
 // ---- operators -------------------------------------------------------------------------------

@@ -29,6 +29,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
         check(bias.dim() == 1 && bias.size(0) == out, "linear: bias ", bias.shape(), " does not match weight ",
               weight.shape(), "; expected [", out, "]");
 
+    // [handout:matmul-backward] return linear_through_matmul(x, weight, bias);  // backward: your matmul's
+    // [hide:matmul-backward]
     const int64_t rows = shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));
     Shape y_shape = x.shape();
     y_shape.back() = out;
@@ -59,6 +61,18 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
         }
     });
     return y;
+    // [/hide:matmul-backward]
+}
+
+// The same y as matmul_transposed and a broadcast add, each recording its own backward: the
+// reference of linear's tests, and linear itself in a handout of exercise matmul-backward.
+Tensor linear_through_matmul(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+    const Tensor x2 = reshape(x, {shape_numel(x.shape()) / x.size(-1), x.size(-1)});  // [R, in]
+    Tensor y = matmul_transposed(x2, weight);                                         // [R, out]
+    if (bias.defined()) y = y + bias;
+    Shape y_shape = x.shape();
+    y_shape.back() = weight.size(0);
+    return reshape(y, y_shape);
 }
 
 }  // namespace patchgrad

@@ -22,7 +22,7 @@ namespace {
 // matrix(t) for t in [0, count): on several threads when `independent`, else in order.
 template <class F>
 void for_each_matrix(int64_t count, int64_t grain, bool independent, F&& matrix) {
-    if (!independent) {
+    if (!independent || count == 1) {  // one matrix: gemm splits it across the threads itself
         for (int64_t t = 0; t < count; ++t) matrix(t);
         return;
     }

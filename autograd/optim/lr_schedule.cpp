@@ -24,9 +24,12 @@ void LRSchedule::validate() const {
     if (!problem.str().empty()) throw std::invalid_argument("LRSchedule: " + problem.str());
 }
 
+// The schedules of lr_schedule.h, step by step.
+// [hide:cosine-schedule]
 // Warmup: step + 1 so that step 0 already moves (lr > 0) and step warmup - 1 reaches base_lr.
 // After it, t counts from 0: cosine from base_lr at t = 0 down to min_lr at t = T (and stays
 // there), step multiplies by gamma every step_size steps, constant stays at base_lr.
+// [/hide:cosine-schedule]
 double LRSchedule::lr_at(int64_t step) const {
     // [exercise:cosine-schedule]
     if (step < warmup) return base_lr * double(step + 1) / double(warmup);

@@ -90,12 +90,14 @@ inline std::vector<OpCase> threaded_op_cases(Rng& rng) {
         {"matmul_transposed",
          [](const std::vector<Tensor>& x) { return matmul_transposed(x[0], x[1], real(0.25)); },
          {rand_tensor({64, 65, 32}, rng), rand_tensor({64, 65, 32}, rng)}},
+        // [hide:attention-backward]
         {"scaled_dot_product_attention",  // cifar-tiny's 65 tokens, 4 heads of 32
          [](const std::vector<Tensor>& x) { return scaled_dot_product_attention(x[0], 4); },
          {rand_tensor({6, 65, 3 * 128}, rng)}},
         {"scaled_dot_product_attention with a learned scale per head",
          [](const std::vector<Tensor>& x) { return scaled_dot_product_attention(x[0], 3, Tensor(), x[1]); },
          {rand_tensor({5, 17, 3 * 24}, rng), rand_tensor({3}, rng, real(0.2), real(0.6))}},
+        // [/hide:attention-backward]
         {"linear",
          [](const std::vector<Tensor>& x) { return linear(x[0], x[1], x[2]); },
          {rand_tensor({700, 96}, rng), rand_tensor({128, 96}, rng), rand_tensor({128}, rng)}},

@@ -4,7 +4,7 @@
 # of CTest):
 #   - tutorials/scripts/handout.sh writes a handout of chapter 04's exercises in which no line of
 #     their reference code appears, nor their derivatives (the `// [hide:NAME]` blocks), nor
-#     tests/mutation/, with a history of one commit; its leak check finds one line of reference
+#     tests/mutation/, with a history of one commit (linear there runs on the student's matmul); its leak check finds one line of reference
 #     code planted in it; a handout of every exercise passes the same check;
 #   - tutorials/scripts/grade_handins.sh grades three hand-ins: the handout as given (stubs: "not
 #     implemented"), a correct answer identical to the reference, sent as an archive of student/
@@ -28,6 +28,10 @@ grep -q 'exercise gelu-backward: not implemented yet' "$work/handout/autograd/op
 grep -q 'it would give away exercise gelu-backward' "$work/handout/autograd/ops/gelu.cpp" ||
     fail "the handout's gelu.cpp does not say what it left out"
 ! grep -rq '\[/\{0,1\}hide:' "$work/handout/autograd" || fail "the handout kept hide markers"
+! grep -rq '// \[handout:' "$work/handout/autograd" || fail "the handout kept a '// [handout:NAME]' line"
+grep -q '^ *return linear_through_matmul(x, weight, bias);' "$work/handout/autograd/ops/linear.cpp" &&
+    ! grep -q 'gemm(' "$work/handout/autograd/ops/linear.cpp" ||
+    fail "the handout's linear.cpp keeps its gemm backward instead of the student's matmul"
 [ ! -e "$work/handout/tests/mutation" ] || fail "the handout holds tests/mutation/"
 [ "$(git -C "$work/handout" rev-list --count HEAD)" = 1 ] || fail "the handout's history is not one commit"
 [ ! -e "$work/handout/student" ] || fail "the handout has a student/ folder"

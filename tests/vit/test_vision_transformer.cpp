@@ -114,7 +114,10 @@ TEST_CASE("VisionTransformer: forward is eqs. (1)-(4) composed from the children
             Rng rng(3);
             scramble_parameters(model, rng);
             Tensor images = small_images(4, 3);
+            const Tensor out = model.forward(images);
+            REQUIRE(out.shape() == Shape{3, 5});
 
+            // [hide:vit-pooling]
             Tensor z = model.patch_embed->forward(images);
             z = concat({broadcast_to(model.cls_token, {3, 1, 8}), z}, 1) + model.pos_encoding->table;  // (1)
             for (auto& block : model.blocks->layers) z = block->forward(z);                            // (2), (3)
@@ -144,8 +147,13 @@ TEST_CASE("VisionTransformer: forward is eqs. (1)-(4) composed from the children
             Tensor y = model.norm->forward(pooled);  // (4)
             if (head == Head::Mlp) y = tanh(model.pre_logits->fc->forward(y));
             Tensor logits = model.head->forward(y);
-            require_close(model.forward(images), logits, 1e-12);
-            REQUIRE(logits.shape() == Shape{3, 5});
+            require_close(out, logits, 1e-12);
+            // [/hide:vit-pooling]
+            // The reference's checksums, [pool: cls, mean, seq][head: linear, mlp].
+            const double gold[3][2] = {{-15.111731046442856, 4.8138924694847187},
+                                       {-20.839581467093467, 8.5355807845053366},
+                                       {-0.92515442194248998, -6.0680233730060085}};
+            CHECK(checksum(out) == Approx(gold[int(pool)][int(head)]).epsilon(1e-10));
         }
     }
 }
@@ -165,6 +173,8 @@ TEST_CASE("VisionTransformer: patch dropout in training runs the blocks on each 
         const auto draw = model.dropout_rng->state();
         Tensor logits = model.forward(images);
         model.dropout_rng->set_state(draw);
+        CHECK(checksum(logits) == Approx(pool == Pool::Cls ? -25.698415647232682 : -32.989660026813816).epsilon(1e-10));
+        // [hide:vit-pooling]
         Tensor z = model.patch_embed->forward(images);
         z = concat({broadcast_to(model.cls_token, {3, 1, 8}), z}, 1) + model.pos_encoding->table;  // (1)
         z = model.patch_drop->forward(z);
@@ -172,6 +182,7 @@ TEST_CASE("VisionTransformer: patch dropout in training runs the blocks on each 
         for (auto& block : model.blocks->layers) z = block->forward(z);
         Tensor pooled = pool == Pool::Cls ? select(z, 1, 0) : mean(z, 1);
         require_close(logits, model.head->forward(model.norm->forward(pooled)), 1e-12);
+        // [/hide:vit-pooling]
 
         // Eval mode keeps every token: the same as the model without patch dropout.
         ViTConfig plain_config = c;

@@ -59,9 +59,14 @@ TEST_CASE("ViTBlock: forward is the paper's eqs. (2) and (3) composed from the c
     const std::vector<bool> mask{true, false, true, true, false, true};
     for (const std::vector<bool>& m : {std::vector<bool>{}, mask}) {
         INFO("mask entries " << m.size());
+        const Tensor out = block->forward(z, m);
+        // [hide:vit-block-forward]
         Tensor z_prime = block->attn->forward(block->norm1->forward(z), m) + z;           // (2)
         Tensor expected = block->mlp->forward(block->norm2->forward(z_prime)) + z_prime;  // (3)
-        require_close(block->forward(z, m), expected, 1e-12);
+        require_close(out, expected, 1e-12);
+        // [/hide:vit-block-forward]
+        // The reference's checksum: what a handout of vit-block-forward keeps of this test.
+        CHECK(checksum(out) == Approx(m.empty() ? -159.72331150816376 : -194.00815078697389).epsilon(1e-10));
     }
     CHECK(max_abs_difference(block->forward(z, mask), block->forward(z)) > 1e-3);
     require_close(block->forward(z), block->forward(z, {}), 0);
@@ -78,6 +83,7 @@ TEST_CASE("ViTBlock: with the attention and MLP outputs zeroed, the residual blo
     require_close(block->forward(z), z, 0);
 }
 
+// [hide:vit-block-forward]
 TEST_CASE("ViTBlock: ViT from scratch's forward feeds LN(x) to the MLP, which is not eq. (3)",
           "[vit][layer:ViTBlock][documents]") {
     auto block = random_block(6);
@@ -89,6 +95,7 @@ TEST_CASE("ViTBlock: ViT from scratch's forward feeds LN(x) to the MLP, which is
     Tensor scratch = block->mlp->forward(block->norm2->forward(z)) + out;
     CHECK(max_abs_difference(block->forward(z), scratch) > 1e-2);
 }
+// [/hide:vit-block-forward]
 
 TEST_CASE("ViTBlock: gradcheck w.r.t. the input and every parameter",
           "[vit][layer:ViTBlock][gradcheck][ex:vit-block-forward]") {

@@ -114,39 +114,32 @@ int main(int argc, char** argv) {
         std::cout << "  " << name << " " << shape_str(p.shape()) << "\n";
     std::cout << "parameters: " << msa.num_parameters() << " = 4 * D * D + 4 * D\n";
 
-    tutorial::heading("2. The layer step by step");
-    Tensor x = Tensor::uniform({B, N, D}, -1, 1, rng);        // token 0 plays the class token
-    Tensor qkv = msa.qkv->forward(x);                         // [B, N, 3D]
-    Tensor split = reshape(qkv, {B, N, 3, heads, head_dim});  // [B, N, 3, heads, d_head]
-    Tensor qkv_heads = permute(split, {2, 0, 3, 1, 4});       // [3, B, heads, N, d_head]
-    Tensor q = select(qkv_heads, 0, 0);                       // [B, heads, N, d_head]
-    Tensor k = select(qkv_heads, 0, 1);
-    Tensor v = select(qkv_heads, 0, 2);
-    Tensor scores = matmul(q, transpose(k, 2, 3)) / std::sqrt(real(head_dim));  // [B, heads, N, N]
-    Tensor A = softmax(scores, -1);                                             // every row sums to 1
-    Tensor per_head = matmul(A, v);                                             // [B, heads, N, d_head]
-    Tensor concatenated = reshape(permute(per_head, {0, 2, 1, 3}), {B, N, D});  // heads side by side
-    Tensor y = msa.proj->forward(concatenated);                                 // [B, N, D]
-    for (const auto& [name, t] : std::vector<std::pair<std::string, Tensor>>{{"x", x},
-                                                                             {"qkv", qkv},
-                                                                             {"split", split},
-                                                                             {"qkv_heads", qkv_heads},
-                                                                             {"q", q},
-                                                                             {"scores", scores},
-                                                                             {"A", A},
-                                                                             {"per_head", per_head},
-                                                                             {"concatenated", concatenated},
-                                                                             {"y", y}})
-        std::cout << "  " << name << std::string(13 - name.size(), ' ') << shape_str(t.shape()) << "\n";
-    std::cout << "equals MultiHeadSelfAttention::forward to 1e-12: "
-              << (max_abs_difference(y, msa.forward(x)) < 1e-12 ? "yes" : "NO") << "\n";
-    std::cout << "q of head 1 = qkv columns 4..7, k of head 1 = columns 12..15, v of head 1 = columns 20..23: "
-              << (max_abs_difference(select(q, 1, 1), slice(qkv, 2, 4, 8)) == 0 &&
-                          max_abs_difference(select(k, 1, 1), slice(qkv, 2, 12, 16)) == 0 &&
-                          max_abs_difference(select(v, 1, 1), slice(qkv, 2, 20, 24)) == 0
-                      ? "yes"
-                      : "NO")
-              << "\n";
+    tutorial::heading("2. The layer on one sequence of N = 5 tokens");
+    Tensor x = Tensor::uniform({B, N, D}, -1, 1, rng);  // token 0 plays the class token
+    msa.record_attention(true);
+    const Tensor y = msa.forward(x);
+    const Tensor A = msa.attention();
+    std::cout << "  x   " << shape_str(x.shape()) << "\n  qkv " << shape_str(msa.qkv->forward(x).shape()) << "\n  A   "
+              << shape_str(A.shape()) << "\n  y   " << shape_str(y.shape()) << "\n";
+    // The column layout of qkv, read from the layer: move the rows of W_qkv that make one
+    // head's q, k or v, and see which head's A and which output change.
+    const auto after_moving = [&](int64_t first_row) {
+        Tensor w = msa.qkv->weight;  // [3D, D]
+        const std::vector<real> kept(w.data(), w.data() + w.numel());
+        for (int64_t i = first_row * D; i < (first_row + head_dim) * D; ++i) w.data()[i] += real(0.5);
+        const Tensor moved_y = msa.forward(x), moved_A = msa.attention();
+        std::copy(kept.begin(), kept.end(), w.data());
+        std::string changed;
+        for (int64_t h = 0; h < heads; ++h)
+            if (max_abs_difference(select(moved_A, 1, h), select(A, 1, h)) > 0) changed += " " + std::to_string(h);
+        return (changed.empty() ? std::string("A stays") : "A changes in head" + changed) +
+               (max_abs_difference(moved_y, y) > 0 ? ", y changes" : ", y stays");
+    };
+    for (const auto& [part, row] : std::vector<std::pair<std::string, int64_t>>{
+             {"q of head 1", head_dim}, {"k of head 1", D + head_dim}, {"v of head 1", 2 * D + head_dim}})
+        std::cout << "moving rows " << row << ".." << row + head_dim - 1 << " of W_qkv (" << part
+                  << "): " << after_moving(row) << "\n";
+    msa.record_attention(false);
     std::cout << "A, head 0 (row i: how much token i takes from each token j):\n";
     print_rows(A, 0, N, N);
 

@@ -6,6 +6,7 @@
 // stack with and without the residual connections (grad_norms.png in --out), dropout and
 // drop path, and ViT from scratch's block that feeds LN(x) to the MLP. Everything is float64
 // and seeded, so the printed numbers are the same on every machine.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -85,35 +86,36 @@ void parameters_of_a_block() {
     // [/snippet:build-block]
 }
 
-// ---- 3. the block step by step ---------------------------------------------------------
-void block_step_by_step() {
-    tutorial::heading("3. the block step by step, B = 2 images, N + 1 = 5 tokens");
+// ---- 3. the block on a batch ----------------------------------------------------------
+void block_on_a_batch() {
+    tutorial::heading("3. the block on B = 2 images of N + 1 = 5 tokens");
     Rng rng(8);
     const int64_t D = 8;
     ViTBlock block(block_config(D, 2), rng, nullptr);
     Tensor z = Tensor::uniform({2, 5, D}, -1, 1, rng);  // z_{l-1} [B, N+1, D]
-    // [snippet:block-steps]
-    Tensor ln1 = block.norm1->forward(z);        // LN(z)             [2, 5, 8]
-    Tensor msa = block.attn->forward(ln1);       // MSA(LN(z))        [2, 5, 8]
-    Tensor z_prime = msa + z;                    // z' (eq. 2)        [2, 5, 8]
-    Tensor ln2 = block.norm2->forward(z_prime);  // LN(z')            [2, 5, 8]
-    Tensor mlp = block.mlp->forward(ln2);        // MLP(LN(z'))       [2, 5, 8]
-    Tensor z_out = mlp + z_prime;                // z_l (eq. 3)       [2, 5, 8]
-    std::cout << "z " << shape_str(z.shape()) << " -> LN " << shape_str(ln1.shape()) << " -> MSA "
-              << shape_str(msa.shape()) << " -> z' " << shape_str(z_prime.shape()) << " -> MLP "
-              << shape_str(mlp.shape()) << " -> z_l " << shape_str(z_out.shape()) << "\n";
-    std::cout << "max |z_l - block.forward(z)| = " << max_abs_difference(z_out, block.forward(z)) << "\n";
-    // [/snippet:block-steps]
+    const Tensor z_out = block.forward(z);  // z_l [B, N+1, D]
+    std::cout << "z " << shape_str(z.shape()) << " -> z_l " << shape_str(z_out.shape()) << "\n";
 
     // LN normalises each token over its D features (weight 1, bias 0 at initialisation).
+    const Tensor ln1 = block.norm1->forward(z);
     double mean = 0, var = 0;
     for (int64_t d = 0; d < D; ++d) mean += ln1.at({0, 3, d}) / D;
     for (int64_t d = 0; d < D; ++d) var += (ln1.at({0, 3, d}) - mean) * (ln1.at({0, 3, d}) - mean) / D;
     std::cout << "token 3 of image 0 after LN: mean " << fixed(std::abs(mean), 6) << ", variance " << fixed(var, 6)
               << "\n";
     // A fresh block is close to the identity: both branches start small (weights std 0.02).
-    std::cout << "at initialisation: |z| = " << fixed(l2_norm(z), 4) << ", |MSA(LN(z))| = " << fixed(l2_norm(msa), 4)
-              << ", |MLP(LN(z'))| = " << fixed(l2_norm(mlp), 4) << "\n";
+    // Zeroing a branch's last Linear turns that branch off, so z_l - z is the other one alone.
+    const auto without = [&](Linear& last) {
+        const Tensor w = last.weight.detach(), b = last.bias.detach();  // copies
+        for (Tensor p : {last.weight, last.bias}) std::fill(p.data(), p.data() + p.numel(), real(0));
+        const real size = l2_norm(block.forward(z) - z);
+        std::copy(w.data(), w.data() + w.numel(), last.weight.data());
+        std::copy(b.data(), b.data() + b.numel(), last.bias.data());
+        return size;
+    };
+    std::cout << "at initialisation: |z| = " << fixed(l2_norm(z), 4) << ", |z_l - z| = " << fixed(l2_norm(z_out - z), 4)
+              << ", attention branch alone " << fixed(without(*block.mlp->fc2), 4) << ", MLP branch alone "
+              << fixed(without(*block.attn->proj), 4) << "\n";
 }
 
 // ---- 4. the MLP -------------------------------------------------------------------------
@@ -271,7 +273,7 @@ int main(int argc, char** argv) {
     try {
         const std::string dir = tutorial::out_dir(argc, argv, "tutorial_08_block");
         parameters_of_a_block();
-        block_step_by_step();
+        block_on_a_batch();
         the_mlp();
         residuals(dir);
         dropout_and_drop_path();

@@ -7,6 +7,7 @@
 // a formula checked against summarize() and against real models, and gradient-checks a
 // whole small model. Everything is float64 and seeded; nothing big is allocated (ViT-H/14
 // in float64 would need 5 GB: its count comes from the formula and summarize()).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -72,25 +73,24 @@ void assemble() {
         std::cout << name << " (" << child->type_name() << ") " << child->num_parameters() << " parameters\n";
     std::cout << "total " << model.num_parameters() << " parameters\n";
 
-    tutorial::heading("4. the forward pass, step by step");
+    tutorial::heading("4. the forward pass");
     Rng rng(10);
     scramble_parameters(model, rng);
     Tensor images = Tensor::uniform({2, 3, 16, 16}, -1, 1, rng);
-    // [snippet:assemble-steps]
-    const int64_t B = 2, D = c.dim;
-    Tensor patches = model.patch_embed->patcher->forward(images);  // x_p       [2, 16, 48]
-    Tensor x = model.patch_embed->proj->forward(patches);          // x_p E     [2, 16, 16]
-    x = concat({broadcast_to(model.cls_token, {B, 1, D}), x}, 1);  // x_class;  [2, 17, 16]
-    Tensor z0 = model.pos_encoding->forward(x);                    // + E_pos   [2, 17, 16]
-    Tensor zL = model.blocks->forward(z0);                         // L blocks  [2, 17, 16]
-    Tensor y = model.norm->forward(select(zL, 1, 0));              // LN(z_L^0) [2, 16]
-    Tensor logits = model.head->forward(y);                        // head      [2, 10]
-    // [/snippet:assemble-steps]
-    std::cout << "images " << shape_str(images.shape()) << " -> patches " << shape_str(patches.shape()) << " -> x_p E "
-              << shape_str(model.patch_embed->forward(images).shape()) << " -> with x_class " << shape_str(x.shape())
-              << " -> z_0 " << shape_str(z0.shape()) << " -> z_L " << shape_str(zL.shape()) << " -> y "
-              << shape_str(y.shape()) << " -> logits " << shape_str(logits.shape()) << "\n";
-    std::cout << "max |logits - model.forward(images)| = " << max_abs_difference(logits, model.forward(images)) << "\n";
+    model.record_attention(true);
+    const Tensor logits = model.forward(images);
+    const Tensor A = model.attention_maps().front();  // block 0's attention [B, heads, N+1, N+1]
+    model.record_attention(false);
+    std::cout << "images " << shape_str(images.shape()) << " -> patches "
+              << shape_str(model.patch_embed->patcher->forward(images).shape()) << " -> x_p E "
+              << shape_str(model.patch_embed->forward(images).shape()) << " -> logits " << shape_str(logits.shape())
+              << "\n";
+    std::cout << "the blocks' tokens: A of block 0 " << shape_str(A.shape()) << ", N + 1 = 16 patches + the class token\n";
+    // Every step works on each image alone (LN per token, attention within a sequence).
+    Tensor changed = images.detach();
+    for (int64_t i = changed.numel() / 2; i < changed.numel(); ++i) changed.data()[i] = 0;
+    std::cout << "image 1 set to zero: max |difference| in image 0's logits = "
+              << max_abs_difference(select(model.forward(changed), 0, 0), select(logits, 0, 0)) << "\n";
 }
 
 // ---- 5. cls or mean pooling ------------------------------------------------------------
@@ -109,23 +109,22 @@ void pooling() {
                                     mean_model.parameter("blocks.1.mlp.fc2.weight"))
               << "\n";
 
-    Tensor z0 = cls_model.pos_encoding->forward(
-        concat({broadcast_to(cls_model.cls_token, {2, 1, c.dim}), cls_model.patch_embed->forward(images)}, 1));
-    Tensor zL = cls_model.blocks->forward(z0);  // [2, 17, 16]
-    const int64_t T = zL.size(1);
-    // [snippet:three-poolings]
-    Tensor cls = select(zL, 1, 0);                  // z_L^0                       [2, 16]
-    Tensor mean_all = mean(zL, 1);                  // (1/(N+1)) sum_i z_L^i       [2, 16]
-    Tensor timm_avg = mean(slice(zL, 1, 1, T), 1);  // (1/N) sum_{i>=1} z_L^i      [2, 16]
-    // [/snippet:three-poolings]
-    auto logits = [&](const Tensor& pooled) { return cls_model.head->forward(cls_model.norm->forward(pooled)); };
-    std::cout << "cls pooling,        logits of image 0: " << row0(logits(cls), 4) << " ...\n";
-    std::cout << "mean pooling,       logits of image 0: " << row0(logits(mean_all), 4) << " ...\n";
-    std::cout << "timm's avg pooling, logits of image 0: " << row0(logits(timm_avg), 4) << " ...\n";
-    std::cout << "cls_model.forward  = cls pooling:  max |difference| = "
-              << max_abs_difference(cls_model.forward(images), logits(cls)) << "\n";
-    std::cout << "mean_model.forward = mean pooling: max |difference| = "
-              << max_abs_difference(mean_model.forward(images), logits(mean_all)) << "\n";
+    const Tensor cls_logits = cls_model.forward(images), mean_logits = mean_model.forward(images);
+    std::cout << "cls pooling,  logits of image 0: " << row0(cls_logits, 4) << " ...\n";
+    std::cout << "mean pooling, logits of image 0: " << row0(mean_logits, 4) << " ...\n";
+
+    // Sequence pooling with the same weights and w = 0, b = 0: every token gets weight 1/(N+1).
+    c.pool = Pool::Seq;
+    VisionTransformer seq_model(c, 9);
+    for (const auto& [name, p] : seq_model.named_parameters()) {
+        Tensor to = p;
+        if (name.rfind("attention_pool.", 0) == 0)
+            std::fill(to.data(), to.data() + to.numel(), real(0));
+        else
+            std::copy(mean_model.parameter(name).data(), mean_model.parameter(name).data() + to.numel(), to.data());
+    }
+    std::cout << "seq pooling with w = 0, b = 0 = mean pooling: max |difference| < 1e-12: "
+              << (max_abs_difference(seq_model.forward(images), mean_logits) < 1e-12 ? "yes" : "NO") << "\n";
 }
 
 // ---- 6. the classification head --------------------------------------------------------

@@ -12,7 +12,8 @@
 # `cmake --build build --target grade` there grades exactly these exercises. The chapters
 # already elide every exercise's code (tutorials/tools/chapter_check.h); a `// [hide:NAME]` block
 # of the sources (a derivative in a comment, code that computes the same in another form) is left
-# out when exercise NAME is handed out, and so is tests/mutation/ (its data names the key line of
+# out when exercise NAME is handed out (a line `// [handout:NAME] CODE` then becomes CODE, to
+# stand in for it), and so is tests/mutation/ (its data names the key line of
 # many backwards). Before it finishes, the script checks that no text file of DIR holds a line of
 # a selected exercise's reference code (answer_lines below); --check DIR runs that check alone on
 # an existing handout, against the reference code of this checkout.
@@ -99,10 +100,11 @@ leak_check() {
 }
 
 # hide_blocks DIR SELECTED: in every file of DIR, a `// [hide:NAME]` ... `// [/hide:NAME]` block of
-# a selected exercise becomes one comment line; the markers of the others are dropped.
+# a selected exercise becomes one comment line; the markers of the others are dropped. A line
+# `// [handout:NAME] CODE` becomes CODE when NAME is selected (what replaces a hidden block).
 hide_blocks() {
     local dir=$1 selected=$2 file
-    grep -rlI --exclude-dir=.git '// \[hide:' "$dir" | while IFS= read -r file; do
+    grep -rlIE --exclude-dir=.git '// \[(hide|handout):' "$dir" | while IFS= read -r file; do
         awk -v selected="$selected" '
             BEGIN { n = split(selected, s, ","); for (i = 1; i <= n; i++) want[s[i]] = 1 }
             /^[ \t]*\/\/ \[hide:[a-z0-9-]+\][ \t]*$/ {
@@ -114,6 +116,10 @@ hide_blocks() {
                 }
                 next }
             /^[ \t]*\/\/ \[\/hide:[a-z0-9-]+\][ \t]*$/ { if (want[stack[depth]]) hidden--; depth--; next }
+            /^[ \t]*\/\/ \[handout:[a-z0-9-]+\] / {
+                name = $0; sub(/^[ \t]*\/\/ \[handout:/, "", name); sub(/\].*/, "", name)
+                if (want[name] && !hidden) { code = $0; sub(/\/\/ \[handout:[a-z0-9-]+\] /, "", code); print code }
+                next }
             !hidden { print }' "$file" > "$file.tmp"
         mv "$file.tmp" "$file"
     done

@@ -63,6 +63,7 @@ Inputs inputs_for(const Case& c, Rng& rng) {
     return in;
 }
 
+// [hide:attention-backward]
 // The gradients of sum(w * f(qkv, head_scale)) for a fixed random w: [qkv's, head_scale's].
 std::vector<Tensor> gradients(const std::function<Tensor(const Tensor&, const Tensor&)>& f, const Inputs& in) {
     Tensor qkv = in.qkv.detach().requires_grad_();
@@ -72,6 +73,7 @@ std::vector<Tensor> gradients(const std::function<Tensor(const Tensor&, const Te
     weighted_sum(y, Tensor::uniform(y.shape(), -1, 1, rng)).backward();
     return {qkv.grad(), scale.defined() ? scale.grad() : Tensor()};
 }
+// [/hide:attention-backward]
 
 }  // namespace
 
@@ -82,8 +84,11 @@ TEST_CASE("scaled_dot_product_attention: the values and gradients of chapter 7's
         INFO("B " << c.B << " N " << c.N << " heads " << c.heads << " d " << c.d << " key bias " << c.bias
                   << " learned scale " << c.learned);
         const Inputs in = inputs_for(c, rng);
-        Tensor attention;
-        const Tensor fused = scaled_dot_product_attention(in.qkv, c.heads, in.key_bias, in.head_scale, &attention);
+        Tensor attention, fused;
+        {
+            NoGradGuard values_only;  // (a handout of exercise attention-backward records no gradient here)
+            fused = scaled_dot_product_attention(in.qkv, c.heads, in.key_bias, in.head_scale, &attention);
+        }
         require_close(fused, step_by_step(in.qkv, c.heads, in.key_bias, in.head_scale), 1e-12);
         REQUIRE(attention.shape() == Shape{c.B, c.heads, c.N, c.N});
         for (int64_t row = 0; row < c.B * c.heads * c.N; ++row) {
@@ -97,6 +102,7 @@ TEST_CASE("scaled_dot_product_attention: the values and gradients of chapter 7's
             CHECK(sum == Approx(1).epsilon(1e-12));
         }
 
+        // [hide:attention-backward]
         const auto ours = gradients(
             [&](const Tensor& q, const Tensor& s) { return scaled_dot_product_attention(q, c.heads, in.key_bias, s); },
             in);
@@ -104,9 +110,11 @@ TEST_CASE("scaled_dot_product_attention: the values and gradients of chapter 7's
             gradients([&](const Tensor& q, const Tensor& s) { return step_by_step(q, c.heads, in.key_bias, s); }, in);
         require_close(ours[0], steps[0], 1e-12);
         if (c.learned) require_close(ours[1], steps[1], 1e-12);
+        // [/hide:attention-backward]
     }
 }
 
+// [hide:attention-backward]
 TEST_CASE("scaled_dot_product_attention: gradcheck w.r.t. qkv and the learned scales",
           "[op:scaled_dot_product_attention][gradcheck]") {
     Rng rng(2);
@@ -153,6 +161,7 @@ TEST_CASE("scaled_dot_product_attention: the A it hands out is a copy, backward 
         in);
     require_close(with_copy[0], reference[0], 0);
 }
+// [/hide:attention-backward]
 
 TEST_CASE("scaled_dot_product_attention: errors name the op, the shapes and what is missing",
           "[op:scaled_dot_product_attention][errors]") {

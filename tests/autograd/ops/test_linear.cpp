@@ -71,6 +71,26 @@ TEST_CASE("linear: matches a naive loop and matmul(x, W^T) + b, with and without
     }
 }
 
+TEST_CASE("linear: the values and gradients of linear_through_matmul", "[op:linear][forward]") {
+    Rng rng(6);
+    for (const LinearCase& c : kCases) {
+        INFO("x " << shape_str(c.x) << " weight " << shape_str(c.w));
+        for (const bool with_bias : {true, false}) {
+            std::vector<Tensor> grads[2];
+            for (int way = 0; way < 2; ++way) {
+                Rng same(7);
+                Tensor x = rand_tensor(c.x, same), w = rand_tensor(c.w, same), b = rand_tensor({c.w[0]}, same);
+                if (!with_bias) b = Tensor();
+                const Tensor y = way == 0 ? linear(x, w, b) : linear_through_matmul(x, w, b);
+                weighted_sum(y, rand_tensor(y.shape(), same, -1, 1, false)).backward();
+                grads[way] = {y.detach(), x.grad(), w.grad()};
+                if (with_bias) grads[way].push_back(b.grad());
+            }
+            for (size_t i = 0; i < grads[0].size(); ++i) require_close(grads[0][i], grads[1][i], 1e-12);
+        }
+    }
+}
+
 TEST_CASE("linear: gradcheck with bias on odd shapes", "[op:linear][gradcheck]") {
     Rng rng(2);
     uint64_t seed = 10;

@@ -51,17 +51,11 @@ Tensor self_mask_bias(int64_t N) {
 }
 }  // namespace
 
-// Scaled dot-product attention, scaled by 1/sqrt(head_dim) BEFORE the softmax (paper eq. 6,
-// A = softmax(q k^T / sqrt(D_h))). The entries of q k^T are sums of head_dim products, so
-// with unit-variance q and k their variance is head_dim; dividing by sqrt(head_dim) brings
-// it back to ~1 and keeps the softmax out of saturation, where it is nearly one-hot and
-// its gradient vanishes. The scale is the per-head size D_h, not the model size D. (Visual
-// Transformer in CV scales after the softmax, by sqrt(D): chapter 7 says why that is wrong,
-// and tests/layers/test_attention.cpp, "[documents]", shows it numerically.)
-Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<bool>& patch_mask) {
+// x [B, N, D] and patch_mask as forward takes them, or an error naming both.
+void MultiHeadSelfAttention::check_input(const Tensor& x, const std::vector<bool>& patch_mask) const {
     check(x.dim() == 3 && x.size(2) == dim, "MultiHeadSelfAttention: expected x of shape [B, N, ", dim, "], got ",
           x.shape());
-    const int64_t B = x.size(0), N = x.size(1);
+    const int64_t N = x.size(1);
     check(patch_mask.empty() || static_cast<int64_t>(patch_mask.size()) == N - 1,
           "MultiHeadSelfAttention: patch_mask has ", patch_mask.size(), " entries but x ", x.shape(), " has ", N - 1,
           " patches (N = ", N, " tokens, the first is the class token)");
@@ -70,18 +64,28 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<bool>&
             N >= 2 && (patch_mask.empty() || std::find(patch_mask.begin(), patch_mask.end(), true) != patch_mask.end()),
             "MultiHeadSelfAttention: with LSA every token must see another, but x ", x.shape(),
             N >= 2 ? " has every patch hidden" : " has one token");
+}
 
+Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<bool>& patch_mask) {
     // [hide:attention-backward]
-    // The same computation as the steps below, in one op that reads q, k and v where the qkv
-    // projection wrote them (chapter 12); attention dropout needs A itself, so it takes the steps.
-    if (fused && !(attn_drop->training() && attn_drop->p > 0)) {
-        const Tensor out = scaled_dot_product_attention(qkv->forward(x), heads,
-                                                        patch_mask.empty() ? Tensor() : key_mask_bias(patch_mask, N),
-                                                        scale, record_ ? &attention_ : nullptr);
-        return proj_drop->forward(proj->forward(out));
-    }
+    // The fused op computes what the steps compute; attention dropout needs A itself, so it
+    // takes the steps.
+    if (fused && !(attn_drop->training() && attn_drop->p > 0)) return forward_fused(x, patch_mask);
     // [/hide:attention-backward]
+    return forward_step_by_step(x, patch_mask);
+}
 
+// The lesson: eqs. (5)-(6) of the paper one op at a time, each intermediate a tensor.
+// Scaled dot-product attention, scaled by 1/sqrt(head_dim) BEFORE the softmax (paper eq. 6,
+// A = softmax(q k^T / sqrt(D_h))). The entries of q k^T are sums of head_dim products, so
+// with unit-variance q and k their variance is head_dim; dividing by sqrt(head_dim) brings
+// it back to ~1 and keeps the softmax out of saturation, where it is nearly one-hot and
+// its gradient vanishes. The scale is the per-head size D_h, not the model size D. (Visual
+// Transformer in CV scales after the softmax, by sqrt(D): chapter 7 says why that is wrong,
+// and tests/layers/test_attention.cpp, "[documents]", shows it numerically.)
+Tensor MultiHeadSelfAttention::forward_step_by_step(const Tensor& x, const std::vector<bool>& patch_mask) {
+    check_input(x, patch_mask);
+    const int64_t B = x.size(0), N = x.size(1);
     // [exercise:attention-forward]
     // [B, N, 3D] -> [B, N, 3, heads, head_dim] -> [3, B, heads, N, head_dim], as in timm
     Tensor qkv_heads = permute(reshape(qkv->forward(x), {B, N, 3, heads, head_dim}), {2, 0, 3, 1, 4});
@@ -102,29 +106,13 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<bool>&
     // [/exercise:attention-forward]
 }
 
-// Backward through O = A v, A = softmax(S), S = q k^T / sqrt(d), one step at a time.
-// [hide:attention-backward]
-//   dv = A^T dO                          (O = A v: the matmul rule)
-//   dA = dO v^T
-//   dS = A * (dA - rowsum(dA * A))       (softmax's vector-Jacobian product, per row)
-//   dq = dS k / sqrt(d),  dk = dS^T q / sqrt(d)
-// [/hide:attention-backward]
-AttentionGradients attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& d_out) {
-    check(q.dim() >= 2 && k.dim() == q.dim() && v.dim() == q.dim() && d_out.dim() == q.dim(),
-          "attention_backward: expected q [..., N, d], k [..., M, d], v [..., M, e] and dO [..., N, e], got ",
-          q.shape(), ", ", k.shape(), ", ", v.shape(), ", ", d_out.shape());
-    NoGradGuard no_grad;  // plain arithmetic on values: the gradients are written by hand
-    AttentionGradients g;
-    // [exercise:attention-backward]
-    const real scale = real(1) / std::sqrt(static_cast<real>(q.shape().back()));
-    const Tensor a = softmax(matmul(q, transpose(k, -2, -1)) * scale, -1);  // A [..., N, M], recomputed
-    g.dv = matmul(transpose(a, -2, -1), d_out);                             // [..., M, e]
-    const Tensor da = matmul(d_out, transpose(v, -2, -1));                  // [..., N, M]
-    const Tensor ds = a * (da - sum(da * a, -1, true));                     // [..., N, M]
-    g.dq = matmul(ds, k) * scale;                                           // [..., N, d]
-    g.dk = matmul(transpose(ds, -2, -1), q) * scale;                        // [..., M, d]
-    // [/exercise:attention-backward]
-    return g;
+// The speed: one op reads q, k and v where the qkv projection wrote them, so no permute
+// copies anything and each head's scores stay in cache (chapter 12).
+Tensor MultiHeadSelfAttention::forward_fused(const Tensor& x, const std::vector<bool>& patch_mask) {
+    check_input(x, patch_mask);
+    const Tensor mask = patch_mask.empty() ? Tensor() : key_mask_bias(patch_mask, x.size(1));
+    const Tensor out = scaled_dot_product_attention(qkv->forward(x), heads, mask, scale, record_ ? &attention_ : nullptr);
+    return proj_drop->forward(proj->forward(out));
 }
 
 }  // namespace patchgrad

@@ -60,19 +60,15 @@ public:
     // active (like timm's Attention.fused_attn). Chapter 7's tests run both ways.
     bool fused = true;
 
+    // The two ways forward computes the same y: the paper's steps, one op at a time (the
+    // lesson, chapter 7's exercise), and one fused op (the speed, chapter 12).
+    Tensor forward_step_by_step(const Tensor& x, const std::vector<bool>& patch_mask = {});
+    Tensor forward_fused(const Tensor& x, const std::vector<bool>& patch_mask = {});
+
 private:
+    void check_input(const Tensor& x, const std::vector<bool>& patch_mask) const;
     bool record_ = false;
     Tensor attention_;
 };
-
-// The gradients of single-head scaled dot-product attention, derived by hand (chapter 7's
-// exercise attention-backward). Forward, for q [..., N, d], k [..., M, d], v [..., M, e]:
-//   S = q k^T / sqrt(d) [..., N, M],  A = softmax(S) along M,  O = A v [..., N, e]
-// Given dO = dL/dO [..., N, e], returns dL/dq, dL/dk, dL/dv (shapes of q, k, v), computed
-// without autograd: nothing is recorded, and the inputs' .grad are left alone.
-struct AttentionGradients {
-    Tensor dq, dk, dv;
-};
-AttentionGradients attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& d_out);
 
 }  // namespace patchgrad

@@ -5,7 +5,7 @@
 
 #include "autograd/ops.h"
 #include "catch.h"
-#include "layers/attention.h"
+#include "layers/attention_backward.h"
 #include "test_util.h"
 
 namespace patchgrad {

@@ -16,6 +16,7 @@
 #include "autograd/optim/lr_schedule.h"
 #include "autograd/optim/optimizer.h"
 #include "layers/attention.h"
+#include "layers/attention_backward.h"
 #include "layers/linear.h"
 #include "layers/sequential.h"
 #include "layers/state_dict.h"

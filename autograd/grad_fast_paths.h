@@ -16,7 +16,7 @@
 // When in doubt, use grad_data().
 #pragma once
 
-#include "autograd/tensor.h"
+#include "patchgrad/autograd/tensor.h"
 
 namespace patchgrad {
 

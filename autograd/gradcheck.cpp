@@ -1,4 +1,4 @@
-#include "gradcheck.h"
+#include "patchgrad/autograd/gradcheck.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "rng.h"
+#include "patchgrad/autograd/rng.h"
 
 namespace patchgrad {
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "tensor.h"
+#include "patchgrad/autograd/tensor.h"
 
 #ifndef PATCHGRAD_DOUBLE
 #error "gradcheck.h needs the float64 build: link patchgrad_autograd64 (it defines PATCHGRAD_DOUBLE)"

@@ -2,9 +2,9 @@
 // tells a right softplus backward from wrong ones (gradcheck.h).
 #include <vector>
 
-#include "autograd/ops.h"
-#include "gradcheck.h"
-#include "rng.h"
+#include "patchgrad/autograd/ops.h"
+#include "patchgrad/autograd/gradcheck.h"
+#include "patchgrad/autograd/rng.h"
 
 namespace patchgrad {
 

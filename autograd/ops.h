@@ -10,9 +10,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "enum_names.h"
-#include "rng.h"
-#include "tensor.h"
+#include "patchgrad/autograd/enum_names.h"
+#include "patchgrad/autograd/rng.h"
+#include "patchgrad/autograd/tensor.h"
 
 namespace patchgrad {
 

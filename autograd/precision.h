@@ -4,7 +4,7 @@
 // how and on which CPUs that is faster). gemm() reads the setting at every call.
 #pragma once
 
-#include "autograd/enum_names.h"
+#include "patchgrad/autograd/enum_names.h"
 
 namespace patchgrad {
 

@@ -1,4 +1,4 @@
-#include "rng.h"
+#include "patchgrad/autograd/rng.h"
 
 #include <cmath>
 #include <stdexcept>

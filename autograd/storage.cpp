@@ -1,4 +1,4 @@
-#include "storage.h"
+#include "patchgrad/autograd/storage.h"
 
 #include <unistd.h>
 
@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "autograd/cpu/threads/parallel.h"
+#include "patchgrad/autograd/cpu/threads/parallel.h"
 
 namespace patchgrad {
 

@@ -26,7 +26,7 @@
 #include <new>
 #include <string>
 
-#include "autograd/real.h"
+#include "patchgrad/autograd/real.h"
 
 namespace patchgrad {
 

@@ -1,7 +1,7 @@
 // tensor.cpp — Tensor: creation, views that share storage, element access, the backward
 // engine (the graph's topological order and the accumulation of gradients), printing, and
 // the grad mode that decides which ops are recorded.
-#include "tensor.h"
+#include "patchgrad/autograd/tensor.h"
 
 #include <algorithm>
 #include <atomic>
@@ -13,9 +13,9 @@
 #include <stdexcept>
 #include <unordered_set>
 
-#include "autograd/cpu/threads/parallel.h"
-#include "autograd/grad_fast_paths.h"
-#include "rng.h"
+#include "patchgrad/autograd/cpu/threads/parallel.h"
+#include "patchgrad/autograd/grad_fast_paths.h"
+#include "patchgrad/autograd/rng.h"
 
 namespace patchgrad {
 

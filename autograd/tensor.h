@@ -46,9 +46,9 @@
 #include <string>
 #include <vector>
 
-#include "autograd/check.h"
-#include "autograd/real.h"
-#include "storage.h"
+#include "patchgrad/autograd/check.h"
+#include "patchgrad/autograd/real.h"
+#include "patchgrad/autograd/storage.h"
 
 namespace patchgrad {
 

@@ -1,5 +1,5 @@
 // augment.cpp — random crop and flip, timm's RandAugment and RandomErasing on uint8 images.
-#include "augment.h"
+#include "patchgrad/datasets/augment.h"
 
 #include <algorithm>
 #include <cmath>

@@ -18,9 +18,9 @@
 #include <optional>
 #include <string>
 
-#include "autograd/rng.h"
-#include "image_ops.h"
-#include "image_set.h"
+#include "patchgrad/autograd/rng.h"
+#include "patchgrad/datasets/image_ops.h"
+#include "patchgrad/datasets/image_set.h"
 
 namespace patchgrad {
 

@@ -1,5 +1,5 @@
 // batcher.cpp — per-epoch seeded permutations cut into batches, and derive_seed.
-#include "batcher.h"
+#include "patchgrad/datasets/batcher.h"
 
 #include <algorithm>
 #include <numeric>
@@ -7,8 +7,8 @@
 #include <string>
 #include <utility>
 
-#include "autograd/check.h"
-#include "autograd/rng.h"
+#include "patchgrad/autograd/check.h"
+#include "patchgrad/autograd/rng.h"
 
 namespace patchgrad {
 

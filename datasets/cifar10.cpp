@@ -1,6 +1,6 @@
 // cifar10.cpp — the CIFAR-10 binary reader and writer, synthetic stand-in data, and the
 // data directory lookup.
-#include "cifar10.h"
+#include "patchgrad/datasets/cifar10.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,10 +10,10 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "autograd/io/atomic_file.h"
-#include "autograd/io/files.h"
-#include "autograd/rng.h"
-#include "batcher.h"
+#include "patchgrad/autograd/io/atomic_file.h"
+#include "patchgrad/autograd/io/files.h"
+#include "patchgrad/autograd/rng.h"
+#include "patchgrad/datasets/batcher.h"
 
 namespace patchgrad {
 

@@ -22,7 +22,7 @@
 #include <iosfwd>
 #include <string>
 
-#include "image_set.h"
+#include "patchgrad/datasets/image_set.h"
 
 namespace patchgrad {
 

@@ -1,6 +1,6 @@
 // image_ops.cpp — flips, crops, PIL-style look-up and enhancement operations, and bilinear
 // affine warps on one uint8 image [C, H, W].
-#include "image_ops.h"
+#include "patchgrad/datasets/image_ops.h"
 
 #include <algorithm>
 #include <array>

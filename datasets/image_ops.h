@@ -18,7 +18,7 @@
 
 #include <cstdint>
 
-#include "image_set.h"
+#include "patchgrad/datasets/image_set.h"
 
 namespace patchgrad {
 

@@ -1,5 +1,5 @@
 // image_set.cpp — subsets, class counts, the consistency check of an ImageSet and check_image_shape.
-#include "image_set.h"
+#include "patchgrad/datasets/image_set.h"
 
 #include <cstring>
 #include <stdexcept>

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/check.h"
+#include "patchgrad/autograd/check.h"
 
 namespace patchgrad {
 

@@ -1,5 +1,5 @@
 // mixup.cpp — Gamma/Beta sampling, mixup, cutmix, timm's per-batch choice, and the mixed loss.
-#include "mixup.h"
+#include "patchgrad/datasets/mixup.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "autograd/ops.h"
+#include "patchgrad/autograd/ops.h"
 
 namespace patchgrad {
 

@@ -17,9 +17,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "autograd/rng.h"
-#include "autograd/tensor.h"
-#include "image_ops.h"
+#include "patchgrad/autograd/rng.h"
+#include "patchgrad/autograd/tensor.h"
+#include "patchgrad/datasets/image_ops.h"
 
 namespace patchgrad {
 

@@ -1,5 +1,5 @@
 // normalize.cpp — channel statistics and the uint8 -> normalised float conversion.
-#include "normalize.h"
+#include "patchgrad/datasets/normalize.h"
 
 #include <algorithm>
 #include <cmath>

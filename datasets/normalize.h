@@ -12,8 +12,8 @@
 #include <array>
 #include <vector>
 
-#include "autograd/tensor.h"
-#include "image_set.h"
+#include "patchgrad/autograd/tensor.h"
+#include "patchgrad/datasets/image_set.h"
 
 namespace patchgrad {
 

@@ -1,5 +1,5 @@
 // split.cpp — the stratified, seeded train/validation split.
-#include "split.h"
+#include "patchgrad/datasets/split.h"
 
 #include <algorithm>
 #include <cstring>
@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/rng.h"
+#include "patchgrad/autograd/rng.h"
 
 namespace patchgrad {
 

@@ -1,4 +1,4 @@
-#include "layers/activation.h"
+#include "patchgrad/layers/activation.h"
 
 namespace patchgrad {
 

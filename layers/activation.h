@@ -2,8 +2,8 @@
 // Tanh (the pre-training head's) and Identity (a placeholder, like torch.nn.Identity).
 #pragma once
 
-#include "autograd/ops.h"
-#include "layers/module.h"
+#include "patchgrad/autograd/ops.h"
+#include "patchgrad/layers/module.h"
 
 namespace patchgrad {
 

@@ -1,4 +1,4 @@
-#include "layers/attention.h"
+#include "patchgrad/layers/attention.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "autograd/ops.h"
+#include "patchgrad/autograd/ops.h"
 
 namespace patchgrad {
 

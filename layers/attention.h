@@ -21,10 +21,10 @@
 #include <memory>
 #include <vector>
 
-#include "autograd/rng.h"
-#include "layers/dropout.h"
-#include "layers/linear.h"
-#include "layers/module.h"
+#include "patchgrad/autograd/rng.h"
+#include "patchgrad/layers/dropout.h"
+#include "patchgrad/layers/linear.h"
+#include "patchgrad/layers/module.h"
 
 namespace patchgrad {
 

@@ -1,10 +1,10 @@
 // attention_backward.cpp — the gradients of one attention head, written by hand (chapter 7's
 // exercise attention-backward); the layer itself never calls this: autograd chains its ops.
-#include "layers/attention_backward.h"
+#include "patchgrad/layers/attention_backward.h"
 
 #include <cmath>
 
-#include "autograd/ops.h"
+#include "patchgrad/autograd/ops.h"
 
 namespace patchgrad {
 

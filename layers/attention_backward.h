@@ -1,7 +1,7 @@
 // attention_backward.h — one attention head's gradients, derived by hand.
 #pragma once
 
-#include "autograd/tensor.h"
+#include "patchgrad/autograd/tensor.h"
 
 namespace patchgrad {
 

@@ -1,9 +1,9 @@
-#include "layers/drop_path.h"
+#include "patchgrad/layers/drop_path.h"
 
 #include <stdexcept>
 #include <string>
 
-#include "autograd/ops.h"
+#include "patchgrad/autograd/ops.h"
 
 namespace patchgrad {
 

@@ -7,8 +7,8 @@
 
 #include <memory>
 
-#include "autograd/rng.h"
-#include "layers/module.h"
+#include "patchgrad/autograd/rng.h"
+#include "patchgrad/layers/module.h"
 
 namespace patchgrad {
 

@@ -1,9 +1,9 @@
-#include "layers/dropout.h"
+#include "patchgrad/layers/dropout.h"
 
 #include <stdexcept>
 #include <string>
 
-#include "autograd/ops.h"
+#include "patchgrad/autograd/ops.h"
 
 namespace patchgrad {
 

@@ -1,4 +1,4 @@
-#include "layers/feed_forward.h"
+#include "patchgrad/layers/feed_forward.h"
 
 #include <stdexcept>
 #include <string>

@@ -7,12 +7,12 @@
 
 #include <memory>
 
-#include "autograd/ops.h"
-#include "autograd/rng.h"
-#include "layers/activation.h"
-#include "layers/dropout.h"
-#include "layers/linear.h"
-#include "layers/module.h"
+#include "patchgrad/autograd/ops.h"
+#include "patchgrad/autograd/rng.h"
+#include "patchgrad/layers/activation.h"
+#include "patchgrad/layers/dropout.h"
+#include "patchgrad/layers/linear.h"
+#include "patchgrad/layers/module.h"
 
 namespace patchgrad {
 

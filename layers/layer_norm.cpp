@@ -1,9 +1,9 @@
-#include "layers/layer_norm.h"
+#include "patchgrad/layers/layer_norm.h"
 
 #include <stdexcept>
 #include <string>
 
-#include "autograd/ops.h"
+#include "patchgrad/autograd/ops.h"
 
 namespace patchgrad {
 

@@ -4,7 +4,7 @@
 // shifted by `bias` (initialised to 1 and 0, like torch.nn.LayerNorm).
 #pragma once
 
-#include "layers/module.h"
+#include "patchgrad/layers/module.h"
 
 namespace patchgrad {
 

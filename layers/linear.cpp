@@ -1,9 +1,9 @@
-#include "layers/linear.h"
+#include "patchgrad/layers/linear.h"
 
 #include <stdexcept>
 #include <string>
 
-#include "autograd/ops.h"
+#include "patchgrad/autograd/ops.h"
 
 namespace patchgrad {
 

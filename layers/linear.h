@@ -5,8 +5,8 @@
 // weight ~ truncated normal (std 0.02, cut at ±2), bias = 0.
 #pragma once
 
-#include "autograd/rng.h"
-#include "layers/module.h"
+#include "patchgrad/autograd/rng.h"
+#include "patchgrad/layers/module.h"
 
 namespace patchgrad {
 

@@ -1,8 +1,8 @@
-#include "module.h"
+#include "patchgrad/layers/module.h"
 
 #include <stdexcept>
 
-#include "autograd/rng.h"
+#include "patchgrad/autograd/rng.h"
 
 namespace patchgrad {
 

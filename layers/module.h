@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/tensor.h"
+#include "patchgrad/autograd/tensor.h"
 
 namespace patchgrad {
 

@@ -1,11 +1,11 @@
-#include "layers/patch_dropout.h"
+#include "patchgrad/layers/patch_dropout.h"
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <vector>
 
-#include "autograd/ops.h"
+#include "patchgrad/autograd/ops.h"
 
 namespace patchgrad {
 

@@ -1,4 +1,4 @@
-#include "layers/sequential.h"
+#include "patchgrad/layers/sequential.h"
 
 #include <string>
 

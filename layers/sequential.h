@@ -5,7 +5,7 @@
 #include <memory>
 #include <vector>
 
-#include "layers/module.h"
+#include "patchgrad/layers/module.h"
 
 namespace patchgrad {
 

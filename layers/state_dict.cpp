@@ -1,4 +1,4 @@
-#include "state_dict.h"
+#include "patchgrad/layers/state_dict.h"
 
 #include <algorithm>
 #include <set>

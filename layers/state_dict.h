@@ -9,8 +9,8 @@
 #include <map>
 #include <string>
 
-#include "autograd/io/safetensors.h"
-#include "layers/module.h"
+#include "patchgrad/autograd/io/safetensors.h"
+#include "patchgrad/layers/module.h"
 
 namespace patchgrad {
 

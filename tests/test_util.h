@@ -19,12 +19,12 @@
 #include <typeinfo>
 #include <vector>
 
-#include "autograd/rng.h"
-#include "autograd/tensor.h"
+#include "patchgrad/autograd/rng.h"
+#include "patchgrad/autograd/tensor.h"
 #include "catch.h"
 
 #ifdef PATCHGRAD_DOUBLE
-#include "autograd/gradcheck.h"
+#include "patchgrad/autograd/gradcheck.h"
 #endif
 
 namespace patchgrad::test {

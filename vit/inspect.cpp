@@ -1,7 +1,7 @@
 // inspect.cpp — the analyses of a ViT (position-embedding similarity, attention rollout,
 // mean attention distance, principal components of E) and the pictures of them that
 // `patchgrad inspect` writes. See inspect.h for the formulas and the figures they reproduce.
-#include "vit/inspect.h"
+#include "patchgrad/vit/inspect.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,9 +11,9 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "layers/module.h"
-#include "vit/pictures/chart.h"
-#include "vit/pictures/png.h"
+#include "patchgrad/layers/module.h"
+#include "patchgrad/vit/pictures/chart.h"
+#include "patchgrad/vit/pictures/png.h"
 
 namespace patchgrad {
 

@@ -22,11 +22,11 @@
 #include <string>
 #include <vector>
 
-#include "autograd/tensor.h"
-#include "datasets/image_set.h"
-#include "datasets/normalize.h"
-#include "vit/pictures/canvas.h"
-#include "vit/vision_transformer.h"
+#include "patchgrad/autograd/tensor.h"
+#include "patchgrad/datasets/image_set.h"
+#include "patchgrad/datasets/normalize.h"
+#include "patchgrad/vit/pictures/canvas.h"
+#include "patchgrad/vit/vision_transformer.h"
 
 namespace patchgrad {
 

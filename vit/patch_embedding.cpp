@@ -1,4 +1,4 @@
-#include "vit/patch_embedding.h"
+#include "patchgrad/vit/patch_embedding.h"
 
 namespace patchgrad {
 

@@ -19,10 +19,10 @@
 
 #include <memory>
 
-#include "autograd/rng.h"
-#include "layers/linear.h"
-#include "layers/module.h"
-#include "vit/patcher.h"
+#include "patchgrad/autograd/rng.h"
+#include "patchgrad/layers/linear.h"
+#include "patchgrad/layers/module.h"
+#include "patchgrad/vit/patcher.h"
 
 namespace patchgrad {
 

@@ -1,8 +1,8 @@
-#include "vit/patcher.h"
+#include "patchgrad/vit/patcher.h"
 
 #include <stdexcept>
 
-#include "autograd/ops.h"
+#include "patchgrad/autograd/ops.h"
 
 namespace patchgrad {
 

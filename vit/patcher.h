@@ -10,7 +10,7 @@
 // `transpose(2,1)`, not the `transpose(1,0)` of its tokenizer (chapter 5).
 #pragma once
 
-#include "layers/module.h"
+#include "patchgrad/layers/module.h"
 
 namespace patchgrad {
 

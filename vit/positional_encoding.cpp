@@ -1,9 +1,9 @@
-#include "vit/positional_encoding.h"
+#include "patchgrad/vit/positional_encoding.h"
 
 #include <cmath>
 #include <stdexcept>
 
-#include "autograd/ops.h"
+#include "patchgrad/autograd/ops.h"
 
 namespace patchgrad {
 

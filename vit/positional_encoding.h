@@ -20,9 +20,9 @@
 // under "pos_embed" itself. The fixed table is not a parameter, like a PyTorch buffer.
 #pragma once
 
-#include "autograd/rng.h"
-#include "autograd/tensor.h"
-#include "layers/module.h"
+#include "patchgrad/autograd/rng.h"
+#include "patchgrad/autograd/tensor.h"
+#include "patchgrad/layers/module.h"
 
 namespace patchgrad {
 

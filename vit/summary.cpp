@@ -1,4 +1,4 @@
-#include "vit/summary.h"
+#include "patchgrad/vit/summary.h"
 
 #include <algorithm>
 #include <sstream>

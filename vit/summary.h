@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "autograd/tensor.h"
-#include "vit/vision_transformer.h"
+#include "patchgrad/autograd/tensor.h"
+#include "patchgrad/vit/vision_transformer.h"
 
 namespace patchgrad {
 

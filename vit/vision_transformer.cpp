@@ -1,4 +1,4 @@
-#include "vit/vision_transformer.h"
+#include "patchgrad/vit/vision_transformer.h"
 
 #include <algorithm>
 #include <sstream>

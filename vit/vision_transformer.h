@@ -27,19 +27,19 @@
 #include <string>
 #include <vector>
 
-#include "autograd/enum_names.h"
-#include "autograd/ops.h"
-#include "autograd/rng.h"
-#include "layers/activation.h"
-#include "layers/dropout.h"
-#include "layers/feed_forward.h"
-#include "layers/layer_norm.h"
-#include "layers/linear.h"
-#include "layers/module.h"
-#include "layers/patch_dropout.h"
-#include "vit/patch_embedding.h"
-#include "vit/positional_encoding.h"
-#include "vit/vit_block.h"
+#include "patchgrad/autograd/enum_names.h"
+#include "patchgrad/autograd/ops.h"
+#include "patchgrad/autograd/rng.h"
+#include "patchgrad/layers/activation.h"
+#include "patchgrad/layers/dropout.h"
+#include "patchgrad/layers/feed_forward.h"
+#include "patchgrad/layers/layer_norm.h"
+#include "patchgrad/layers/linear.h"
+#include "patchgrad/layers/module.h"
+#include "patchgrad/layers/patch_dropout.h"
+#include "patchgrad/vit/patch_embedding.h"
+#include "patchgrad/vit/positional_encoding.h"
+#include "patchgrad/vit/vit_block.h"
 
 namespace patchgrad {
 

@@ -1,4 +1,4 @@
-#include "vit/vit_block.h"
+#include "patchgrad/vit/vit_block.h"
 
 namespace patchgrad {
 

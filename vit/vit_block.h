@@ -18,13 +18,13 @@
 #include <memory>
 #include <vector>
 
-#include "autograd/ops.h"
-#include "autograd/rng.h"
-#include "layers/attention.h"
-#include "layers/drop_path.h"
-#include "layers/feed_forward.h"
-#include "layers/layer_norm.h"
-#include "layers/module.h"
+#include "patchgrad/autograd/ops.h"
+#include "patchgrad/autograd/rng.h"
+#include "patchgrad/layers/attention.h"
+#include "patchgrad/layers/drop_path.h"
+#include "patchgrad/layers/feed_forward.h"
+#include "patchgrad/layers/layer_norm.h"
+#include "patchgrad/layers/module.h"
 
 namespace patchgrad {
 

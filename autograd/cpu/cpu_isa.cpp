@@ -1,5 +1,5 @@
 // cpu_isa.cpp — detecting the CPU's vector instructions once, and PATCHGRAD_ISA.
-#include "cpu_isa.h"
+#include "patchgrad/autograd/cpu/cpu_isa.h"
 
 #include <atomic>
 #include <cstdlib>

@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "autograd/ops.h"
+#include "patchgrad/autograd/ops.h"
 
 using namespace patchgrad;
 

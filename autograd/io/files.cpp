@@ -1,4 +1,4 @@
-#include "files.h"
+#include "patchgrad/autograd/io/files.h"
 
 #include <filesystem>
 

@@ -1,11 +1,11 @@
-#include "json.h"
+#include "patchgrad/autograd/io/json.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <limits>
 #include <numeric>
 
-#include "autograd/check.h"
+#include "patchgrad/autograd/check.h"
 
 namespace patchgrad {
 

@@ -1,4 +1,4 @@
-#include "safetensors.h"
+#include "patchgrad/autograd/io/safetensors.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,9 +11,9 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "atomic_file.h"
-#include "files.h"
-#include "json.h"
+#include "patchgrad/autograd/io/atomic_file.h"
+#include "patchgrad/autograd/io/files.h"
+#include "patchgrad/autograd/io/json.h"
 
 namespace patchgrad {
 

@@ -16,10 +16,10 @@
 #include <limits>
 #include <vector>
 
-#include "autograd/cpu/rows/attention_heads.h"
-#include "autograd/cpu/threads/parallel.h"
-#include "autograd/grad_fast_paths.h"
-#include "autograd/ops.h"
+#include "patchgrad/autograd/cpu/rows/attention_heads.h"
+#include "patchgrad/autograd/cpu/threads/parallel.h"
+#include "patchgrad/autograd/grad_fast_paths.h"
+#include "patchgrad/autograd/ops.h"
 
 namespace patchgrad {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/ops.h"
+#include "patchgrad/autograd/ops.h"
 
 namespace patchgrad {
 

@@ -9,9 +9,9 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "autograd/cpu/threads/parallel.h"
-#include "autograd/grad_fast_paths.h"
-#include "autograd/ops.h"
+#include "patchgrad/autograd/cpu/threads/parallel.h"
+#include "patchgrad/autograd/grad_fast_paths.h"
+#include "patchgrad/autograd/ops.h"
 
 namespace patchgrad {
 

@@ -3,10 +3,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "autograd/cpu/cpu_isa.h"
-#include "autograd/cpu/rows/fast_math.h"
-#include "autograd/cpu/threads/parallel.h"
-#include "autograd/ops.h"
+#include "patchgrad/autograd/cpu/cpu_isa.h"
+#include "patchgrad/autograd/cpu/rows/fast_math.h"
+#include "patchgrad/autograd/cpu/threads/parallel.h"
+#include "patchgrad/autograd/ops.h"
 
 namespace patchgrad {
 

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "autograd/cpu/cpu_isa.h"
-#include "autograd/cpu/rows/fast_math.h"
-#include "autograd/cpu/threads/parallel.h"
-#include "autograd/ops.h"
+#include "patchgrad/autograd/cpu/cpu_isa.h"
+#include "patchgrad/autograd/cpu/rows/fast_math.h"
+#include "patchgrad/autograd/cpu/threads/parallel.h"
+#include "patchgrad/autograd/ops.h"
 
 namespace patchgrad {
 

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "autograd/cpu/gemm/gemm.h"
-#include "autograd/cpu/threads/parallel.h"
-#include "autograd/grad_fast_paths.h"
-#include "autograd/ops.h"
+#include "patchgrad/autograd/cpu/gemm/gemm.h"
+#include "patchgrad/autograd/cpu/threads/parallel.h"
+#include "patchgrad/autograd/grad_fast_paths.h"
+#include "patchgrad/autograd/ops.h"
 
 namespace patchgrad {
 

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "autograd/ops.h"
+#include "patchgrad/autograd/ops.h"
 
 namespace patchgrad {
 

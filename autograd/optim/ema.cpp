@@ -1,10 +1,10 @@
-#include "autograd/optim/ema.h"
+#include "patchgrad/autograd/optim/ema.h"
 
 #include <algorithm>
 #include <string>
 
-#include "autograd/check.h"
-#include "autograd/cpu/threads/parallel.h"
+#include "patchgrad/autograd/check.h"
+#include "patchgrad/autograd/cpu/threads/parallel.h"
 
 namespace patchgrad {
 

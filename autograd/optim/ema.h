@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "autograd/tensor.h"
+#include "patchgrad/autograd/tensor.h"
 
 namespace patchgrad {
 

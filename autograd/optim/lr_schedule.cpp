@@ -1,4 +1,4 @@
-#include "lr_schedule.h"
+#include "patchgrad/autograd/optim/lr_schedule.h"
 
 #include <algorithm>
 #include <cmath>

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "autograd/enum_names.h"
+#include "patchgrad/autograd/enum_names.h"
 
 namespace patchgrad {
 

@@ -1,4 +1,4 @@
-#include "optimizer.h"
+#include "patchgrad/autograd/optim/optimizer.h"
 
 #include <algorithm>
 #include <cmath>

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "autograd/cpu/cpu_isa.h"
-#include "autograd/cpu/threads/parallel.h"
-#include "autograd/ops.h"
+#include "patchgrad/autograd/cpu/cpu_isa.h"
+#include "patchgrad/autograd/cpu/threads/parallel.h"
+#include "patchgrad/autograd/ops.h"
 #include "test_util.h"
 
 namespace patchgrad::test {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "autograd/ops.h"
-#include "autograd/tensor.h"
+#include "patchgrad/autograd/ops.h"
+#include "patchgrad/autograd/tensor.h"
 
 namespace patchgrad::test {
 

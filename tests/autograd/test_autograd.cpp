@@ -3,11 +3,11 @@
 #include <cmath>
 #include <memory>
 
-#include "autograd/grad_fast_paths.h"
-#include "autograd/ops.h"
-#include "autograd/optim/optimizer.h"
-#include "autograd/rng.h"
-#include "autograd/tensor.h"
+#include "patchgrad/autograd/grad_fast_paths.h"
+#include "patchgrad/autograd/ops.h"
+#include "patchgrad/autograd/optim/optimizer.h"
+#include "patchgrad/autograd/rng.h"
+#include "patchgrad/autograd/tensor.h"
 #include "catch.h"
 #include "test_util.h"
 

@@ -3,8 +3,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "autograd/check.h"
-#include "autograd/tensor.h"
+#include "patchgrad/autograd/check.h"
+#include "patchgrad/autograd/tensor.h"
 #include "catch.h"
 
 using namespace patchgrad;

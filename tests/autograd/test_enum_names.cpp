@@ -1,7 +1,7 @@
 // Tests for autograd/enum_names.h, on GELU's form (autograd/ops.h names it).
-#include "autograd/enum_names.h"
+#include "patchgrad/autograd/enum_names.h"
 
-#include "autograd/ops.h"
+#include "patchgrad/autograd/ops.h"
 #include "test_util.h"
 
 using namespace patchgrad;

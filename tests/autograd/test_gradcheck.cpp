@@ -1,6 +1,6 @@
 // gradcheck itself: it must pass correct gradients, catch wrong ones, and report where.
-#include "autograd/gradcheck.h"
-#include "autograd/ops.h"
+#include "patchgrad/autograd/gradcheck.h"
+#include "patchgrad/autograd/ops.h"
 #include "catch.h"
 #include "test_util.h"
 

@@ -3,8 +3,8 @@
 #include <limits>
 #include <string>
 
-#include "autograd/ops.h"
-#include "autograd/storage.h"
+#include "patchgrad/autograd/ops.h"
+#include "patchgrad/autograd/storage.h"
 #include "test_util.h"
 
 using namespace patchgrad;

@@ -4,9 +4,9 @@
 #include <set>
 #include <sstream>
 
-#include "autograd/ops.h"
-#include "autograd/rng.h"
-#include "autograd/tensor.h"
+#include "patchgrad/autograd/ops.h"
+#include "patchgrad/autograd/rng.h"
+#include "patchgrad/autograd/tensor.h"
 #include "catch.h"
 #include "test_util.h"
 

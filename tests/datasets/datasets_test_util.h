@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "autograd/rng.h"
-#include "datasets/image_set.h"
+#include "patchgrad/autograd/rng.h"
+#include "patchgrad/datasets/image_set.h"
 
 namespace patchgrad::test {
 

@@ -1,6 +1,6 @@
 // Tests for datasets/augment.cpp: random crop/flip, RandAugment (timm's ranges and config
 // strings), random erasing and the per-batch pipeline. Each is deterministic for a seed.
-#include "datasets/augment.h"
+#include "patchgrad/datasets/augment.h"
 
 #include <cmath>
 #include <set>

@@ -1,5 +1,5 @@
 // Tests for datasets/batcher.cpp: per-epoch seeded batches and derive_seed.
-#include "datasets/batcher.h"
+#include "patchgrad/datasets/batcher.h"
 
 #include <algorithm>
 #include <limits>

@@ -1,6 +1,6 @@
 // Tests for datasets/cifar10.cpp. Files are written to a fresh temporary directory; the
 // reader is checked against records assembled byte by byte here, not only against our writer.
-#include "datasets/cifar10.h"
+#include "patchgrad/datasets/cifar10.h"
 
 #include <sys/stat.h>
 

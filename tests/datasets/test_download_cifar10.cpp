@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "catch.h"
-#include "datasets/cifar10.h"
+#include "patchgrad/datasets/cifar10.h"
 #include "datasets_test_util.h"
 #include "test_util.h"
 

@@ -1,5 +1,5 @@
 // Tests for datasets/image_ops.cpp: known answers for every image operation.
-#include "datasets/image_ops.h"
+#include "patchgrad/datasets/image_ops.h"
 
 #include <cmath>
 

@@ -1,5 +1,5 @@
 // Tests for datasets/image_set.cpp: subsets, class counts, the consistency check and check_image_shape.
-#include "datasets/image_set.h"
+#include "patchgrad/datasets/image_set.h"
 
 #include <stdexcept>
 #include <string>

@@ -1,10 +1,10 @@
 // Tests for datasets/mixup.cpp: the Gamma/Beta sampler, mixup and cutmix (known answers),
 // timm's per-batch switch, and the mixed loss.
-#include "datasets/mixup.h"
+#include "patchgrad/datasets/mixup.h"
 
 #include <cmath>
 
-#include "autograd/ops.h"
+#include "patchgrad/autograd/ops.h"
 #include "catch.h"
 #include "test_util.h"
 

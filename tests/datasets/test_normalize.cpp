@@ -1,5 +1,5 @@
 // Tests for datasets/normalize.cpp: channel statistics and the normalised float batch.
-#include "datasets/normalize.h"
+#include "patchgrad/datasets/normalize.h"
 
 #include <cmath>
 

@@ -1,5 +1,5 @@
 // Tests for datasets/split.cpp: the stratified, seeded validation split.
-#include "datasets/split.h"
+#include "patchgrad/datasets/split.h"
 
 #include <set>
 

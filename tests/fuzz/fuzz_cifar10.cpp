@@ -12,7 +12,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "datasets/cifar10.h"
+#include "patchgrad/datasets/cifar10.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {

@@ -16,7 +16,7 @@
 #include <string>
 
 #include "tests/vit/pictures/png_crc_fix.h"
-#include "vit/pictures/image_file.h"
+#include "patchgrad/vit/pictures/image_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string bytes(reinterpret_cast<const char*>(data), size);

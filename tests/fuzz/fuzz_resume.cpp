@@ -25,11 +25,11 @@
 #include <stdexcept>
 #include <string>
 
-#include "autograd/io/safetensors.h"
-#include "autograd/optim/optimizer.h"
+#include "patchgrad/autograd/io/safetensors.h"
+#include "patchgrad/autograd/optim/optimizer.h"
 #include "tests/vit/metadata_mutator.h"
-#include "vit/train/checkpoint.h"
-#include "vit/train/train_options.h"
+#include "patchgrad/vit/train/checkpoint.h"
+#include "patchgrad/vit/train/train_options.h"
 
 namespace {
 

@@ -24,7 +24,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "autograd/io/safetensors.h"
+#include "patchgrad/autograd/io/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <vector>
 
-#include "autograd/rng.h"
-#include "autograd/tensor.h"
-#include "layers/module.h"
+#include "patchgrad/autograd/rng.h"
+#include "patchgrad/autograd/tensor.h"
+#include "patchgrad/layers/module.h"
 
 namespace patchgrad::test {
 

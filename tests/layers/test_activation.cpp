@@ -1,7 +1,7 @@
 #include <cmath>
 
 #include "catch.h"
-#include "layers/activation.h"
+#include "patchgrad/layers/activation.h"
 #include "layers/layer_test_util.h"
 #include "test_util.h"
 

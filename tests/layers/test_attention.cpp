@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "catch.h"
-#include "layers/attention.h"
+#include "patchgrad/layers/attention.h"
 #include "layers/layer_test_util.h"
 #include "test_util.h"
 

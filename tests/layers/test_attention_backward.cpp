@@ -3,9 +3,9 @@
 #include <cmath>
 #include <vector>
 
-#include "autograd/ops.h"
+#include "patchgrad/autograd/ops.h"
 #include "catch.h"
-#include "layers/attention_backward.h"
+#include "patchgrad/layers/attention_backward.h"
 #include "test_util.h"
 
 namespace patchgrad {

@@ -1,7 +1,7 @@
 #include <memory>
 
 #include "catch.h"
-#include "layers/dropout.h"
+#include "patchgrad/layers/dropout.h"
 #include "layers/layer_test_util.h"
 #include "test_util.h"
 

@@ -2,7 +2,7 @@
 #include <memory>
 
 #include "catch.h"
-#include "layers/feed_forward.h"
+#include "patchgrad/layers/feed_forward.h"
 #include "layers/layer_test_util.h"
 #include "test_util.h"
 

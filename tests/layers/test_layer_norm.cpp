@@ -1,7 +1,7 @@
 #include <cmath>
 
 #include "catch.h"
-#include "layers/layer_norm.h"
+#include "patchgrad/layers/layer_norm.h"
 #include "layers/layer_test_util.h"
 #include "test_util.h"
 

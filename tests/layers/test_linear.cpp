@@ -2,7 +2,7 @@
 
 #include "catch.h"
 #include "layers/layer_test_util.h"
-#include "layers/linear.h"
+#include "patchgrad/layers/linear.h"
 #include "test_util.h"
 
 namespace patchgrad {

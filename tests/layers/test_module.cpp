@@ -2,12 +2,12 @@
 #include <stdexcept>
 
 #include "catch.h"
-#include "layers/activation.h"
-#include "layers/dropout.h"
-#include "layers/feed_forward.h"
+#include "patchgrad/layers/activation.h"
+#include "patchgrad/layers/dropout.h"
+#include "patchgrad/layers/feed_forward.h"
 #include "layers/layer_test_util.h"
-#include "layers/linear.h"
-#include "layers/sequential.h"
+#include "patchgrad/layers/linear.h"
+#include "patchgrad/layers/sequential.h"
 #include "test_util.h"
 
 namespace patchgrad {

@@ -3,7 +3,7 @@
 
 #include "catch.h"
 #include "layers/layer_test_util.h"
-#include "layers/patch_dropout.h"
+#include "patchgrad/layers/patch_dropout.h"
 #include "test_util.h"
 
 namespace patchgrad {

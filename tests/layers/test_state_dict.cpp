@@ -1,6 +1,6 @@
 // Tests for state_dict.cpp, on a small module tree defined here (so they depend on nothing
 // but Module): parameters "scale" and "blocks.{0,1}.weight/bias".
-#include "layers/state_dict.h"
+#include "patchgrad/layers/state_dict.h"
 
 #include <algorithm>
 #include <filesystem>

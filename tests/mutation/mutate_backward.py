@@ -14,7 +14,7 @@ several) and says how to add one.
     python3 tests/mutation/mutate_backward.py --only softmax # those whose label, file or spec
                                                              # contains "softmax"
 
-The working tree is never modified: the script copies autograd/ and tests/ to a temporary
+The working tree is never modified: the script copies autograd/, datasets/ and tests/ to a temporary
 directory (under $TMPDIR), compiles every object once (g++ -O1, or $CXX; $CXXFLAGS and
 $LDFLAGS are appended) and checks that each spec selects tests that pass unmutated. Then
 per mutation it edits the copy, recompiles that one op file, relinks and runs the spec,
@@ -136,10 +136,14 @@ class Build:
         self.work = work
         self.src = work / "src"
         self.obj = work / "obj"
-        for part in ("autograd", "tests"):
+        for part in ("autograd", "datasets", "tests"):  # datasets/: headers some tests include
             shutil.copytree(REPO / part, self.src / part)
+        # Headers are included as "patchgrad/autograd/...": include/patchgrad/NAME links to the copy.
+        (work / "include" / "patchgrad").mkdir(parents=True)
+        for part in ("autograd", "datasets"):
+            (work / "include" / "patchgrad" / part).symlink_to(self.src / part)
         self.v3 = catch2_v3()
-        self.flags = [*CXXFLAGS, f"-I{self.src}", f"-I{self.src / 'tests'}",
+        self.flags = [*CXXFLAGS, f"-I{work / 'include'}", f"-I{self.src}", f"-I{self.src / 'tests'}",
                       f'-DPATCHGRAD_TEST_DATA="{self.src / "tests" / "data"}"']
         # The library's files, in autograd/, its job folders (ops/, cpu/, ...) and theirs
         # (cpu/gemm/, ...), not the demo.

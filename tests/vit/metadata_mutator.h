@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "autograd/rng.h"
-#include "vit/train/checkpoint.h"
+#include "patchgrad/autograd/rng.h"
+#include "patchgrad/vit/train/checkpoint.h"
 
 namespace patchgrad::test {
 

@@ -1,11 +1,11 @@
 // test_cli.cpp — the flag parsing and stop signals the `patchgrad` subcommands share (vit/cli/cli.h), linked
 // into the tests on its own: a bad command line is one UsageError naming the flag.
-#include "vit/cli/cli.h"
+#include "patchgrad/vit/cli/cli.h"
 
 #include <csignal>
 
-#include "autograd/cpu/bf16/gemm_bf16.h"
-#include "autograd/version.h"
+#include "patchgrad/autograd/cpu/bf16/gemm_bf16.h"
+#include "patchgrad/autograd/version.h"
 #include "catch.h"
 #include "test_util.h"
 

@@ -2,7 +2,7 @@
 // references (cosine similarity, attention rollout, mean attention distance, principal
 // components), the pictures of a tiny model written as PNGs of the drawn size, and the
 // one-line errors of an inspection.
-#include "vit/inspect.h"
+#include "patchgrad/vit/inspect.h"
 
 #include <cmath>
 #include <filesystem>
@@ -10,10 +10,10 @@
 #include <numeric>
 
 #include "catch.h"
-#include "datasets/cifar10.h"
+#include "patchgrad/datasets/cifar10.h"
 #include "datasets/datasets_test_util.h"
 #include "test_util.h"
-#include "vit/train/checkpoint.h"
+#include "patchgrad/vit/train/checkpoint.h"
 #include "vit/trainer_test_util.h"
 #include "vit/vit_test_util.h"
 

@@ -2,7 +2,7 @@
 
 #include "catch.h"
 #include "test_util.h"
-#include "vit/positional_encoding.h"
+#include "patchgrad/vit/positional_encoding.h"
 #include "vit_test_util.h"
 
 namespace patchgrad::test {

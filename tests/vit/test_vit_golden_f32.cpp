@@ -11,12 +11,12 @@
 #include <cmath>
 #include <string>
 
-#include "autograd/io/safetensors.h"
-#include "autograd/ops.h"
+#include "patchgrad/autograd/io/safetensors.h"
+#include "patchgrad/autograd/ops.h"
 #include "catch.h"
-#include "layers/state_dict.h"
+#include "patchgrad/layers/state_dict.h"
 #include "test_util.h"
-#include "vit/vision_transformer.h"
+#include "patchgrad/vit/vision_transformer.h"
 
 namespace patchgrad {
 namespace {

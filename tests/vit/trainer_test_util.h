@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "catch.h"
-#include "datasets/cifar10.h"
+#include "patchgrad/datasets/cifar10.h"
 #include "datasets/datasets_test_util.h"
 #include "test_util.h"
 #include "vit/metadata_mutator.h"
-#include "vit/train/trainer.h"
-#include "vit/vision_transformer.h"
+#include "patchgrad/vit/train/trainer.h"
+#include "patchgrad/vit/vision_transformer.h"
 
 namespace patchgrad::test {
 

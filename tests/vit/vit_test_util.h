@@ -5,10 +5,10 @@
 #include <cmath>
 #include <string>
 
-#include "autograd/ops.h"
-#include "layers/module.h"
+#include "patchgrad/autograd/ops.h"
+#include "patchgrad/layers/module.h"
 #include "test_util.h"
-#include "vit/vision_transformer.h"
+#include "patchgrad/vit/vision_transformer.h"
 
 namespace patchgrad::test {
 

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "autograd/ops.h"
+#include "patchgrad/autograd/ops.h"
 #include "tutorials/tutorial.h"
 
 using namespace patchgrad;

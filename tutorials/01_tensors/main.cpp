@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/ops.h"
+#include "patchgrad/autograd/ops.h"
 #include "tutorials/tutorial.h"
 
 using namespace patchgrad;

@@ -15,12 +15,12 @@
 #include <string>
 #include <vector>
 
-#include "autograd/gradcheck.h"
-#include "autograd/ops.h"
-#include "autograd/rng.h"
+#include "patchgrad/autograd/gradcheck.h"
+#include "patchgrad/autograd/ops.h"
+#include "patchgrad/autograd/rng.h"
 #include "tutorials/tutorial.h"
-#include "vit/pictures/canvas.h"
-#include "vit/pictures/chart.h"
+#include "patchgrad/vit/pictures/canvas.h"
+#include "patchgrad/vit/pictures/chart.h"
 
 using namespace patchgrad;
 

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "autograd/ops.h"
+#include "patchgrad/autograd/ops.h"
 #include "tutorials/tutorial.h"
-#include "vit/patcher.h"
-#include "vit/pictures/canvas.h"
+#include "patchgrad/vit/patcher.h"
+#include "patchgrad/vit/pictures/canvas.h"
 
 using namespace patchgrad;
 

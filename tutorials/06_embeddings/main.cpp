@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "autograd/ops.h"
+#include "patchgrad/autograd/ops.h"
 #include "tutorials/tutorial.h"
-#include "vit/patch_embedding.h"
-#include "vit/pictures/canvas.h"
-#include "vit/positional_encoding.h"
+#include "patchgrad/vit/patch_embedding.h"
+#include "patchgrad/vit/pictures/canvas.h"
+#include "patchgrad/vit/positional_encoding.h"
 
 using namespace patchgrad;
 

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "autograd/ops.h"
-#include "layers/attention.h"
+#include "patchgrad/autograd/ops.h"
+#include "patchgrad/layers/attention.h"
 #include "tutorials/tutorial.h"
-#include "vit/pictures/canvas.h"
-#include "vit/positional_encoding.h"
+#include "patchgrad/vit/pictures/canvas.h"
+#include "patchgrad/vit/positional_encoding.h"
 
 using namespace patchgrad;
 

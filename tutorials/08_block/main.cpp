@@ -15,14 +15,14 @@
 #include <string>
 #include <vector>
 
-#include "autograd/ops.h"
-#include "autograd/rng.h"
-#include "layers/drop_path.h"
-#include "layers/feed_forward.h"
+#include "patchgrad/autograd/ops.h"
+#include "patchgrad/autograd/rng.h"
+#include "patchgrad/layers/drop_path.h"
+#include "patchgrad/layers/feed_forward.h"
 #include "tutorials/tutorial.h"
-#include "vit/pictures/canvas.h"
-#include "vit/pictures/chart.h"
-#include "vit/vit_block.h"
+#include "patchgrad/vit/pictures/canvas.h"
+#include "patchgrad/vit/pictures/chart.h"
+#include "patchgrad/vit/vit_block.h"
 
 using namespace patchgrad;
 

@@ -15,13 +15,13 @@
 #include <string>
 #include <vector>
 
-#include "autograd/gradcheck.h"
-#include "autograd/ops.h"
-#include "autograd/rng.h"
-#include "layers/linear.h"
+#include "patchgrad/autograd/gradcheck.h"
+#include "patchgrad/autograd/ops.h"
+#include "patchgrad/autograd/rng.h"
+#include "patchgrad/layers/linear.h"
 #include "tutorials/tutorial.h"
-#include "vit/summary.h"
-#include "vit/vision_transformer.h"
+#include "patchgrad/vit/summary.h"
+#include "patchgrad/vit/vision_transformer.h"
 
 using namespace patchgrad;
 

@@ -14,19 +14,19 @@
 #include <string>
 #include <vector>
 
-#include "autograd/ops.h"
-#include "autograd/optim/lr_schedule.h"
-#include "autograd/optim/optimizer.h"
-#include "datasets/augment.h"
-#include "datasets/cifar10.h"
-#include "datasets/mixup.h"
-#include "datasets/normalize.h"
-#include "datasets/split.h"
+#include "patchgrad/autograd/ops.h"
+#include "patchgrad/autograd/optim/lr_schedule.h"
+#include "patchgrad/autograd/optim/optimizer.h"
+#include "patchgrad/datasets/augment.h"
+#include "patchgrad/datasets/cifar10.h"
+#include "patchgrad/datasets/mixup.h"
+#include "patchgrad/datasets/normalize.h"
+#include "patchgrad/datasets/split.h"
 #include "tutorials/tutorial.h"
-#include "vit/inspect.h"
-#include "vit/pictures/canvas.h"
-#include "vit/pictures/chart.h"
-#include "vit/train/trainer.h"
+#include "patchgrad/vit/inspect.h"
+#include "patchgrad/vit/pictures/canvas.h"
+#include "patchgrad/vit/pictures/chart.h"
+#include "patchgrad/vit/train/trainer.h"
 
 using namespace patchgrad;
 namespace fs = std::filesystem;

@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "autograd/ops.h"
-#include "autograd/optim/optimizer.h"
-#include "datasets/cifar10.h"
-#include "datasets/normalize.h"
+#include "patchgrad/autograd/ops.h"
+#include "patchgrad/autograd/optim/optimizer.h"
+#include "patchgrad/datasets/cifar10.h"
+#include "patchgrad/datasets/normalize.h"
 #include "tutorials/tutorial.h"
-#include "vit/inspect.h"
+#include "patchgrad/vit/inspect.h"
 
 using namespace patchgrad;
 namespace fs = std::filesystem;

@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "autograd/cpu/gemm/gemm.h"
-#include "autograd/cpu/gemm/gemm_kernels.h"
-#include "autograd/cpu/threads/parallel.h"
-#include "autograd/rng.h"
+#include "patchgrad/autograd/cpu/gemm/gemm.h"
+#include "patchgrad/autograd/cpu/gemm/gemm_kernels.h"
+#include "patchgrad/autograd/cpu/threads/parallel.h"
+#include "patchgrad/autograd/rng.h"
 
 using namespace patchgrad;
 

@@ -10,13 +10,13 @@
 #include <memory>
 #include <vector>
 
-#include "autograd/ops.h"
-#include "autograd/optim/optimizer.h"
-#include "autograd/rng.h"
-#include "autograd/version.h"
-#include "layers/activation.h"
-#include "layers/linear.h"
-#include "layers/sequential.h"
+#include <patchgrad/autograd/ops.h>
+#include <patchgrad/autograd/optim/optimizer.h>
+#include <patchgrad/autograd/rng.h>
+#include <patchgrad/autograd/version.h>
+#include <patchgrad/layers/activation.h>
+#include <patchgrad/layers/linear.h>
+#include <patchgrad/layers/sequential.h>
 
 using namespace patchgrad;
 

@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/atomic_file.h"
+#include "patchgrad/autograd/io/atomic_file.h"
 #include "chapter_check.h"
 #include "tool_io.h"
 

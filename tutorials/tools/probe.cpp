@@ -35,7 +35,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/cpu/threads/parallel.h"
+#include "patchgrad/autograd/cpu/threads/parallel.h"
 
 namespace patchgrad::grading {
 

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "autograd/rng.h"
-#include "autograd/tensor.h"
+#include "patchgrad/autograd/rng.h"
+#include "patchgrad/autograd/tensor.h"
 
 namespace patchgrad::grading {
 

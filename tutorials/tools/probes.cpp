@@ -10,22 +10,22 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/cpu/threads/parallel.h"
-#include "autograd/gradcheck.h"
-#include "autograd/ops.h"
-#include "autograd/optim/lr_schedule.h"
-#include "autograd/optim/optimizer.h"
-#include "layers/attention.h"
-#include "layers/attention_backward.h"
-#include "layers/linear.h"
-#include "layers/sequential.h"
-#include "layers/state_dict.h"
+#include "patchgrad/autograd/cpu/threads/parallel.h"
+#include "patchgrad/autograd/gradcheck.h"
+#include "patchgrad/autograd/ops.h"
+#include "patchgrad/autograd/optim/lr_schedule.h"
+#include "patchgrad/autograd/optim/optimizer.h"
+#include "patchgrad/layers/attention.h"
+#include "patchgrad/layers/attention_backward.h"
+#include "patchgrad/layers/linear.h"
+#include "patchgrad/layers/sequential.h"
+#include "patchgrad/layers/state_dict.h"
 #include "probe.h"
 #include "tests/autograd/softplus_variants.h"
-#include "vit/positional_encoding.h"
-#include "vit/summary.h"
-#include "vit/vision_transformer.h"
-#include "vit/vit_block.h"
+#include "patchgrad/vit/positional_encoding.h"
+#include "patchgrad/vit/summary.h"
+#include "patchgrad/vit/vision_transformer.h"
+#include "patchgrad/vit/vit_block.h"
 
 namespace patchgrad::grading {
 

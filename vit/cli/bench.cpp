@@ -25,20 +25,20 @@
 #include <string>
 #include <vector>
 
-#include "autograd/cpu/cpu_isa.h"
-#include "autograd/cpu/gemm/gemm.h"
-#include "autograd/cpu/bf16/gemm_bf16.h"
-#include "autograd/cpu/threads/parallel.h"
-#include "autograd/ops.h"
-#include "autograd/optim/optimizer.h"
-#include "autograd/rng.h"
-#include "autograd/storage.h"
-#include "vit/cli/cli.h"
-#include "vit/summary.h"
-#include "vit/train/step_sample.h"
-#include "vit/train/thread_choice.h"
-#include "vit/train/train_options.h"
-#include "vit/vision_transformer.h"
+#include "patchgrad/autograd/cpu/cpu_isa.h"
+#include "patchgrad/autograd/cpu/gemm/gemm.h"
+#include "patchgrad/autograd/cpu/bf16/gemm_bf16.h"
+#include "patchgrad/autograd/cpu/threads/parallel.h"
+#include "patchgrad/autograd/ops.h"
+#include "patchgrad/autograd/optim/optimizer.h"
+#include "patchgrad/autograd/rng.h"
+#include "patchgrad/autograd/storage.h"
+#include "patchgrad/vit/cli/cli.h"
+#include "patchgrad/vit/summary.h"
+#include "patchgrad/vit/train/step_sample.h"
+#include "patchgrad/vit/train/thread_choice.h"
+#include "patchgrad/vit/train/train_options.h"
+#include "patchgrad/vit/vision_transformer.h"
 
 #ifdef PATCHGRAD_USE_OPENBLAS
 #include <cblas.h>

@@ -1,4 +1,4 @@
-#include "vit/cli/cli.h"
+#include "patchgrad/vit/cli/cli.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,9 +7,9 @@
 #include <limits>
 #include <type_traits>
 
-#include "autograd/cpu/threads/parallel.h"
-#include "vit/train/checkpoint.h"
-#include "vit/train/thread_choice.h"
+#include "patchgrad/autograd/cpu/threads/parallel.h"
+#include "patchgrad/vit/train/checkpoint.h"
+#include "patchgrad/vit/train/thread_choice.h"
 
 namespace patchgrad::cli {
 

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "datasets/cifar10.h"
-#include "vit/train/train_options.h"
-#include "vit/vision_transformer.h"
+#include "patchgrad/datasets/cifar10.h"
+#include "patchgrad/vit/train/train_options.h"
+#include "patchgrad/vit/vision_transformer.h"
 
 namespace patchgrad::cli {
 

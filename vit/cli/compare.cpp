@@ -16,15 +16,15 @@
 #include <string>
 #include <vector>
 
-#include "autograd/check.h"
-#include "datasets/cifar10.h"
-#include "vit/cli/cli.h"
-#include "vit/pictures/chart.h"
-#include "vit/pictures/png.h"
-#include "vit/summary.h"
-#include "vit/train/checkpoint.h"
-#include "vit/train/metrics.h"
-#include "vit/train/train_options.h"
+#include "patchgrad/autograd/check.h"
+#include "patchgrad/datasets/cifar10.h"
+#include "patchgrad/vit/cli/cli.h"
+#include "patchgrad/vit/pictures/chart.h"
+#include "patchgrad/vit/pictures/png.h"
+#include "patchgrad/vit/summary.h"
+#include "patchgrad/vit/train/checkpoint.h"
+#include "patchgrad/vit/train/metrics.h"
+#include "patchgrad/vit/train/train_options.h"
 
 namespace patchgrad::cli {
 

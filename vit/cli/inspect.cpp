@@ -12,13 +12,13 @@
 #include <string>
 #include <vector>
 
-#include "autograd/cpu/threads/parallel.h"
-#include "datasets/cifar10.h"
-#include "datasets/normalize.h"
-#include "vit/cli/cli.h"
-#include "vit/inspect.h"
-#include "vit/pictures/image_file.h"
-#include "vit/train/checkpoint.h"
+#include "patchgrad/autograd/cpu/threads/parallel.h"
+#include "patchgrad/datasets/cifar10.h"
+#include "patchgrad/datasets/normalize.h"
+#include "patchgrad/vit/cli/cli.h"
+#include "patchgrad/vit/inspect.h"
+#include "patchgrad/vit/pictures/image_file.h"
+#include "patchgrad/vit/train/checkpoint.h"
 
 namespace patchgrad::cli {
 

@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "autograd/cpu/cpu_isa.h"
-#include "autograd/cpu/bf16/gemm_bf16.h"
-#include "autograd/storage.h"
-#include "autograd/version.h"
-#include "vit/cli/cli.h"
+#include "patchgrad/autograd/cpu/cpu_isa.h"
+#include "patchgrad/autograd/cpu/bf16/gemm_bf16.h"
+#include "patchgrad/autograd/storage.h"
+#include "patchgrad/autograd/version.h"
+#include "patchgrad/vit/cli/cli.h"
 
 namespace {
 

@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/json.h"
-#include "datasets/cifar10.h"
-#include "datasets/normalize.h"
-#include "vit/cli/cli.h"
-#include "vit/pictures/image_file.h"
-#include "vit/train/checkpoint.h"
-#include "vit/train/evaluation.h"
+#include "patchgrad/autograd/io/json.h"
+#include "patchgrad/datasets/cifar10.h"
+#include "patchgrad/datasets/normalize.h"
+#include "patchgrad/vit/cli/cli.h"
+#include "patchgrad/vit/pictures/image_file.h"
+#include "patchgrad/vit/train/checkpoint.h"
+#include "patchgrad/vit/train/evaluation.h"
 
 namespace patchgrad::cli {
 

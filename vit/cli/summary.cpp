@@ -4,9 +4,9 @@
 #include <iostream>
 #include <utility>
 
-#include "vit/cli/cli.h"
-#include "vit/summary.h"
-#include "vit/vision_transformer.h"
+#include "patchgrad/vit/cli/cli.h"
+#include "patchgrad/vit/summary.h"
+#include "patchgrad/vit/vision_transformer.h"
 
 namespace patchgrad::cli {
 

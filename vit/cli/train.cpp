@@ -19,11 +19,11 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/json.h"
-#include "datasets/cifar10.h"
-#include "vit/cli/cli.h"
-#include "vit/train/checkpoint.h"
-#include "vit/train/trainer.h"
+#include "patchgrad/autograd/io/json.h"
+#include "patchgrad/datasets/cifar10.h"
+#include "patchgrad/vit/cli/cli.h"
+#include "patchgrad/vit/train/checkpoint.h"
+#include "patchgrad/vit/train/trainer.h"
 
 namespace patchgrad::cli {
 

@@ -1,5 +1,5 @@
 // canvas.cpp — pixels, shapes, the bitmap font, colour maps and composition; see canvas.h.
-#include "vit/pictures/canvas.h"
+#include "patchgrad/vit/pictures/canvas.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,8 +9,8 @@
 #include <iterator>
 #include <stdexcept>
 
-#include "autograd/check.h"
-#include "vit/pictures/png.h"
+#include "patchgrad/autograd/check.h"
+#include "patchgrad/vit/pictures/png.h"
 
 namespace patchgrad {
 

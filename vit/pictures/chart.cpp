@@ -1,5 +1,5 @@
 // chart.cpp — nice ticks, axes, grid, series and legend of a chart; see chart.h.
-#include "vit/pictures/chart.h"
+#include "patchgrad/vit/pictures/chart.h"
 
 #include <algorithm>
 #include <array>
@@ -8,7 +8,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "autograd/check.h"
+#include "patchgrad/autograd/check.h"
 
 namespace patchgrad {
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "vit/pictures/canvas.h"
+#include "patchgrad/vit/pictures/canvas.h"
 
 namespace patchgrad {
 

@@ -11,7 +11,7 @@
 //      written the cheapest of three ways (section 3.2.3): stored (BTYPE 00, for data that
 //      does not compress), fixed Huffman codes (01, no code table to send) or dynamic
 //      Huffman codes (10, built from the block's own symbol counts).
-#include "vit/pictures/deflate.h"
+#include "patchgrad/vit/pictures/deflate.h"
 
 #include <algorithm>
 #include <array>
@@ -19,7 +19,7 @@
 #include <queue>
 #include <utility>
 
-#include "vit/pictures/deflate_tables.h"
+#include "patchgrad/vit/pictures/deflate_tables.h"
 
 namespace patchgrad {
 

@@ -1,6 +1,6 @@
 // image_file.cpp — the PNG and PPM readers and the conversion to a model's input; the
 // formats are in image_file.h.
-#include "vit/pictures/image_file.h"
+#include "patchgrad/vit/pictures/image_file.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -9,11 +9,11 @@
 #include <iterator>
 #include <stdexcept>
 
-#include "autograd/check.h"
-#include "autograd/io/files.h"
-#include "datasets/image_ops.h"
-#include "vit/pictures/inflate.h"
-#include "vit/pictures/png.h"
+#include "patchgrad/autograd/check.h"
+#include "patchgrad/autograd/io/files.h"
+#include "patchgrad/datasets/image_ops.h"
+#include "patchgrad/vit/pictures/inflate.h"
+#include "patchgrad/vit/pictures/png.h"
 
 namespace patchgrad {
 

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "datasets/image_set.h"
+#include "patchgrad/datasets/image_set.h"
 
 namespace patchgrad {
 

@@ -5,13 +5,13 @@
 // those bits start with and that code's length. Codes are sent most significant bit first
 // into a stream read from bit 0, so a code's table index is its bits reversed, and every
 // index that ends in it (all values of the bits beyond the code) points to it.
-#include "vit/pictures/inflate.h"
+#include "patchgrad/vit/pictures/inflate.h"
 
 #include <array>
 
-#include "autograd/check.h"
-#include "vit/pictures/deflate.h"
-#include "vit/pictures/deflate_tables.h"
+#include "patchgrad/autograd/check.h"
+#include "patchgrad/vit/pictures/deflate.h"
+#include "patchgrad/vit/pictures/deflate_tables.h"
 
 namespace patchgrad {
 

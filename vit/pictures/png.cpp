@@ -1,6 +1,6 @@
 // png.cpp — PNG encoding: per-row filters, and the zlib stream (deflate.h) and PNG framing
 // around them; the file layout is in png.h.
-#include "vit/pictures/png.h"
+#include "patchgrad/vit/pictures/png.h"
 
 #include <algorithm>
 #include <array>
@@ -10,10 +10,10 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "autograd/check.h"
-#include "autograd/io/atomic_file.h"
-#include "autograd/io/files.h"
-#include "vit/pictures/deflate.h"
+#include "patchgrad/autograd/check.h"
+#include "patchgrad/autograd/io/atomic_file.h"
+#include "patchgrad/autograd/io/files.h"
+#include "patchgrad/vit/pictures/deflate.h"
 
 namespace patchgrad {
 

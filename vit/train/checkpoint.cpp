@@ -1,6 +1,6 @@
 // checkpoint.cpp — writing and reading training checkpoints: the weights in timm's layout, the
 // config, recipe and training position as metadata, the optimizer state beside them (see checkpoint.h).
-#include "vit/train/checkpoint.h"
+#include "patchgrad/vit/train/checkpoint.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -13,8 +13,8 @@
 #include <unordered_set>
 #include <utility>
 
-#include "autograd/version.h"
-#include "layers/state_dict.h"
+#include "patchgrad/autograd/version.h"
+#include "patchgrad/layers/state_dict.h"
 
 namespace patchgrad {
 

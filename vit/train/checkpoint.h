@@ -47,10 +47,10 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/enum_names.h"
-#include "autograd/io/safetensors.h"
-#include "autograd/optim/optimizer.h"
-#include "vit/vision_transformer.h"
+#include "patchgrad/autograd/enum_names.h"
+#include "patchgrad/autograd/io/safetensors.h"
+#include "patchgrad/autograd/optim/optimizer.h"
+#include "patchgrad/vit/vision_transformer.h"
 
 namespace patchgrad {
 

@@ -1,5 +1,5 @@
 // evaluation.cpp — accuracy, loss and confusion matrix of a model on a set; see evaluation.h.
-#include "vit/train/evaluation.h"
+#include "patchgrad/vit/train/evaluation.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,11 +7,11 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "autograd/ops.h"
-#include "datasets/batcher.h"
-#include "datasets/image_ops.h"
-#include "layers/module.h"
-#include "vit/train/checkpoint.h"
+#include "patchgrad/autograd/ops.h"
+#include "patchgrad/datasets/batcher.h"
+#include "patchgrad/datasets/image_ops.h"
+#include "patchgrad/layers/module.h"
+#include "patchgrad/vit/train/checkpoint.h"
 
 namespace patchgrad {
 

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "autograd/enum_names.h"
-#include "datasets/image_set.h"
-#include "datasets/normalize.h"
-#include "vit/vision_transformer.h"
+#include "patchgrad/autograd/enum_names.h"
+#include "patchgrad/datasets/image_set.h"
+#include "patchgrad/datasets/normalize.h"
+#include "patchgrad/vit/vision_transformer.h"
 
 namespace patchgrad {
 

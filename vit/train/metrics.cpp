@@ -1,14 +1,14 @@
 // metrics.cpp — metrics.csv and metrics.png of a run; see metrics.h.
-#include "vit/train/metrics.h"
+#include "patchgrad/vit/train/metrics.h"
 
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 
-#include "autograd/io/atomic_file.h"
-#include "vit/pictures/chart.h"
-#include "vit/train/checkpoint.h"
+#include "patchgrad/autograd/io/atomic_file.h"
+#include "patchgrad/vit/pictures/chart.h"
+#include "patchgrad/vit/train/checkpoint.h"
 
 namespace patchgrad {
 

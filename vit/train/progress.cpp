@@ -1,5 +1,5 @@
 // progress.cpp — the progress and epoch lines' formatting and when ProgressReporter draws (see progress.h).
-#include "vit/train/progress.h"
+#include "patchgrad/vit/train/progress.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "autograd/check.h"
+#include "patchgrad/autograd/check.h"
 
 namespace patchgrad {
 

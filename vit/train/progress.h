@@ -15,7 +15,7 @@
 #include <ostream>
 #include <string>
 
-#include "vit/train/metrics.h"
+#include "patchgrad/vit/train/metrics.h"
 
 namespace patchgrad {
 

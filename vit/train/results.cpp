@@ -1,9 +1,9 @@
 // results.cpp — results.json; see results.h.
-#include "vit/train/results.h"
+#include "patchgrad/vit/train/results.h"
 
 #include <sstream>
 
-#include "autograd/io/json.h"
+#include "patchgrad/autograd/io/json.h"
 
 namespace patchgrad {
 

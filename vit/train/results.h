@@ -10,9 +10,9 @@
 #include <cstdint>
 #include <string>
 
-#include "vit/train/checkpoint.h"
-#include "vit/train/evaluation.h"
-#include "vit/train/train_options.h"
+#include "patchgrad/vit/train/checkpoint.h"
+#include "patchgrad/vit/train/evaluation.h"
+#include "patchgrad/vit/train/train_options.h"
 
 namespace patchgrad {
 

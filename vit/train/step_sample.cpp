@@ -1,12 +1,12 @@
-#include "vit/train/step_sample.h"
+#include "patchgrad/vit/train/step_sample.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 
-#include "autograd/ops.h"
-#include "autograd/rng.h"
-#include "autograd/storage.h"
+#include "patchgrad/autograd/ops.h"
+#include "patchgrad/autograd/rng.h"
+#include "patchgrad/autograd/storage.h"
 
 namespace patchgrad {
 

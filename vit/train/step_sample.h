@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "autograd/cpu/bf16/gemm_bf16.h"
-#include "autograd/tensor.h"
-#include "autograd/precision.h"
+#include "patchgrad/autograd/cpu/bf16/gemm_bf16.h"
+#include "patchgrad/autograd/tensor.h"
+#include "patchgrad/autograd/precision.h"
 
 namespace patchgrad {
 

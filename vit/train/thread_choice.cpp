@@ -1,4 +1,4 @@
-#include "vit/train/thread_choice.h"
+#include "patchgrad/vit/train/thread_choice.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -6,8 +6,8 @@
 #include <thread>
 #include <vector>
 
-#include "autograd/cpu/threads/parallel.h"
-#include "vit/train/step_sample.h"
+#include "patchgrad/autograd/cpu/threads/parallel.h"
+#include "patchgrad/vit/train/step_sample.h"
 
 namespace patchgrad {
 

@@ -15,7 +15,7 @@
 
 #include <cstdint>
 
-#include "vit/train/step_sample.h"
+#include "patchgrad/vit/train/step_sample.h"
 
 namespace patchgrad {
 

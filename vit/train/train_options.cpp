@@ -1,6 +1,6 @@
 // train_options.cpp — the table of training options, the presets, and what the table drives:
 // validation, the recipe in checkpoints, the log's recipe line, --print-recipe and --help.
-#include "vit/train/train_options.h"
+#include "patchgrad/vit/train/train_options.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,11 +10,11 @@
 #include <stdexcept>
 #include <type_traits>
 
-#include "autograd/cpu/bf16/gemm_bf16.h"
-#include "autograd/cpu/threads/parallel.h"
-#include "autograd/io/json.h"
-#include "datasets/augment.h"
-#include "vit/summary.h"
+#include "patchgrad/autograd/cpu/bf16/gemm_bf16.h"
+#include "patchgrad/autograd/cpu/threads/parallel.h"
+#include "patchgrad/autograd/io/json.h"
+#include "patchgrad/datasets/augment.h"
+#include "patchgrad/vit/summary.h"
 
 namespace patchgrad {
 

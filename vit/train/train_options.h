@@ -22,12 +22,12 @@
 #include <variant>
 #include <vector>
 
-#include "autograd/enum_names.h"
-#include "autograd/optim/lr_schedule.h"
-#include "autograd/precision.h"
-#include "vit/train/checkpoint.h"
-#include "vit/train/evaluation.h"
-#include "vit/vision_transformer.h"
+#include "patchgrad/autograd/enum_names.h"
+#include "patchgrad/autograd/optim/lr_schedule.h"
+#include "patchgrad/autograd/precision.h"
+#include "patchgrad/vit/train/checkpoint.h"
+#include "patchgrad/vit/train/evaluation.h"
+#include "patchgrad/vit/vision_transformer.h"
 
 namespace patchgrad {
 

@@ -1,7 +1,7 @@
 // trainer.cpp — the training loop (class Trainer, one method per stage of a run) behind
 // train() (see trainer.h). The options, evaluation, metrics files and results.json it uses
 // live beside it: train_options.cpp, evaluation.cpp, metrics.cpp, results.cpp.
-#include "vit/train/trainer.h"
+#include "patchgrad/vit/train/trainer.h"
 
 #include <algorithm>
 #include <chrono>
@@ -12,25 +12,25 @@
 #include <memory>
 #include <stdexcept>
 
-#include "autograd/cpu/cpu_isa.h"
-#include "autograd/cpu/gemm/gemm.h"
-#include "autograd/cpu/threads/parallel.h"
-#include "autograd/io/atomic_file.h"
-#include "autograd/io/folder_lock.h"
-#include "autograd/io/json.h"
-#include "autograd/optim/ema.h"
-#include "autograd/optim/lr_schedule.h"
-#include "autograd/optim/optimizer.h"
-#include "datasets/augment.h"
-#include "datasets/batcher.h"
-#include "datasets/cifar10.h"
-#include "datasets/mixup.h"
-#include "datasets/split.h"
-#include "vit/summary.h"
-#include "vit/train/progress.h"
-#include "vit/train/results.h"
-#include "vit/train/step_sample.h"
-#include "vit/train/thread_choice.h"
+#include "patchgrad/autograd/cpu/cpu_isa.h"
+#include "patchgrad/autograd/cpu/gemm/gemm.h"
+#include "patchgrad/autograd/cpu/threads/parallel.h"
+#include "patchgrad/autograd/io/atomic_file.h"
+#include "patchgrad/autograd/io/folder_lock.h"
+#include "patchgrad/autograd/io/json.h"
+#include "patchgrad/autograd/optim/ema.h"
+#include "patchgrad/autograd/optim/lr_schedule.h"
+#include "patchgrad/autograd/optim/optimizer.h"
+#include "patchgrad/datasets/augment.h"
+#include "patchgrad/datasets/batcher.h"
+#include "patchgrad/datasets/cifar10.h"
+#include "patchgrad/datasets/mixup.h"
+#include "patchgrad/datasets/split.h"
+#include "patchgrad/vit/summary.h"
+#include "patchgrad/vit/train/progress.h"
+#include "patchgrad/vit/train/results.h"
+#include "patchgrad/vit/train/step_sample.h"
+#include "patchgrad/vit/train/thread_choice.h"
 
 namespace patchgrad {
 

@@ -39,11 +39,11 @@
 #include <string>
 #include <vector>
 
-#include "vit/train/checkpoint.h"
-#include "vit/train/evaluation.h"
-#include "vit/train/metrics.h"
-#include "vit/train/results.h"
-#include "vit/train/train_options.h"
+#include "patchgrad/vit/train/checkpoint.h"
+#include "patchgrad/vit/train/evaluation.h"
+#include "patchgrad/vit/train/metrics.h"
+#include "patchgrad/vit/train/results.h"
+#include "patchgrad/vit/train/train_options.h"
 
 namespace patchgrad {
 

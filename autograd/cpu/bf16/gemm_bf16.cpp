@@ -1,5 +1,5 @@
 // gemm_bf16.cpp — the matmul precision setting, and the driver of the bf16 kernels.
-#include "gemm_bf16.h"
+#include "patchgrad/autograd/cpu/bf16/gemm_bf16.h"
 
 #include <algorithm>
 #include <atomic>
@@ -9,12 +9,12 @@
 #include <stdexcept>
 #include <vector>
 
-#include "bf16.h"
-#include "autograd/cpu/cpu_isa.h"
-#include "autograd/cpu/gemm/gemm.h"
-#include "autograd/cpu/gemm/gemm_blocks.h"
-#include "autograd/cpu/gemm/gemm_kernels.h"
-#include "autograd/cpu/threads/parallel.h"
+#include "patchgrad/autograd/cpu/bf16/bf16.h"
+#include "patchgrad/autograd/cpu/cpu_isa.h"
+#include "patchgrad/autograd/cpu/gemm/gemm.h"
+#include "patchgrad/autograd/cpu/gemm/gemm_blocks.h"
+#include "patchgrad/autograd/cpu/gemm/gemm_kernels.h"
+#include "patchgrad/autograd/cpu/threads/parallel.h"
 
 #if defined(PATCHGRAD_AMX) && defined(__linux__)
 #include <cpuid.h>

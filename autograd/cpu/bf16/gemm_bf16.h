@@ -45,7 +45,7 @@
 #include <cstdint>
 #include <string>
 
-#include "autograd/precision.h"  // MatmulPrecision, set_matmul_precision
+#include "patchgrad/autograd/precision.h"  // MatmulPrecision, set_matmul_precision
 
 namespace patchgrad {
 

@@ -14,7 +14,7 @@
 // name the memory behind it, so the compiler may drop or delay stores that only they read (the
 // zero-padded tail buffers of gemm_bf16_amx_tile.h, the configuration). compiler_fence()
 // before them makes every earlier store happen first; clang's builtins need none, harmlessly.
-#include "gemm_bf16_amx_tile.h"
+#include "patchgrad/autograd/cpu/bf16/gemm_bf16_amx_tile.h"
 
 #if defined(PATCHGRAD_AMX) && !defined(PATCHGRAD_DOUBLE)
 #include <immintrin.h>

@@ -25,8 +25,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "bf16.h"
-#include "autograd/cpu/gemm/gemm_kernels.h"
+#include "patchgrad/autograd/cpu/bf16/bf16.h"
+#include "patchgrad/autograd/cpu/gemm/gemm_kernels.h"
 
 namespace patchgrad {
 namespace {

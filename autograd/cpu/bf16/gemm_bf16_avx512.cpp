@@ -23,7 +23,7 @@
 //    converted rows transposed: 16 rows of 16 pairs at a time, in registers (transpose_16x16).
 // (Scattering each converted row down its sliver's column instead takes 16 scattered stores
 // per 16 pairs and makes packing a large part of a bf16 step: tutorials/12_speed/measurements.md#kernel-notes.)
-#include "autograd/cpu/gemm/gemm_kernels.h"
+#include "patchgrad/autograd/cpu/gemm/gemm_kernels.h"
 
 #if defined(__x86_64__) && !defined(PATCHGRAD_DOUBLE)
 // GCC 12's AVX-512 header starts some shuffles from a deliberately undefined register

@@ -18,12 +18,12 @@
 // pairs and 3 of A's (12 rows) make 29 of the 32. Packing rounds with the portable
 // round_to_bf16 (bf16.h), one element at a time: it touches each input once per block, the
 // kernel K times.
-#include "autograd/cpu/gemm/gemm_kernels.h"
+#include "patchgrad/autograd/cpu/gemm/gemm_kernels.h"
 
 #if defined(__aarch64__) && defined(__ARM_FEATURE_BF16_VECTOR_ARITHMETIC) && !defined(PATCHGRAD_DOUBLE)
 #include <arm_neon.h>
 
-#include "bf16.h"
+#include "patchgrad/autograd/cpu/bf16/bf16.h"
 
 namespace patchgrad {
 namespace {

@@ -1,7 +1,7 @@
 // gemm.cpp — C = alpha * op(A) @ op(B) + beta * C (+ a bias row): the readable reference
 // loop, the cache-blocked driver that calls the per-CPU micro-kernels (gemm_tile.h), and the
 // dispatch to OpenBLAS when the build asks for it.
-#include "gemm.h"
+#include "patchgrad/autograd/cpu/gemm/gemm.h"
 
 #include <algorithm>
 #include <chrono>
@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "autograd/cpu/bf16/gemm_bf16.h"
-#include "gemm_blocks.h"
-#include "gemm_kernels.h"
-#include "autograd/cpu/threads/parallel.h"
+#include "patchgrad/autograd/cpu/bf16/gemm_bf16.h"
+#include "patchgrad/autograd/cpu/gemm/gemm_blocks.h"
+#include "patchgrad/autograd/cpu/gemm/gemm_kernels.h"
+#include "patchgrad/autograd/cpu/threads/parallel.h"
 
 #ifdef PATCHGRAD_USE_OPENBLAS
 #include <cblas.h>

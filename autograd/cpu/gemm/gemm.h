@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/tensor.h"
+#include "patchgrad/autograd/tensor.h"
 
 namespace patchgrad {
 

@@ -3,7 +3,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "gemm.h"
+#include "patchgrad/autograd/cpu/gemm/gemm.h"
 
 namespace patchgrad {
 

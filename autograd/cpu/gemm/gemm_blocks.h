@@ -22,7 +22,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "autograd/cpu/threads/parallel.h"
+#include "patchgrad/autograd/cpu/threads/parallel.h"
 
 namespace patchgrad {
 

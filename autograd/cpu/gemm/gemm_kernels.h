@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <string>
 
-#include "autograd/storage.h"
-#include "autograd/cpu/cpu_isa.h"
+#include "patchgrad/autograd/storage.h"
+#include "patchgrad/autograd/cpu/cpu_isa.h"
 
 namespace patchgrad {
 

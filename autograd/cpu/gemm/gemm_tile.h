@@ -30,7 +30,7 @@
 #include <cstring>
 #include <utility>
 
-#include "gemm_kernels.h"
+#include "patchgrad/autograd/cpu/gemm/gemm_kernels.h"
 
 namespace patchgrad {
 namespace {

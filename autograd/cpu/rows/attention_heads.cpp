@@ -1,14 +1,14 @@
 // attention_heads.cpp — the per-head attention kernel (attention_heads.h): gemm reads q, k and
 // v in place through their leading dimension 3D, and each head asks for the next one's memory
 // while it computes.
-#include "attention_heads.h"
+#include "patchgrad/autograd/cpu/rows/attention_heads.h"
 
 #include <algorithm>
 #include <limits>
 #include <vector>
 
-#include "autograd/cpu/gemm/gemm.h"
-#include "softmax_rows.h"
+#include "patchgrad/autograd/cpu/gemm/gemm.h"
+#include "patchgrad/autograd/cpu/rows/softmax_rows.h"
 
 namespace patchgrad {
 

@@ -24,7 +24,7 @@
 #include <cstring>
 #include <limits>
 
-#include "autograd/storage.h"
+#include "patchgrad/autograd/storage.h"
 
 namespace patchgrad {
 

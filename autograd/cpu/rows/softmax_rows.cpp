@@ -1,14 +1,14 @@
 // softmax_rows.cpp — softmax's forward kernels (softmax_rows.h), vectorised: the formula of
 // autograd/ops/softmax.cpp, run over groups of rows for the cache.
-#include "softmax_rows.h"
+#include "patchgrad/autograd/cpu/rows/softmax_rows.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
-#include "autograd/cpu/cpu_isa.h"
-#include "fast_math.h"
+#include "patchgrad/autograd/cpu/cpu_isa.h"
+#include "patchgrad/autograd/cpu/rows/fast_math.h"
 
 namespace patchgrad {
 

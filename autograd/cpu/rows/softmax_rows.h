@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "autograd/real.h"
+#include "patchgrad/autograd/real.h"
 
 namespace patchgrad {
 

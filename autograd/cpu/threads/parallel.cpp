@@ -1,4 +1,4 @@
-#include "parallel.h"
+#include "patchgrad/autograd/cpu/threads/parallel.h"
 
 #include <algorithm>
 #include <atomic>
@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "autograd/check.h"
+#include "patchgrad/autograd/check.h"
 
 namespace patchgrad {
 

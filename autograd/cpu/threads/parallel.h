@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/real.h"
+#include "patchgrad/autograd/real.h"
 
 namespace patchgrad {
 

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "autograd/io/atomic_file.h"
+#include "patchgrad/autograd/io/atomic_file.h"
 #include "test_util.h"
 
 namespace patchgrad {

@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "autograd/io/folder_lock.h"
+#include "patchgrad/autograd/io/folder_lock.h"
 #include "datasets/datasets_test_util.h"
 #include "test_util.h"
 

@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/json.h"
-#include "autograd/rng.h"
+#include "patchgrad/autograd/io/json.h"
+#include "patchgrad/autograd/rng.h"
 #include "catch.h"
 #include "test_util.h"
 

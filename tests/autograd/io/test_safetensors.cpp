@@ -1,7 +1,7 @@
 // Tests for safetensors.cpp. Files are written to a fresh temporary directory. Files in the
 // reference layout are assembled byte by byte here (not with save_safetensors), so the
 // reader is checked against the format, not against our own writer.
-#include "autograd/io/safetensors.h"
+#include "patchgrad/autograd/io/safetensors.h"
 
 #include <sys/stat.h>
 
@@ -14,7 +14,7 @@
 #include <random>
 #include <sstream>
 
-#include "autograd/io/files.h"
+#include "patchgrad/autograd/io/files.h"
 #include "catch.h"
 #include "test_util.h"
 

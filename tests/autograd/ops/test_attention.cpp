@@ -4,7 +4,7 @@
 #include <limits>
 #include <vector>
 
-#include "autograd/ops.h"
+#include "patchgrad/autograd/ops.h"
 #include "catch.h"
 #include "test_util.h"
 

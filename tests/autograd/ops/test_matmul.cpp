@@ -2,7 +2,7 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/ops.h"
+#include "patchgrad/autograd/ops.h"
 #include "catch.h"
 #include "test_util.h"
 

@@ -1,7 +1,7 @@
 #include <array>
 #include <cmath>
 
-#include "autograd/ops.h"
+#include "patchgrad/autograd/ops.h"
 #include "catch.h"
 #include "test_util.h"
 

@@ -1,7 +1,7 @@
 #include <cmath>
 
-#include "autograd/gradcheck.h"
-#include "autograd/ops.h"
+#include "patchgrad/autograd/gradcheck.h"
+#include "patchgrad/autograd/ops.h"
 #include "autograd/softplus_variants.h"
 #include "test_util.h"
 

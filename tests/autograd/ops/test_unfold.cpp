@@ -4,7 +4,7 @@
 #include <fstream>
 #include <string>
 
-#include "autograd/ops.h"
+#include "patchgrad/autograd/ops.h"
 #include "catch.h"
 #include "test_util.h"
 

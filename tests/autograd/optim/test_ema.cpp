@@ -1,5 +1,5 @@
 // Tests for ema.h: the exponential moving average of the weights.
-#include "autograd/optim/ema.h"
+#include "patchgrad/autograd/optim/ema.h"
 
 #include <cmath>
 

@@ -1,6 +1,6 @@
 #include <cmath>
 
-#include "autograd/optim/lr_schedule.h"
+#include "patchgrad/autograd/optim/lr_schedule.h"
 #include "catch.h"
 #include "test_util.h"
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <tuple>
 
-#include "autograd/ops.h"
-#include "autograd/optim/optimizer.h"
+#include "patchgrad/autograd/ops.h"
+#include "patchgrad/autograd/optim/optimizer.h"
 #include "catch.h"
 #include "test_util.h"
 

@@ -10,10 +10,10 @@
 #include "catch.h"
 #include "cli_test_util.h"
 #include "test_util.h"
-#include "vit/cli/cli.h"
-#include "vit/pictures/image_file.h"
-#include "vit/summary.h"
-#include "vit/train/metrics.h"
+#include "patchgrad/vit/cli/cli.h"
+#include "patchgrad/vit/pictures/image_file.h"
+#include "patchgrad/vit/summary.h"
+#include "patchgrad/vit/train/metrics.h"
 #include "vit/trainer_test_util.h"
 
 namespace patchgrad::cli {

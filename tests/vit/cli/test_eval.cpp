@@ -6,7 +6,7 @@
 #include "catch.h"
 #include "cli_test_util.h"
 #include "test_util.h"
-#include "vit/cli/cli.h"
+#include "patchgrad/vit/cli/cli.h"
 #include "vit/trainer_test_util.h"
 
 namespace patchgrad::cli {

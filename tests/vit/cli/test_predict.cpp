@@ -9,11 +9,11 @@
 
 #include "catch.h"
 #include "cli_test_util.h"
-#include "datasets/normalize.h"
+#include "patchgrad/datasets/normalize.h"
 #include "test_util.h"
-#include "vit/cli/cli.h"
-#include "vit/pictures/png.h"
-#include "vit/train/checkpoint.h"
+#include "patchgrad/vit/cli/cli.h"
+#include "patchgrad/vit/pictures/png.h"
+#include "patchgrad/vit/train/checkpoint.h"
 #include "vit/trainer_test_util.h"
 
 namespace patchgrad::cli {

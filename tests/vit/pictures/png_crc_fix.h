@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "vit/pictures/png.h"
+#include "patchgrad/vit/pictures/png.h"
 
 namespace patchgrad::test {
 

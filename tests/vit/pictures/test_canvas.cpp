@@ -1,7 +1,7 @@
 // Tests for vit/pictures/canvas.cpp: shapes land on the expected pixels and clip at the border, text
 // stays inside its measured box, colour maps have the documented ends and lightness, and
 // heatmaps, colour bars and compositions put colours where they belong.
-#include "vit/pictures/canvas.h"
+#include "patchgrad/vit/pictures/canvas.h"
 
 #include <climits>
 #include <cmath>
@@ -13,7 +13,7 @@
 
 #include "catch.h"
 #include "test_util.h"
-#include "vit/pictures/png.h"
+#include "patchgrad/vit/pictures/png.h"
 
 namespace patchgrad {
 namespace {

@@ -1,13 +1,13 @@
 // Tests for vit/pictures/chart.cpp: nice ticks and their labels, and charts that draw their series in
 // the palette colours whatever the input (empty, NaN, one point, constant), rejecting only
 // malformed series and sizes.
-#include "vit/pictures/chart.h"
+#include "patchgrad/vit/pictures/chart.h"
 
 #include <cmath>
 #include <set>
 #include <string>
 
-#include "autograd/rng.h"
+#include "patchgrad/autograd/rng.h"
 #include "catch.h"
 #include "test_util.h"
 

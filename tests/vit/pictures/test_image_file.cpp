@@ -2,17 +2,17 @@
 // filter (tests/data/pictures/, written by Python from vit/scripts/make_picture_fixtures.py),
 // the PNG writer's files read back, PPM, the conversion to a model's input, and damaged
 // files, each refused with one message naming the file.
-#include "vit/pictures/image_file.h"
+#include "patchgrad/vit/pictures/image_file.h"
 
 #include <string>
 #include <vector>
 
-#include "autograd/rng.h"
+#include "patchgrad/autograd/rng.h"
 #include "catch.h"
 #include "datasets/datasets_test_util.h"
 #include "test_util.h"
-#include "vit/pictures/deflate.h"
-#include "vit/pictures/png.h"
+#include "patchgrad/vit/pictures/deflate.h"
+#include "patchgrad/vit/pictures/png.h"
 #include "vit/pictures/png_crc_fix.h"
 
 namespace patchgrad {

@@ -1,7 +1,7 @@
 // Tests for vit/pictures/inflate.cpp: streams Python's zlib wrote (tests/data/pictures/,
 // made by vit/scripts/make_picture_fixtures.py) in each block type, the compressor of
 // deflate.cpp read back, and hand-made broken streams, each refused with its own message.
-#include "vit/pictures/inflate.h"
+#include "patchgrad/vit/pictures/inflate.h"
 
 #include <string>
 #include <vector>
@@ -9,7 +9,7 @@
 #include "catch.h"
 #include "datasets/datasets_test_util.h"
 #include "test_util.h"
-#include "vit/pictures/deflate.h"
+#include "patchgrad/vit/pictures/deflate.h"
 
 namespace patchgrad {
 namespace {

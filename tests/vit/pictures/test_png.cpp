@@ -4,7 +4,7 @@
 // and the PNG chunks and filters. It also records what the stream contains (block types,
 // matches), so the tests can check that the edge cases they aim at are really exercised.
 // Files go to a fresh temporary directory.
-#include "vit/pictures/png.h"
+#include "patchgrad/vit/pictures/png.h"
 
 #include <algorithm>
 #include <cmath>
@@ -15,11 +15,11 @@
 #include <stdexcept>
 #include <string>
 
-#include "autograd/rng.h"
+#include "patchgrad/autograd/rng.h"
 #include "catch.h"
 #include "test_util.h"
-#include "vit/pictures/chart.h"
-#include "vit/pictures/deflate.h"
+#include "patchgrad/vit/pictures/chart.h"
+#include "patchgrad/vit/pictures/deflate.h"
 
 namespace patchgrad {
 namespace {

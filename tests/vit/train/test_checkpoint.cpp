@@ -6,11 +6,11 @@
 #include <filesystem>
 #include <limits>
 
-#include "autograd/optim/optimizer.h"
-#include "autograd/version.h"
-#include "layers/state_dict.h"
+#include "patchgrad/autograd/optim/optimizer.h"
+#include "patchgrad/autograd/version.h"
+#include "patchgrad/layers/state_dict.h"
 #include "test_util.h"
-#include "vit/train/checkpoint.h"
+#include "patchgrad/vit/train/checkpoint.h"
 #include "vit/trainer_test_util.h"
 #include "vit/vit_test_util.h"
 

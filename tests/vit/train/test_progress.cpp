@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "test_util.h"
-#include "vit/train/progress.h"
+#include "patchgrad/vit/train/progress.h"
 
 using namespace patchgrad;
 using namespace patchgrad::test;

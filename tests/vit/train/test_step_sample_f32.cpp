@@ -3,10 +3,10 @@
 #include <cmath>
 #include <string>
 
-#include "autograd/cpu/bf16/gemm_bf16.h"
+#include "patchgrad/autograd/cpu/bf16/gemm_bf16.h"
 #include "test_util.h"
-#include "vit/train/step_sample.h"
-#include "vit/train/train_options.h"
+#include "patchgrad/vit/train/step_sample.h"
+#include "patchgrad/vit/train/train_options.h"
 
 using namespace patchgrad;
 

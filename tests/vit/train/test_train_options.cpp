@@ -8,11 +8,11 @@
 #include <algorithm>
 #include <set>
 
-#include "autograd/cpu/threads/parallel.h"
-#include "autograd/optim/lr_schedule.h"
+#include "patchgrad/autograd/cpu/threads/parallel.h"
+#include "patchgrad/autograd/optim/lr_schedule.h"
 #include "test_util.h"
-#include "vit/cli/cli.h"
-#include "vit/summary.h"
+#include "patchgrad/vit/cli/cli.h"
+#include "patchgrad/vit/summary.h"
 #include "vit/trainer_test_util.h"
 
 using namespace patchgrad;

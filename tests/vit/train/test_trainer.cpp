@@ -11,11 +11,11 @@
 #include <limits>
 #include <map>
 
-#include "autograd/cpu/threads/parallel.h"
-#include "autograd/io/folder_lock.h"
-#include "datasets/normalize.h"
+#include "patchgrad/autograd/cpu/threads/parallel.h"
+#include "patchgrad/autograd/io/folder_lock.h"
+#include "patchgrad/datasets/normalize.h"
 #include "test_util.h"
-#include "vit/summary.h"
+#include "patchgrad/vit/summary.h"
 #include "vit/trainer_test_util.h"
 #include "vit/vit_test_util.h"
 

@@ -2,7 +2,7 @@
 // tiny ViT and synthetic CIFAR-10 of test_trainer.cpp, in float32 (bf16 exists only there).
 #include <cmath>
 
-#include "autograd/cpu/bf16/gemm_bf16.h"
+#include "patchgrad/autograd/cpu/bf16/gemm_bf16.h"
 #include "test_util.h"
 #include "vit/trainer_test_util.h"
 

@@ -3,7 +3,7 @@
 #include <limits>
 #include <vector>
 
-#include "autograd/cpu/gemm/gemm.h"
+#include "patchgrad/autograd/cpu/gemm/gemm.h"
 #include "autograd/determinism_util.h"
 #include "catch.h"
 #include "test_util.h"

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include "autograd/cpu/rows/fast_math.h"
+#include "patchgrad/autograd/cpu/rows/fast_math.h"
 #include "test_util.h"
 
 using namespace patchgrad;

@@ -4,8 +4,8 @@
 #include <cstring>
 #include <vector>
 
-#include "autograd/cpu/rows/softmax_rows.h"
-#include "autograd/ops.h"
+#include "patchgrad/autograd/cpu/rows/softmax_rows.h"
+#include "patchgrad/autograd/ops.h"
 #include "test_util.h"
 
 using namespace patchgrad;

@@ -8,9 +8,9 @@
 #include <thread>
 #include <vector>
 
-#include "autograd/cpu/threads/parallel.h"
+#include "patchgrad/autograd/cpu/threads/parallel.h"
 #include "autograd/determinism_util.h"
-#include "autograd/ops.h"
+#include "patchgrad/autograd/ops.h"
 #include "test_util.h"
 
 using namespace patchgrad;

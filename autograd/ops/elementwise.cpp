@@ -4,11 +4,12 @@
 // f(x, y) and its partial derivatives df/dx(x, y, out) and df/dy(x, y, out) (add of two
 // tensors of one shape, every residual connection, takes a shortcut: add_same_shape); every
 // unary op through one loop parametrised by f(x) and df/dx(x, out). Adding an op is one line
-// of maths, not another copy of the loops.
+// of maths, not another copy of the loops. How the helper walks the rows: broadcast.h.
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
+#include "patchgrad/autograd/broadcast.h"
 #include "patchgrad/autograd/cpu/threads/parallel.h"
 #include "patchgrad/autograd/grad_fast_paths.h"
 #include "patchgrad/autograd/ops.h"
@@ -33,105 +34,6 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
 }
 
 namespace {
-
-// The iteration plan of a broadcast op: the output seen as `rows` rows of `inner` elements,
-// and where each row starts in a and in b. Axes of size 1 are dropped and neighbouring
-// axes along which each operand either moves in both or is stretched in both are merged,
-// so the cases that dominate a ViT need almost no bookkeeping:
-//   same shape                  -> one row of numel elements
-//   [B, N, D] + [D]  (bias)     -> B*N rows of D; b restarts at every row
-//   [B, N, D] * []   (scalar)   -> one row of numel elements; b never moves
-// Along the inner axis each operand either moves one element per step or stays put
-// (a_step / b_step). Along the outer axes a_stride / b_stride are 0 where it is stretched.
-struct Broadcast {
-    std::vector<int64_t> outer;               // sizes of the merged outer axes
-    std::vector<int64_t> a_stride, b_stride;  // per outer axis, in elements
-    int64_t rows = 1, inner = 1;
-    bool a_step = true, b_step = true;
-    bool a_whole = true, b_whole = true;  // moves along every axis: one element per output
-};
-
-Broadcast plan_broadcast(const Shape& a, const Shape& b, const Shape& out) {
-    struct Axis {
-        int64_t size;
-        bool a_moves, b_moves;
-    };
-    std::vector<Axis> axes;
-    const size_t ndim = out.size();
-    for (size_t k = 0; k < ndim; ++k) {
-        if (out[k] == 1) continue;
-        const bool a_moves = k + a.size() >= ndim && a[k + a.size() - ndim] != 1;
-        const bool b_moves = k + b.size() >= ndim && b[k + b.size() - ndim] != 1;
-        if (!axes.empty() && axes.back().a_moves == a_moves && axes.back().b_moves == b_moves)
-            axes.back().size *= out[k];
-        else
-            axes.push_back({out[k], a_moves, b_moves});
-    }
-    if (axes.empty()) axes.push_back({1, true, true});  // every operand holds one element
-
-    Broadcast bc;
-    for (const Axis& axis : axes) {
-        bc.a_whole = bc.a_whole && axis.a_moves;
-        bc.b_whole = bc.b_whole && axis.b_moves;
-    }
-    bc.inner = axes.back().size;
-    bc.a_step = axes.back().a_moves;
-    bc.b_step = axes.back().b_moves;
-    const size_t n_outer = axes.size() - 1;
-    bc.outer.resize(n_outer);
-    bc.a_stride.resize(n_outer);
-    bc.b_stride.resize(n_outer);
-    int64_t a_extent = bc.a_step ? bc.inner : 1;  // elements of a spanned by the axes inside
-    int64_t b_extent = bc.b_step ? bc.inner : 1;
-    for (size_t j = n_outer; j-- > 0;) {
-        bc.outer[j] = axes[j].size;
-        bc.a_stride[j] = axes[j].a_moves ? a_extent : 0;
-        bc.b_stride[j] = axes[j].b_moves ? b_extent : 0;
-        if (axes[j].a_moves) a_extent *= axes[j].size;
-        if (axes[j].b_moves) b_extent *= axes[j].size;
-        bc.rows *= axes[j].size;
-    }
-    return bc;
-}
-
-// Calls row(a_offset, b_offset, out_offset, n) on runs of n elements covering every row,
-// walking the outer axes like an odometer: the offsets are updated incrementally, never
-// recomputed from an index. With `parallel`, threads take disjoint blocks of rows (a single
-// long row is cut into pieces): only safe when no two runs write the same element, which is
-// always so for the output and for the gradient of an operand that is nowhere stretched.
-template <class RowFn>
-void for_each_row(const Broadcast& bc, bool parallel, RowFn&& row) {
-    const int64_t grain = kElementGrain;
-    if (bc.rows == 1) {
-        parallel_for(bc.inner, parallel ? grain : bc.inner, [&](int64_t begin, int64_t end) {
-            row(bc.a_step ? begin : 0, bc.b_step ? begin : 0, begin, end - begin);
-        });
-        return;
-    }
-    const int64_t row_grain = parallel ? std::max<int64_t>(1, grain / bc.inner) : bc.rows;
-    parallel_for(bc.rows, row_grain, [&](int64_t row_begin, int64_t row_end) {
-        // The odometer's position at row_begin, read off its digits from the last outer axis.
-        std::vector<int64_t> index(bc.outer.size(), 0);
-        int64_t ia = 0, ib = 0, rest = row_begin;
-        for (size_t j = bc.outer.size(); j-- > 0;) {
-            index[j] = rest % bc.outer[j];
-            rest /= bc.outer[j];
-            ia += index[j] * bc.a_stride[j];
-            ib += index[j] * bc.b_stride[j];
-        }
-        for (int64_t r = row_begin; r < row_end; ++r) {
-            row(ia, ib, r * bc.inner, bc.inner);
-            for (size_t j = bc.outer.size(); j-- > 0;) {
-                ia += bc.a_stride[j];
-                ib += bc.b_stride[j];
-                if (++index[j] < bc.outer[j]) break;
-                ia -= bc.a_stride[j] * bc.outer[j];
-                ib -= bc.b_stride[j] * bc.outer[j];
-                index[j] = 0;
-            }
-        }
-    });
-}
 
 // One row of the forward. SA, SB (0 or 1) are the operands' steps, fixed at compile time so
 // that a stretched operand becomes a constant the loop can vectorise around.

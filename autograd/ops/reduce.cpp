@@ -1,39 +1,18 @@
 // reduce.cpp — sum, mean and max, over the whole tensor or along one axis.
 //
 // A reduction along an axis sees the input as [outer, n, inner] (n is the reduced axis,
-// outer and inner the products of the axes before and after it) and the output as
-// [outer, inner], so whatever the axis the loops run over contiguous rows of inner elements.
+// outer and inner the products of the axes before and after it: view_axis, strided.h) and the
+// output as [outer, inner], so whatever the axis the loops run over contiguous rows of inner elements.
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
 #include "patchgrad/autograd/ops.h"
+#include "patchgrad/autograd/strided.h"
 
 namespace patchgrad {
 
 namespace {
-
-// [snippet:axis-view]
-struct AxisView {
-    int64_t axis = 0;  // normalised
-    int64_t outer = 1, n = 1, inner = 1;
-    Shape out_shape;
-};
-
-AxisView view_axis(const Shape& shape, int64_t axis, bool keepdim, const char* op) {
-    AxisView v;
-    v.axis = normalize_axis(axis, shape, op);
-    v.n = shape[v.axis];
-    for (int64_t k = 0; k < v.axis; ++k) v.outer *= shape[k];
-    for (size_t k = v.axis + 1; k < shape.size(); ++k) v.inner *= shape[k];
-    v.out_shape = shape;
-    if (keepdim)
-        v.out_shape[v.axis] = 1;
-    else
-        v.out_shape.erase(v.out_shape.begin() + v.axis);
-    return v;
-}
-// [/snippet:axis-view]
 
 Tensor sum_axis(const char* op, const Tensor& a, int64_t axis, bool keepdim, bool mean);
 

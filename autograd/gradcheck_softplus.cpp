@@ -2,8 +2,8 @@
 // tells a right softplus backward from wrong ones (gradcheck.h).
 #include <vector>
 
-#include "patchgrad/autograd/ops.h"
 #include "patchgrad/autograd/gradcheck.h"
+#include "patchgrad/autograd/ops.h"
 #include "patchgrad/autograd/rng.h"
 
 namespace patchgrad {

@@ -111,7 +111,8 @@ Tensor MultiHeadSelfAttention::forward_step_by_step(const Tensor& x, const std::
 Tensor MultiHeadSelfAttention::forward_fused(const Tensor& x, const std::vector<bool>& patch_mask) {
     check_input(x, patch_mask);
     const Tensor mask = patch_mask.empty() ? Tensor() : key_mask_bias(patch_mask, x.size(1));
-    const Tensor out = scaled_dot_product_attention(qkv->forward(x), heads, mask, scale, record_ ? &attention_ : nullptr);
+    const Tensor out =
+        scaled_dot_product_attention(qkv->forward(x), heads, mask, scale, record_ ? &attention_ : nullptr);
     return proj_drop->forward(proj->forward(out));
 }
 

@@ -19,9 +19,9 @@
 #include <typeinfo>
 #include <vector>
 
+#include "catch.h"
 #include "patchgrad/autograd/rng.h"
 #include "patchgrad/autograd/tensor.h"
-#include "catch.h"
 
 #ifdef PATCHGRAD_DOUBLE
 #include "patchgrad/autograd/gradcheck.h"

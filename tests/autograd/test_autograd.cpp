@@ -3,12 +3,12 @@
 #include <cmath>
 #include <memory>
 
+#include "catch.h"
 #include "patchgrad/autograd/grad_fast_paths.h"
 #include "patchgrad/autograd/ops.h"
 #include "patchgrad/autograd/optim/optimizer.h"
 #include "patchgrad/autograd/rng.h"
 #include "patchgrad/autograd/tensor.h"
-#include "catch.h"
 #include "test_util.h"
 
 using namespace patchgrad;

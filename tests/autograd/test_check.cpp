@@ -3,9 +3,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "catch.h"
 #include "patchgrad/autograd/check.h"
 #include "patchgrad/autograd/tensor.h"
-#include "catch.h"
 
 using namespace patchgrad;
 

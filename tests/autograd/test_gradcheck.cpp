@@ -1,7 +1,7 @@
 // gradcheck itself: it must pass correct gradients, catch wrong ones, and report where.
+#include "catch.h"
 #include "patchgrad/autograd/gradcheck.h"
 #include "patchgrad/autograd/ops.h"
-#include "catch.h"
 #include "test_util.h"
 
 using namespace patchgrad;

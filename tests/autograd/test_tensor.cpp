@@ -4,10 +4,10 @@
 #include <set>
 #include <sstream>
 
+#include "catch.h"
 #include "patchgrad/autograd/ops.h"
 #include "patchgrad/autograd/rng.h"
 #include "patchgrad/autograd/tensor.h"
-#include "catch.h"
 #include "test_util.h"
 
 using namespace patchgrad;

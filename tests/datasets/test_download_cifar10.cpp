@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "catch.h"
-#include "patchgrad/datasets/cifar10.h"
 #include "datasets_test_util.h"
+#include "patchgrad/datasets/cifar10.h"
 #include "test_util.h"
 
 namespace patchgrad {

@@ -15,8 +15,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "tests/vit/pictures/png_crc_fix.h"
 #include "patchgrad/vit/pictures/image_file.h"
+#include "tests/vit/pictures/png_crc_fix.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string bytes(reinterpret_cast<const char*>(data), size);

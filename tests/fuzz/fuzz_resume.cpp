@@ -27,9 +27,9 @@
 
 #include "patchgrad/autograd/io/safetensors.h"
 #include "patchgrad/autograd/optim/optimizer.h"
-#include "tests/vit/metadata_mutator.h"
 #include "patchgrad/vit/train/checkpoint.h"
 #include "patchgrad/vit/train/train_options.h"
+#include "tests/vit/metadata_mutator.h"
 
 namespace {
 

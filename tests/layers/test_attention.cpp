@@ -3,8 +3,8 @@
 #include <memory>
 
 #include "catch.h"
-#include "patchgrad/layers/attention.h"
 #include "layers/layer_test_util.h"
+#include "patchgrad/layers/attention.h"
 #include "test_util.h"
 
 namespace patchgrad {

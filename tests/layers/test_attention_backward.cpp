@@ -3,8 +3,8 @@
 #include <cmath>
 #include <vector>
 
-#include "patchgrad/autograd/ops.h"
 #include "catch.h"
+#include "patchgrad/autograd/ops.h"
 #include "patchgrad/layers/attention_backward.h"
 #include "test_util.h"
 

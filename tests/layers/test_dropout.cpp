@@ -1,8 +1,8 @@
 #include <memory>
 
 #include "catch.h"
-#include "patchgrad/layers/dropout.h"
 #include "layers/layer_test_util.h"
+#include "patchgrad/layers/dropout.h"
 #include "test_util.h"
 
 namespace patchgrad {

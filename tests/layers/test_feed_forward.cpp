@@ -2,8 +2,8 @@
 #include <memory>
 
 #include "catch.h"
-#include "patchgrad/layers/feed_forward.h"
 #include "layers/layer_test_util.h"
+#include "patchgrad/layers/feed_forward.h"
 #include "test_util.h"
 
 namespace patchgrad {

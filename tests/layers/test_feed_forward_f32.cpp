@@ -1,8 +1,8 @@
 // test_feed_forward_f32.cpp — the MLP's hidden size in the float32 build, where `real` is float:
 // the ratio must not pass through it (layers/feed_forward.cpp says why).
 #include "patchgrad/layers/feed_forward.h"
-#include "test_util.h"
 #include "patchgrad/vit/vision_transformer.h"
+#include "test_util.h"
 
 using namespace patchgrad;
 

@@ -1,8 +1,8 @@
 #include <cmath>
 
 #include "catch.h"
-#include "patchgrad/layers/layer_norm.h"
 #include "layers/layer_test_util.h"
+#include "patchgrad/layers/layer_norm.h"
 #include "test_util.h"
 
 namespace patchgrad {

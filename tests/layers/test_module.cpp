@@ -2,10 +2,10 @@
 #include <stdexcept>
 
 #include "catch.h"
+#include "layers/layer_test_util.h"
 #include "patchgrad/layers/activation.h"
 #include "patchgrad/layers/dropout.h"
 #include "patchgrad/layers/feed_forward.h"
-#include "layers/layer_test_util.h"
 #include "patchgrad/layers/linear.h"
 #include "patchgrad/layers/sequential.h"
 #include "test_util.h"

@@ -2,9 +2,9 @@
 #include <memory>
 
 #include "catch.h"
+#include "layers/layer_test_util.h"
 #include "patchgrad/layers/activation.h"
 #include "patchgrad/layers/dropout.h"
-#include "layers/layer_test_util.h"
 #include "patchgrad/layers/linear.h"
 #include "patchgrad/layers/sequential.h"
 #include "test_util.h"

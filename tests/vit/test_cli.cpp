@@ -4,9 +4,9 @@
 
 #include <csignal>
 
+#include "catch.h"
 #include "patchgrad/autograd/cpu/bf16/gemm_bf16.h"
 #include "patchgrad/autograd/version.h"
-#include "catch.h"
 #include "test_util.h"
 
 namespace patchgrad::cli {

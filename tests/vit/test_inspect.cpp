@@ -10,10 +10,10 @@
 #include <numeric>
 
 #include "catch.h"
-#include "patchgrad/datasets/cifar10.h"
 #include "datasets/datasets_test_util.h"
-#include "test_util.h"
+#include "patchgrad/datasets/cifar10.h"
 #include "patchgrad/vit/train/checkpoint.h"
+#include "test_util.h"
 #include "vit/trainer_test_util.h"
 #include "vit/vit_test_util.h"
 

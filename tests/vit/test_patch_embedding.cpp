@@ -1,6 +1,6 @@
 #include "catch.h"
-#include "test_util.h"
 #include "patchgrad/vit/patch_embedding.h"
+#include "test_util.h"
 #include "vit_test_util.h"
 
 namespace patchgrad::test {

@@ -1,8 +1,8 @@
 #include <cmath>
 
 #include "catch.h"
-#include "test_util.h"
 #include "patchgrad/vit/positional_encoding.h"
+#include "test_util.h"
 #include "vit_test_util.h"
 
 namespace patchgrad::test {

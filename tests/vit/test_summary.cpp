@@ -3,9 +3,9 @@
 #include <set>
 
 #include "catch.h"
-#include "test_util.h"
 #include "patchgrad/vit/summary.h"
 #include "patchgrad/vit/vision_transformer.h"
+#include "test_util.h"
 #include "vit_test_util.h"
 
 namespace patchgrad::test {

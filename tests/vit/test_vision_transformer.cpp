@@ -1,10 +1,10 @@
 #include <set>
 
-#include "patchgrad/autograd/cpu/threads/parallel.h"
 #include "catch.h"
-#include "test_util.h"
+#include "patchgrad/autograd/cpu/threads/parallel.h"
 #include "patchgrad/vit/summary.h"
 #include "patchgrad/vit/vision_transformer.h"
+#include "test_util.h"
 #include "vit_test_util.h"
 
 namespace patchgrad::test {

@@ -1,7 +1,7 @@
 #include "catch.h"
 #include "patchgrad/layers/state_dict.h"
-#include "test_util.h"
 #include "patchgrad/vit/vit_block.h"
+#include "test_util.h"
 #include "vit_test_util.h"
 
 namespace patchgrad::test {

@@ -11,12 +11,12 @@
 #include <cmath>
 #include <string>
 
+#include "catch.h"
 #include "patchgrad/autograd/io/safetensors.h"
 #include "patchgrad/autograd/ops.h"
-#include "catch.h"
 #include "patchgrad/layers/state_dict.h"
-#include "test_util.h"
 #include "patchgrad/vit/vision_transformer.h"
+#include "test_util.h"
 
 namespace patchgrad {
 namespace {

@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "catch.h"
-#include "patchgrad/datasets/cifar10.h"
 #include "datasets/datasets_test_util.h"
-#include "test_util.h"
-#include "vit/metadata_mutator.h"
+#include "patchgrad/datasets/cifar10.h"
 #include "patchgrad/vit/train/trainer.h"
 #include "patchgrad/vit/vision_transformer.h"
+#include "test_util.h"
+#include "vit/metadata_mutator.h"
 
 namespace patchgrad::test {
 

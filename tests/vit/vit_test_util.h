@@ -7,8 +7,8 @@
 
 #include "patchgrad/autograd/ops.h"
 #include "patchgrad/layers/module.h"
-#include "test_util.h"
 #include "patchgrad/vit/vision_transformer.h"
+#include "test_util.h"
 
 namespace patchgrad::test {
 

@@ -18,9 +18,9 @@
 #include "patchgrad/autograd/gradcheck.h"
 #include "patchgrad/autograd/ops.h"
 #include "patchgrad/autograd/rng.h"
-#include "tutorials/tutorial.h"
 #include "patchgrad/vit/pictures/canvas.h"
 #include "patchgrad/vit/pictures/chart.h"
+#include "tutorials/tutorial.h"
 
 using namespace patchgrad;
 

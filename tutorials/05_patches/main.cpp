@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "patchgrad/autograd/ops.h"
-#include "tutorials/tutorial.h"
 #include "patchgrad/vit/patcher.h"
 #include "patchgrad/vit/pictures/canvas.h"
+#include "tutorials/tutorial.h"
 
 using namespace patchgrad;
 

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "patchgrad/autograd/ops.h"
-#include "tutorials/tutorial.h"
 #include "patchgrad/vit/patch_embedding.h"
 #include "patchgrad/vit/pictures/canvas.h"
 #include "patchgrad/vit/positional_encoding.h"
+#include "tutorials/tutorial.h"
 
 using namespace patchgrad;
 

@@ -13,9 +13,9 @@
 
 #include "patchgrad/autograd/ops.h"
 #include "patchgrad/layers/attention.h"
-#include "tutorials/tutorial.h"
 #include "patchgrad/vit/pictures/canvas.h"
 #include "patchgrad/vit/positional_encoding.h"
+#include "tutorials/tutorial.h"
 
 using namespace patchgrad;
 

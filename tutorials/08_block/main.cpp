@@ -19,10 +19,10 @@
 #include "patchgrad/autograd/rng.h"
 #include "patchgrad/layers/drop_path.h"
 #include "patchgrad/layers/feed_forward.h"
-#include "tutorials/tutorial.h"
 #include "patchgrad/vit/pictures/canvas.h"
 #include "patchgrad/vit/pictures/chart.h"
 #include "patchgrad/vit/vit_block.h"
+#include "tutorials/tutorial.h"
 
 using namespace patchgrad;
 
@@ -93,7 +93,7 @@ void block_on_a_batch() {
     const int64_t D = 8;
     ViTBlock block(block_config(D, 2), rng, nullptr);
     Tensor z = Tensor::uniform({2, 5, D}, -1, 1, rng);  // z_{l-1} [B, N+1, D]
-    const Tensor z_out = block.forward(z);  // z_l [B, N+1, D]
+    const Tensor z_out = block.forward(z);              // z_l [B, N+1, D]
     std::cout << "z " << shape_str(z.shape()) << " -> z_l " << shape_str(z_out.shape()) << "\n";
 
     // LN normalises each token over its D features (weight 1, bias 0 at initialisation).

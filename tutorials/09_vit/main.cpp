@@ -19,9 +19,9 @@
 #include "patchgrad/autograd/ops.h"
 #include "patchgrad/autograd/rng.h"
 #include "patchgrad/layers/linear.h"
-#include "tutorials/tutorial.h"
 #include "patchgrad/vit/summary.h"
 #include "patchgrad/vit/vision_transformer.h"
+#include "tutorials/tutorial.h"
 
 using namespace patchgrad;
 
@@ -85,7 +85,8 @@ void assemble() {
               << shape_str(model.patch_embed->patcher->forward(images).shape()) << " -> x_p E "
               << shape_str(model.patch_embed->forward(images).shape()) << " -> logits " << shape_str(logits.shape())
               << "\n";
-    std::cout << "the blocks' tokens: A of block 0 " << shape_str(A.shape()) << ", N + 1 = 16 patches + the class token\n";
+    std::cout << "the blocks' tokens: A of block 0 " << shape_str(A.shape())
+              << ", N + 1 = 16 patches + the class token\n";
     // Every step works on each image alone (LN per token, attention within a sequence).
     Tensor changed = images.detach();
     for (int64_t i = changed.numel() / 2; i < changed.numel(); ++i) changed.data()[i] = 0;

@@ -22,11 +22,11 @@
 #include "patchgrad/datasets/mixup.h"
 #include "patchgrad/datasets/normalize.h"
 #include "patchgrad/datasets/split.h"
-#include "tutorials/tutorial.h"
 #include "patchgrad/vit/inspect.h"
 #include "patchgrad/vit/pictures/canvas.h"
 #include "patchgrad/vit/pictures/chart.h"
 #include "patchgrad/vit/train/trainer.h"
+#include "tutorials/tutorial.h"
 
 using namespace patchgrad;
 namespace fs = std::filesystem;

@@ -14,8 +14,8 @@
 #include "patchgrad/autograd/optim/optimizer.h"
 #include "patchgrad/datasets/cifar10.h"
 #include "patchgrad/datasets/normalize.h"
-#include "tutorials/tutorial.h"
 #include "patchgrad/vit/inspect.h"
+#include "tutorials/tutorial.h"
 
 using namespace patchgrad;
 namespace fs = std::filesystem;

@@ -26,8 +26,8 @@
 #include <string>
 #include <vector>
 
-#include "patchgrad/autograd/io/atomic_file.h"
 #include "chapter_check.h"
+#include "patchgrad/autograd/io/atomic_file.h"
 #include "tool_io.h"
 
 namespace fs = std::filesystem;

@@ -20,12 +20,12 @@
 #include "patchgrad/layers/linear.h"
 #include "patchgrad/layers/sequential.h"
 #include "patchgrad/layers/state_dict.h"
-#include "probe.h"
-#include "tests/autograd/softplus_variants.h"
 #include "patchgrad/vit/positional_encoding.h"
 #include "patchgrad/vit/summary.h"
 #include "patchgrad/vit/vision_transformer.h"
 #include "patchgrad/vit/vit_block.h"
+#include "probe.h"
+#include "tests/autograd/softplus_variants.h"
 
 namespace patchgrad::grading {
 

@@ -25,9 +25,9 @@
 #include <string>
 #include <vector>
 
+#include "patchgrad/autograd/cpu/bf16/gemm_bf16.h"
 #include "patchgrad/autograd/cpu/cpu_isa.h"
 #include "patchgrad/autograd/cpu/gemm/gemm.h"
-#include "patchgrad/autograd/cpu/bf16/gemm_bf16.h"
 #include "patchgrad/autograd/cpu/threads/parallel.h"
 #include "patchgrad/autograd/ops.h"
 #include "patchgrad/autograd/optim/optimizer.h"

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "patchgrad/autograd/cpu/cpu_isa.h"
 #include "patchgrad/autograd/cpu/bf16/gemm_bf16.h"
+#include "patchgrad/autograd/cpu/cpu_isa.h"
 #include "patchgrad/autograd/storage.h"
 #include "patchgrad/autograd/version.h"
 #include "patchgrad/vit/cli/cli.h"

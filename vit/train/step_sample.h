@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "patchgrad/autograd/cpu/bf16/gemm_bf16.h"
-#include "patchgrad/autograd/tensor.h"
 #include "patchgrad/autograd/precision.h"
+#include "patchgrad/autograd/tensor.h"
 
 namespace patchgrad {
 

@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <string>
 
-#include "patchgrad/autograd/storage.h"
 #include "patchgrad/autograd/cpu/cpu_isa.h"
+#include "patchgrad/autograd/storage.h"
 
 namespace patchgrad {
 

@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "autograd/determinism_util.h"
+#include "catch.h"
 #include "patchgrad/autograd/cpu/cpu_isa.h"
 #include "patchgrad/autograd/cpu/gemm/gemm.h"
 #include "patchgrad/autograd/cpu/gemm/gemm_kernels.h"
-#include "autograd/determinism_util.h"
-#include "catch.h"
 #include "test_util.h"
 
 namespace patchgrad {

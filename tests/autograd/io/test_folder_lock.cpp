@@ -4,8 +4,8 @@
 #include <memory>
 #include <string>
 
-#include "patchgrad/autograd/io/folder_lock.h"
 #include "datasets/datasets_test_util.h"
+#include "patchgrad/autograd/io/folder_lock.h"
 #include "test_util.h"
 
 namespace patchgrad {

@@ -3,9 +3,9 @@
 #include <string>
 #include <vector>
 
+#include "catch.h"
 #include "patchgrad/autograd/io/json.h"
 #include "patchgrad/autograd/rng.h"
-#include "catch.h"
 #include "test_util.h"
 
 namespace patchgrad {

@@ -14,8 +14,8 @@
 #include <random>
 #include <sstream>
 
-#include "patchgrad/autograd/io/files.h"
 #include "catch.h"
+#include "patchgrad/autograd/io/files.h"
 #include "test_util.h"
 
 namespace patchgrad {

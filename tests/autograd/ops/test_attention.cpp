@@ -4,8 +4,8 @@
 #include <limits>
 #include <vector>
 
-#include "patchgrad/autograd/ops.h"
 #include "catch.h"
+#include "patchgrad/autograd/ops.h"
 #include "test_util.h"
 
 namespace patchgrad {

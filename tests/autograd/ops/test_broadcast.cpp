@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "patchgrad/autograd/ops.h"
 #include "catch.h"
+#include "patchgrad/autograd/ops.h"
 #include "test_util.h"
 
 using namespace patchgrad;

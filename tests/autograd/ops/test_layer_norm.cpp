@@ -1,7 +1,7 @@
 #include <cmath>
 
-#include "patchgrad/autograd/ops.h"
 #include "catch.h"
+#include "patchgrad/autograd/ops.h"
 #include "test_util.h"
 
 namespace patchgrad {

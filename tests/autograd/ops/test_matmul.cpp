@@ -2,8 +2,8 @@
 #include <utility>
 #include <vector>
 
-#include "patchgrad/autograd/ops.h"
 #include "catch.h"
+#include "patchgrad/autograd/ops.h"
 #include "test_util.h"
 
 namespace patchgrad {

@@ -1,8 +1,8 @@
 // Tests for shape.cpp: reshape, permute, transpose, concat, slice, select, gather_rows. The forward
 // references below work element by element through multi-indices (unravel / ravel), a
 // different route from the ops' block copies and odometer.
-#include "patchgrad/autograd/ops.h"
 #include "catch.h"
+#include "patchgrad/autograd/ops.h"
 #include "test_util.h"
 
 namespace patchgrad {

@@ -1,8 +1,8 @@
 #include <array>
 #include <cmath>
 
-#include "patchgrad/autograd/ops.h"
 #include "catch.h"
+#include "patchgrad/autograd/ops.h"
 #include "test_util.h"
 
 namespace patchgrad {

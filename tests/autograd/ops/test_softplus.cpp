@@ -1,8 +1,8 @@
 #include <cmath>
 
+#include "autograd/softplus_variants.h"
 #include "patchgrad/autograd/gradcheck.h"
 #include "patchgrad/autograd/ops.h"
-#include "autograd/softplus_variants.h"
 #include "test_util.h"
 
 using namespace patchgrad;

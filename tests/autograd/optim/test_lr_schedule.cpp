@@ -1,7 +1,7 @@
 #include <cmath>
 
-#include "patchgrad/autograd/optim/lr_schedule.h"
 #include "catch.h"
+#include "patchgrad/autograd/optim/lr_schedule.h"
 #include "test_util.h"
 
 namespace patchgrad {

@@ -11,9 +11,9 @@
 #include <string>
 #include <tuple>
 
+#include "catch.h"
 #include "patchgrad/autograd/ops.h"
 #include "patchgrad/autograd/optim/optimizer.h"
-#include "catch.h"
 #include "test_util.h"
 
 namespace patchgrad {

@@ -9,11 +9,11 @@
 
 #include "catch.h"
 #include "cli_test_util.h"
-#include "test_util.h"
 #include "patchgrad/vit/cli/cli.h"
 #include "patchgrad/vit/pictures/image_file.h"
 #include "patchgrad/vit/summary.h"
 #include "patchgrad/vit/train/metrics.h"
+#include "test_util.h"
 #include "vit/trainer_test_util.h"
 
 namespace patchgrad::cli {

@@ -5,8 +5,8 @@
 
 #include "catch.h"
 #include "cli_test_util.h"
-#include "test_util.h"
 #include "patchgrad/vit/cli/cli.h"
+#include "test_util.h"
 #include "vit/trainer_test_util.h"
 
 namespace patchgrad::cli {

@@ -3,16 +3,16 @@
 #include <string>
 #include <vector>
 
-#include "patchgrad/autograd/cpu/bf16/gemm_bf16.h"
 #include "catch.h"
 #include "cli_test_util.h"
+#include "patchgrad/autograd/cpu/bf16/gemm_bf16.h"
 #include "patchgrad/datasets/cifar10.h"
 #include "patchgrad/datasets/normalize.h"
-#include "test_util.h"
 #include "patchgrad/vit/cli/cli.h"
 #include "patchgrad/vit/train/checkpoint.h"
 #include "patchgrad/vit/train/evaluation.h"
 #include "patchgrad/vit/train/train_options.h"
+#include "test_util.h"
 #include "vit/trainer_test_util.h"
 
 namespace patchgrad::cli {

@@ -10,10 +10,10 @@
 #include "catch.h"
 #include "cli_test_util.h"
 #include "patchgrad/datasets/normalize.h"
-#include "test_util.h"
 #include "patchgrad/vit/cli/cli.h"
 #include "patchgrad/vit/pictures/png.h"
 #include "patchgrad/vit/train/checkpoint.h"
+#include "test_util.h"
 #include "vit/trainer_test_util.h"
 
 namespace patchgrad::cli {

@@ -12,8 +12,8 @@
 #include <sstream>
 
 #include "catch.h"
-#include "test_util.h"
 #include "patchgrad/vit/pictures/png.h"
+#include "test_util.h"
 
 namespace patchgrad {
 namespace {

@@ -7,8 +7,8 @@
 #include <set>
 #include <string>
 
-#include "patchgrad/autograd/rng.h"
 #include "catch.h"
+#include "patchgrad/autograd/rng.h"
 #include "test_util.h"
 
 namespace patchgrad {

@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "patchgrad/autograd/rng.h"
 #include "catch.h"
 #include "datasets/datasets_test_util.h"
-#include "test_util.h"
+#include "patchgrad/autograd/rng.h"
 #include "patchgrad/vit/pictures/deflate.h"
 #include "patchgrad/vit/pictures/png.h"
+#include "test_util.h"
 #include "vit/pictures/png_crc_fix.h"
 
 namespace patchgrad {

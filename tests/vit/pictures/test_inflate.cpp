@@ -8,8 +8,8 @@
 
 #include "catch.h"
 #include "datasets/datasets_test_util.h"
-#include "test_util.h"
 #include "patchgrad/vit/pictures/deflate.h"
+#include "test_util.h"
 
 namespace patchgrad {
 namespace {

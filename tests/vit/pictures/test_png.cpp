@@ -15,11 +15,11 @@
 #include <stdexcept>
 #include <string>
 
-#include "patchgrad/autograd/rng.h"
 #include "catch.h"
-#include "test_util.h"
+#include "patchgrad/autograd/rng.h"
 #include "patchgrad/vit/pictures/chart.h"
 #include "patchgrad/vit/pictures/deflate.h"
+#include "test_util.h"
 
 namespace patchgrad {
 namespace {

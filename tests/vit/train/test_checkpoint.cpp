@@ -9,8 +9,8 @@
 #include "patchgrad/autograd/optim/optimizer.h"
 #include "patchgrad/autograd/version.h"
 #include "patchgrad/layers/state_dict.h"
-#include "test_util.h"
 #include "patchgrad/vit/train/checkpoint.h"
+#include "test_util.h"
 #include "vit/trainer_test_util.h"
 #include "vit/vit_test_util.h"
 

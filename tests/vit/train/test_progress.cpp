@@ -5,8 +5,8 @@
 #include <limits>
 #include <sstream>
 
-#include "test_util.h"
 #include "patchgrad/vit/train/progress.h"
+#include "test_util.h"
 
 using namespace patchgrad;
 using namespace patchgrad::test;

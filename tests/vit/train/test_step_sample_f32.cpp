@@ -4,9 +4,9 @@
 #include <string>
 
 #include "patchgrad/autograd/cpu/bf16/gemm_bf16.h"
-#include "test_util.h"
 #include "patchgrad/vit/train/step_sample.h"
 #include "patchgrad/vit/train/train_options.h"
+#include "test_util.h"
 
 using namespace patchgrad;
 

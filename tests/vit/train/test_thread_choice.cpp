@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "patchgrad/autograd/cpu/threads/parallel.h"
 #include "autograd/determinism_util.h"
-#include "test_util.h"
+#include "patchgrad/autograd/cpu/threads/parallel.h"
 #include "patchgrad/vit/train/thread_choice.h"
+#include "test_util.h"
 
 using namespace patchgrad;
 using namespace patchgrad::test;

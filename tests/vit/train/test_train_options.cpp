@@ -10,9 +10,9 @@
 
 #include "patchgrad/autograd/cpu/threads/parallel.h"
 #include "patchgrad/autograd/optim/lr_schedule.h"
-#include "test_util.h"
 #include "patchgrad/vit/cli/cli.h"
 #include "patchgrad/vit/summary.h"
+#include "test_util.h"
 #include "vit/trainer_test_util.h"
 
 using namespace patchgrad;

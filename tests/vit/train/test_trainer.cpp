@@ -14,8 +14,8 @@
 #include "patchgrad/autograd/cpu/threads/parallel.h"
 #include "patchgrad/autograd/io/folder_lock.h"
 #include "patchgrad/datasets/normalize.h"
-#include "test_util.h"
 #include "patchgrad/vit/summary.h"
+#include "test_util.h"
 #include "vit/trainer_test_util.h"
 #include "vit/vit_test_util.h"
 

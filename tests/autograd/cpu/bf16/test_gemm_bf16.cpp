@@ -1,6 +1,6 @@
 // The float64 build has no bf16 products: it exists for gradient checks (gemm_bf16.h).
-#include "patchgrad/autograd/cpu/bf16/gemm_bf16.h"
 #include "catch.h"
+#include "patchgrad/autograd/cpu/bf16/gemm_bf16.h"
 
 namespace patchgrad {
 

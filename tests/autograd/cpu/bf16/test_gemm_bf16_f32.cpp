@@ -9,14 +9,14 @@
 #include <utility>
 #include <vector>
 
-#include "patchgrad/autograd/cpu/bf16/bf16.h"
-#include "patchgrad/autograd/cpu/gemm/gemm.h"
-#include "patchgrad/autograd/cpu/bf16/gemm_bf16.h"
-#include "patchgrad/autograd/cpu/bf16/gemm_bf16_amx_tile.h"
-#include "patchgrad/autograd/cpu/gemm/gemm_blocks.h"
-#include "patchgrad/autograd/cpu/gemm/gemm_kernels.h"
 #include "autograd/determinism_util.h"
 #include "catch.h"
+#include "patchgrad/autograd/cpu/bf16/bf16.h"
+#include "patchgrad/autograd/cpu/bf16/gemm_bf16.h"
+#include "patchgrad/autograd/cpu/bf16/gemm_bf16_amx_tile.h"
+#include "patchgrad/autograd/cpu/gemm/gemm.h"
+#include "patchgrad/autograd/cpu/gemm/gemm_blocks.h"
+#include "patchgrad/autograd/cpu/gemm/gemm_kernels.h"
 #include "test_util.h"
 #include "vit/vit_test_util.h"
 

@@ -4,11 +4,11 @@
 #include <limits>
 #include <vector>
 
+#include "autograd/determinism_util.h"
+#include "catch.h"
 #include "patchgrad/autograd/cpu/gemm/gemm.h"
 #include "patchgrad/autograd/cpu/gemm/gemm_blocks.h"
 #include "patchgrad/autograd/cpu/gemm/gemm_kernels.h"
-#include "autograd/determinism_util.h"
-#include "catch.h"
 #include "test_util.h"
 
 namespace patchgrad {

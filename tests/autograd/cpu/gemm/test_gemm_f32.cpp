@@ -3,9 +3,9 @@
 #include <limits>
 #include <vector>
 
-#include "patchgrad/autograd/cpu/gemm/gemm.h"
 #include "autograd/determinism_util.h"
 #include "catch.h"
+#include "patchgrad/autograd/cpu/gemm/gemm.h"
 #include "test_util.h"
 
 namespace patchgrad {

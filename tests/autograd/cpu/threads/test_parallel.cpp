@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
-#include "patchgrad/autograd/cpu/threads/parallel.h"
 #include "autograd/determinism_util.h"
+#include "patchgrad/autograd/cpu/threads/parallel.h"
 #include "patchgrad/autograd/ops.h"
 #include "test_util.h"
 

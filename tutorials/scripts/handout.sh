@@ -15,9 +15,10 @@
 # out when exercise NAME is handed out (a line `// [handout:NAME] CODE` then becomes CODE, to
 # stand in for it), and so is every mutation of tests/mutation/mutations.txt whose line of
 # backward code the handout no longer shows (its `find:` line would name the key line of a
-# handed-out backward, its label the terms of the derivative). Before it finishes, the script checks that no text file of DIR holds a line of
-# a selected exercise's reference code (answer_lines below); --check DIR runs that check alone on
-# an existing handout, against the reference code of this checkout.
+# handed-out backward, its label the terms of the derivative). Before it finishes, the script
+# checks that no text file of DIR holds a line of a selected exercise's reference code
+# (answer_lines below); --check DIR runs that check alone on an existing handout, against the
+# reference code of this checkout.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)

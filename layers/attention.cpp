@@ -68,9 +68,11 @@ void MultiHeadSelfAttention::check_input(const Tensor& x, const std::vector<bool
 
 Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<bool>& patch_mask) {
     // [hide:attention-backward]
+    // [hide:attention-forward]
     // The fused op computes what the steps compute; attention dropout needs A itself, so it
-    // takes the steps.
+    // takes the steps. (A handout of either attention exercise always takes the steps.)
     if (fused && !(attn_drop->training() && attn_drop->p > 0)) return forward_fused(x, patch_mask);
+    // [/hide:attention-forward]
     // [/hide:attention-backward]
     return forward_step_by_step(x, patch_mask);
 }

@@ -12,6 +12,7 @@ using namespace patchgrad::test;
 
 namespace {
 
+// [hide:attention-forward]
 struct NaiveAttention {
     std::vector<double> scores;  // [B, heads, N, N], q k^T before any scaling
     std::vector<double> attn;    // [B, heads, N, N]
@@ -56,6 +57,7 @@ NaiveAttention naive_attention(const Tensor& x, const MultiHeadSelfAttention& ms
     r.out = naive_linear(heads_out, B * N, D, msa.proj->weight, msa.proj->bias);
     return r;
 }
+// [/hide:attention-forward]
 
 // Small parameters keep the scores moderate, so no softmax row is saturated and every
 // gradient term stays visible to the check.
@@ -115,16 +117,21 @@ TEST_CASE("MultiHeadSelfAttention: forward matches a naive per-head reference",
     msa->record_attention(true);
     const Tensor x = rand_tensor({2, 5, 6}, rng, -1, 1, false);
     const Tensor y = msa->forward(x);
+    // [hide:attention-forward]
     const NaiveAttention ref = naive_attention(x, *msa);
     require_close(y, from_doubles({2, 5, 6}, ref.out), 1e-12);
     require_close(msa->attention(), from_doubles({2, 3, 5, 5}, ref.attn), 1e-12);
+    // [/hide:attention-forward]
+    // The reference's checksums (test_util.h): what a handout of attention-forward keeps.
+    CHECK(checksum(y) == Approx(qkv_bias ? 64.785408747209061 : 25.910415688977736).epsilon(1e-10));
+    CHECK(checksum(msa->attention()) == Approx(qkv_bias ? 206.93076517734775 : 206.66525388382834).epsilon(1e-10));
 }
 
 TEST_CASE(
     "MultiHeadSelfAttention: scale 1/sqrt(head_dim) before the softmax, not after it by sqrt(D) as in "
     "Visual Transformer in CV",
     "[layer:MultiHeadSelfAttention][documents][ex:attention-forward]") {
-    // Ours: A = softmax(q k^T / sqrt(head_dim)), rows sum to 1 and equal the naive per-head reference.
+    // Ours: A = softmax(q k^T / sqrt(head_dim)): rows sum to 1, equal to the naive per-head reference.
     Rng rng(62);
     const bool fused = GENERATE(false, true);  // the step-by-step forward and the one-op one
     INFO("fused " << fused);
@@ -133,24 +140,29 @@ TEST_CASE(
     msa->record_attention(true);
     const Tensor x = rand_tensor({2, 6, 8}, rng, -1, 1, false);
     msa->forward(x);
-    const NaiveAttention ref = naive_attention(x, *msa);
     const Tensor A = msa->attention();
+    CHECK(checksum(A) == Approx(165.63260377379541).epsilon(1e-10));  // the reference's (test_util.h)
+    for (int64_t row = 0; row < 2 * 2 * 6; ++row) {
+        double ours = 0;
+        for (int64_t j = 0; j < 6; ++j) ours += A.data()[row * 6 + j];
+        CHECK(ours == Approx(1).epsilon(1e-12));
+    }
+    // [hide:attention-forward]
+    const NaiveAttention ref = naive_attention(x, *msa);
     require_close(A, from_doubles({2, 2, 6, 6}, ref.attn), 1e-12);
     const double D = 8;
     for (int64_t row = 0; row < 2 * 2 * 6; ++row) {
-        double ours = 0, scaled_after = 0, top = 0;
+        double scaled_after = 0, top = 0;
         for (int64_t j = 0; j < 6; ++j) top = std::max(top, ref.scores[row * 6 + j]);
         double total = 0;
         for (int64_t j = 0; j < 6; ++j) total += std::exp(ref.scores[row * 6 + j] - top);
-        for (int64_t j = 0; j < 6; ++j) {
-            ours += A.data()[row * 6 + j];
+        for (int64_t j = 0; j < 6; ++j)
             scaled_after += std::exp(ref.scores[row * 6 + j] - top) / total / std::sqrt(D);  // softmax(s) / sqrt(D)
-        }
-        CHECK(ours == Approx(1).epsilon(1e-12));
         // Visual Transformer in CV's rows sum to 1/sqrt(D) ~ 0.354: no longer a weighted average.
         CHECK(scaled_after == Approx(1 / std::sqrt(D)).epsilon(1e-12));
         CHECK(std::abs(scaled_after - 1) > 0.5);
     }
+    // [/hide:attention-forward]
 
     // Why before: with unit-variance q and k of size d = 64 the logits q.k have variance ~64;
     // the softmax of such logits is nearly one-hot and its Jacobian (trace sum a(1-a))
@@ -248,9 +260,13 @@ TEST_CASE("MultiHeadSelfAttention: a hidden patch gets zero attention, the class
     const std::vector<bool> mask{true, false, true, false, false};  // patches 1..5; tokens 2, 4, 5 hidden
     const Tensor y = msa->forward(x, mask);
     const Tensor A = msa->attention();
+    // [hide:attention-forward]
     const NaiveAttention ref = naive_attention(x, *msa, mask);
     require_close(y, from_doubles({2, 6, 6}, ref.out), 1e-12);
     require_close(A, from_doubles({2, 2, 6, 6}, ref.attn), 1e-12);
+    // [/hide:attention-forward]
+    CHECK(checksum(y) == Approx(75.474780535850826).epsilon(1e-10));  // the reference's (test_util.h)
+    CHECK(checksum(A) == Approx(169.31271856605053).epsilon(1e-10));
     for (int64_t row = 0; row < 2 * 2 * 6; ++row) {
         double s = 0;
         for (int64_t j = 0; j < 6; ++j) s += A.data()[row * 6 + j];
@@ -298,7 +314,10 @@ TEST_CASE("MultiHeadSelfAttention: train/eval reaches both dropouts",
     const auto state = dropout_rng->state();
     const Tensor y_eval = msa->forward(x);
     CHECK(dropout_rng->state() == state);
+    // [hide:attention-forward]
     require_close(y_eval, from_doubles({2, 3, 4}, naive_attention(x, *msa).out), 1e-12);
+    // [/hide:attention-forward]
+    CHECK(checksum(y_eval) == Approx(3.3752859134081339).epsilon(1e-10));  // the reference's (test_util.h)
     msa->train();
     CHECK(msa->attn_drop->training());
     CHECK(msa->proj_drop->training());
@@ -373,9 +392,16 @@ TEST_CASE("MultiHeadSelfAttention: LSA scales each head by its own learned scale
         msa->fused = fused;
         msa->record_attention(true);
         const Tensor x = rand_tensor({2, 5, 6}, rng, -1, 1, false);
+        const Tensor y = msa->forward(x, mask);
+        // [hide:attention-forward]
         const NaiveAttention ref = naive_attention(x, *msa, mask);
-        require_close(msa->forward(x, mask), from_doubles({2, 5, 6}, ref.out), 1e-12);
+        require_close(y, from_doubles({2, 5, 6}, ref.out), 1e-12);
         require_close(msa->attention(), from_doubles({2, 3, 5, 5}, ref.attn), 1e-12);
+        // [/hide:attention-forward]
+        // The reference's checksums (test_util.h), without the mask and with it.
+        CHECK(checksum(y) == Approx(mask.empty() ? 24.384144656454389 : 93.764463780144155).epsilon(1e-10));
+        CHECK(checksum(msa->attention()) ==
+              Approx(mask.empty() ? 201.6413621776876 : 206.62493774272787).epsilon(1e-10));
         for (int64_t r = 0; r < 2 * 3 * 5; ++r) CHECK(msa->attention().data()[r * 5 + r % 5] == 0);  // A_ii = 0
     }
 }

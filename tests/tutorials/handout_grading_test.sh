@@ -4,8 +4,9 @@
 # of CTest):
 #   - tutorials/scripts/handout.sh writes a handout of chapter 04's exercises in which no line of
 #     their reference code appears, nor their derivatives (the `// [hide:NAME]` blocks), nor
-#     tests/mutation/, with a history of one commit (linear there runs on the student's matmul); its leak check finds one line of reference
-#     code planted in it; a handout of every exercise passes the same check;
+#     their mutations in tests/mutation/ (the others are kept, and found in the code), with a
+#     history of one commit (linear there runs on the student's matmul); its leak check finds
+#     one line of reference code planted in it; a handout of every exercise passes the same check;
 #   - tutorials/scripts/grade_handins.sh grades three hand-ins: the handout as given (stubs: "not
 #     implemented"), a correct answer identical to the reference, sent as an archive of student/
 #     copies (every exercise "pass": an answer equal to the reference is never taken for a
@@ -32,7 +33,14 @@ grep -q 'it would give away exercise gelu-backward' "$work/handout/autograd/ops/
 grep -q '^ *return linear_through_matmul(x, weight, bias);' "$work/handout/autograd/ops/linear.cpp" &&
     ! grep -q 'gemm(' "$work/handout/autograd/ops/linear.cpp" ||
     fail "the handout's linear.cpp keeps its gemm backward instead of the student's matmul"
-[ ! -e "$work/handout/tests/mutation" ] || fail "the handout holds tests/mutation/"
+! grep -q '^mutation: gelu exact' "$work/handout/tests/mutation/mutations.txt" ||
+    fail "the handout's tests/mutation/mutations.txt keeps the mutations of exercise gelu-backward"
+grep -q '^mutation: gelu tanh' "$work/handout/tests/mutation/mutations.txt" ||
+    fail "the handout's tests/mutation/mutations.txt lost the mutations of code it shows"
+if command -v python3 > /dev/null; then
+    python3 "$work/handout/tests/mutation/mutate_backward.py" --list > /dev/null ||
+        fail "the handout's mutations do not match its code (above)"
+fi
 [ "$(git -C "$work/handout" rev-list --count HEAD)" = 1 ] || fail "the handout's history is not one commit"
 [ ! -e "$work/handout/student" ] || fail "the handout has a student/ folder"
 [ "$(cat "$work/handout/tutorials/handout-exercises.txt")" = \

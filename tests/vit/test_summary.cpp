@@ -25,21 +25,24 @@ int64_t own_parameters(const Module& m) {
     return n;
 }
 
-// The output shape of every step of the real model for one image, obtained by running its
-// children one after the other (block rows are compared with block 0's).
+// The output shape of every step of the real model for one image (eval mode: patch_drop keeps
+// every token), obtained by running its children one after the other (block rows are compared
+// with block 0's). The tokens z_0 entering the blocks are counted by the attention's rows.
 std::map<std::string, Shape> actual_shapes(VisionTransformer& model) {
     const ViTConfig& c = model.config;
     Rng rng(1);
     Tensor image = rand_tensor({1, c.channels, c.image_height, c.image_width}, rng, -1, 1, false);
     std::map<std::string, Shape> s;
+    model.eval();
+    model.record_attention(true);
+    s["head"] = model.forward(image).shape();  // [1, classes]: the head read one vector [1, D]
+    s["pool"] = s["norm"] = Shape{1, c.dim};
     s["patch_embed.patcher"] = model.patch_embed->patcher->forward(image).shape();
     s["patch_embed.proj"] = model.patch_embed->forward(image).shape();
-    Tensor z = concat({broadcast_to(model.cls_token, {1, 1, c.dim}), model.patch_embed->forward(image)}, 1);
-    s["cls_token"] = z.shape();
-    z = model.pos_encoding->forward(z);
-    s["pos_embed"] = s["pos_drop"] = s["patch_drop"] = z.shape();  // patch_drop: eval mode, every token
+    const Shape tokens{1, model.attention_maps()[0].size(2), c.dim};  // [1, N + 1, D]
+    s["cls_token"] = s["pos_embed"] = s["pos_drop"] = s["patch_drop"] = tokens;
+    Tensor z = rand_tensor(tokens, rng, -1, 1, false);
     auto& block = *model.blocks->layers[0];
-    model.record_attention(true);
     Tensor ln1 = block.norm1->forward(z);
     s["norm1"] = ln1.shape();
     s["attn.qkv"] = block.attn->qkv->forward(ln1).shape();
@@ -52,10 +55,9 @@ std::map<std::string, Shape> actual_shapes(VisionTransformer& model) {
     s["mlp.act"] = s["mlp.drop1"] = block.mlp->act->forward(h).shape();
     s["mlp.fc2"] = s["mlp.drop2"] = s["drop_path2"] = block.mlp->forward(ln2).shape();
     if (model.attention_pool) s["attention_pool"] = model.attention_pool->forward(z).shape();
-    Tensor pooled = select(model.blocks->forward(z), 1, 0);
-    s["pool"] = s["norm"] = pooled.shape();
-    if (model.pre_logits) s["pre_logits.fc"] = s["pre_logits.act"] = model.pre_logits->forward(pooled).shape();
-    s["head"] = model.forward(image).shape();
+    if (model.pre_logits)
+        s["pre_logits.fc"] = s["pre_logits.act"] =
+            model.pre_logits->forward(rand_tensor({1, c.dim}, rng, -1, 1, false)).shape();
     return s;
 }
 

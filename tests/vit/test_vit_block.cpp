@@ -83,19 +83,35 @@ TEST_CASE("ViTBlock: with the attention and MLP outputs zeroed, the residual blo
     require_close(block->forward(z), z, 0);
 }
 
-// [hide:vit-block-forward]
+namespace {
+
+// A copy of `block` whose layer `layer` ("attn.proj" or "mlp.fc2") outputs zeros: it returns z
+// plus the other residual branch alone.
+std::shared_ptr<ViTBlock> without_branch(const ViTBlock& block, const std::string& layer) {
+    Rng unused(0);
+    auto copy = std::make_shared<ViTBlock>(small_block(), unused, nullptr);
+    load_state_dict(*copy, state_dict(block));
+    for (Tensor p : {copy->parameter(layer + ".weight"), copy->parameter(layer + ".bias")})
+        for (int64_t i = 0; i < p.numel(); ++i) p.data()[i] = 0;
+    return copy;
+}
+
+}  // namespace
+
 TEST_CASE("ViTBlock: ViT from scratch's forward feeds LN(x) to the MLP, which is not eq. (3)",
-          "[vit][layer:ViTBlock][documents]") {
+          "[vit][layer:ViTBlock][documents][ex:vit-block-forward]") {
     auto block = random_block(6);
     Rng rng(7);
     Tensor z = rand_tensor({2, 7, 8}, rng, -1, 1, false);
     // ViT from scratch: out = self.mhsa(self.layernorm1(x)) + x
     //           out = self.feedforward(self.layernorm2(x)) + out
-    Tensor out = block->attn->forward(block->norm1->forward(z)) + z;
-    Tensor scratch = block->mlp->forward(block->norm2->forward(z)) + out;
+    // Both branches read x: x + the attention branch + the MLP branch.
+    Tensor attention_only = without_branch(*block, "mlp.fc2")->forward(z);  // z + MSA(LN(z))
+    Tensor mlp_only = without_branch(*block, "attn.proj")->forward(z);      // z + MLP(LN(z))
+    Tensor scratch = attention_only + mlp_only - z;
     CHECK(max_abs_difference(block->forward(z), scratch) > 1e-2);
+    CHECK(checksum(scratch) == Approx(94.289947591432338).epsilon(1e-10));  // the reference's (test_util.h)
 }
-// [/hide:vit-block-forward]
 
 TEST_CASE("ViTBlock: gradcheck w.r.t. the input and every parameter",
           "[vit][layer:ViTBlock][gradcheck][ex:vit-block-forward]") {

@@ -19,6 +19,7 @@
 #include "patchgrad/autograd/rng.h"
 #include "patchgrad/layers/drop_path.h"
 #include "patchgrad/layers/feed_forward.h"
+#include "patchgrad/layers/state_dict.h"
 #include "patchgrad/vit/pictures/canvas.h"
 #include "patchgrad/vit/pictures/chart.h"
 #include "patchgrad/vit/vit_block.h"
@@ -248,18 +249,33 @@ void dropout_and_drop_path() {
 }
 
 // ---- 7. ViT from scratch's block --------------------------------------------------------
+// A copy of `block` whose layer `layer` ("attn.proj" or "mlp.fc2") outputs zeros: the residual
+// branch it ends adds nothing, so the copy returns z plus the other branch alone.
+std::unique_ptr<ViTBlock> without_branch(const ViTBlock& block, const BlockConfig& config, const std::string& layer) {
+    Rng unused(0);
+    auto copy = std::make_unique<ViTBlock>(config, unused, nullptr);
+    load_state_dict(*copy, state_dict(block));
+    for (Tensor p : {copy->parameter(layer + ".weight"), copy->parameter(layer + ".bias")})
+        for (int64_t i = 0; i < p.numel(); ++i) p.data()[i] = 0;
+    return copy;
+}
+
 void scratch_block() {
     tutorial::heading("7. where the documents go wrong: ViT from scratch feeds LN(x) to the MLP");
     Rng rng(6);
     const int64_t D = 8;
-    ViTBlock block(block_config(D, 2), rng, nullptr);
+    const BlockConfig config = block_config(D, 2);
+    ViTBlock block(config, rng, nullptr);
     scramble_parameters(block, rng);
     Tensor x = Tensor::uniform({1, 5, D}, -1, 1, rng);
     // [snippet:scratch-block]
     // ViT from scratch:  out = self.mhsa(self.layernorm1(x)) + x
     //                   out = self.feedforward(self.layernorm2(x)) + out
-    Tensor out = block.attn->forward(block.norm1->forward(x)) + x;
-    Tensor scratch = block.mlp->forward(block.norm2->forward(x)) + out;
+    // Both branches read x: x + attention branch + MLP branch, each branch taken from a copy
+    // of the block whose other branch outputs zeros.
+    Tensor attention_only = without_branch(block, config, "mlp.fc2")->forward(x);  // x + MSA(LN(x))
+    Tensor mlp_only = without_branch(block, config, "attn.proj")->forward(x);      // x + MLP(LN(x))
+    Tensor scratch = attention_only + mlp_only - x;
     Tensor paper = block.forward(x);  // eq. (3): MLP(LN(z')) + z'
     // [/snippet:scratch-block]
     std::cout << "paper,            token 0: " << first_features(paper, 0, 4) << " ...\n";

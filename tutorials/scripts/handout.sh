@@ -13,10 +13,12 @@
 # already elide every exercise's code (tutorials/tools/chapter_check.h); a `// [hide:NAME]` block
 # of the sources (a derivative in a comment, code that computes the same in another form) is left
 # out when exercise NAME is handed out (a line `// [handout:NAME] CODE` then becomes CODE, to
-# stand in for it), and so is tests/mutation/ (its data names the key line of
-# many backwards). Before it finishes, the script checks that no text file of DIR holds a line of
-# a selected exercise's reference code (answer_lines below); --check DIR runs that check alone on
-# an existing handout, against the reference code of this checkout.
+# stand in for it), and so is every mutation of tests/mutation/mutations.txt whose line of
+# backward code the handout no longer shows (its `find:` line would name the key line of a
+# handed-out backward, its label the terms of the derivative). Before it finishes, the script
+# checks that no text file of DIR holds a line of a selected exercise's reference code
+# (answer_lines below); --check DIR runs that check alone on an existing handout, against the
+# reference code of this checkout.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -125,6 +127,44 @@ hide_blocks() {
     done
 }
 
+# keep_shown_mutations DIR: DIR/tests/mutation/mutations.txt keeps its comments and the
+# mutations whose `find:` fragment still occurs in the `file:` they name, in DIR; the others
+# (the key lines of the stubbed and hidden code) are left out, and a comment says how many.
+keep_shown_mutations() {
+    local dir=$1 list=$1/tests/mutation/mutations.txt
+    [ -f "$list" ] || return 0
+    awk -v dir="$dir" '
+        # The text of DIR/FILE, read once (RS is the blank line while reading the list).
+        function text_of(file,   line, all) {
+            if (!(file in cache)) {
+                RS = "\n"; all = ""
+                while ((getline line < (dir "/" file)) > 0) all = all line "\n"
+                close(dir "/" file); RS = ""; cache[file] = all
+            }
+            return cache[file]
+        }
+        BEGIN { RS = "" }
+        {
+            file = ""; find = ""
+            n = split($0, line, "\n")
+            for (i = 1; i <= n; i++) {
+                if (line[i] ~ /^file: /) file = substr(line[i], 7)
+                if (line[i] ~ /^find: /) find = substr(line[i], 7)
+            }
+            if (find != "" && index(text_of(file), find) == 0) { left_out++; next }
+            kept[++blocks] = $0
+        }
+        END {
+            for (b = 1; b <= blocks; b++) {
+                if (b > 1) print ""
+                print kept[b]
+                if (b == 1 && left_out)
+                    print "#\n# This handout leaves out the " left_out " mutations of the backward code it does not show."
+            }
+        }' "$list" > "$list.tmp"
+    mv "$list.tmp" "$list"
+}
+
 if [ -n "$check" ]; then
     [ -z "$selection$out" ] || usage
     leak_check "$check" && echo "handout.sh: $check shows none of its exercises' reference code"
@@ -166,8 +206,7 @@ done < <(sort -u "$out/tutorials/handout-regions.txt")
 rm -rf "$out/student"
 cut -d'|' -f2 "$out/tutorials/handout-regions.txt" | paste -sd, - > "$out/tutorials/handout-exercises.txt"
 hide_blocks "$out" "$(cat "$out/tutorials/handout-exercises.txt")"
-# The mutation tests' data names the key line of many backwards: library developers' tooling.
-rm -rf "$out/tests/mutation"
+keep_shown_mutations "$out"
 
 if ! leak_check "$out"; then
     echo "handout.sh: the handout in $out would give answers away; not finished" >&2

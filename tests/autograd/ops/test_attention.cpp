@@ -15,6 +15,7 @@ namespace {
 
 const real kInf = std::numeric_limits<real>::infinity();
 
+// [hide:attention-forward]
 // Chapter 7's steps: split qkv into heads (a permuted copy), scores, softmax, A v, heads
 // concatenated (another copy). A learned scale multiplies each head's scores and hides the
 // diagonal.
@@ -34,6 +35,7 @@ Tensor step_by_step(const Tensor& qkv, int64_t heads, const Tensor& key_bias, co
     if (key_bias.defined()) s = s + key_bias;
     return reshape(permute(matmul(softmax(s, -1), v), {0, 2, 1, 3}), {B, N, D});
 }
+// [/hide:attention-forward]
 
 struct Case {
     int64_t B, N, heads, d;
@@ -43,6 +45,10 @@ const Case kCases[] = {
     {2, 5, 3, 2, false, false}, {1, 1, 1, 4, false, false}, {3, 7, 2, 3, true, false},
     {2, 6, 2, 2, false, true},  {2, 6, 1, 3, true, true},   {1, 9, 4, 1, true, false},
 };
+
+// The checksums (test_util.h) of the reference's output for each case.
+const double kChecksums[] = {30.017099164449927,  -2.0498951213390662, -89.461102440143975,
+                             -10.199798118507919, 24.840925902990328,  6.8708465990583747};
 
 // Hides keys 2 and 4 (and the last one when N > 6); key 0, the class token, stays visible.
 Tensor key_bias_for(int64_t N) {
@@ -89,7 +95,11 @@ TEST_CASE("scaled_dot_product_attention: the values and gradients of chapter 7's
             NoGradGuard values_only;  // (a handout of exercise attention-backward records no gradient here)
             fused = scaled_dot_product_attention(in.qkv, c.heads, in.key_bias, in.head_scale, &attention);
         }
+        // [hide:attention-forward]
         require_close(fused, step_by_step(in.qkv, c.heads, in.key_bias, in.head_scale), 1e-12);
+        // [/hide:attention-forward]
+        // The reference's checksum: what a handout of attention-forward keeps of this comparison.
+        CHECK(checksum(fused) == Approx(kChecksums[&c - kCases]).epsilon(1e-10));
         REQUIRE(attention.shape() == Shape{c.B, c.heads, c.N, c.N});
         for (int64_t row = 0; row < c.B * c.heads * c.N; ++row) {
             double sum = 0;
@@ -103,6 +113,7 @@ TEST_CASE("scaled_dot_product_attention: the values and gradients of chapter 7's
         }
 
         // [hide:attention-backward]
+        // [hide:attention-forward]
         const auto ours = gradients(
             [&](const Tensor& q, const Tensor& s) { return scaled_dot_product_attention(q, c.heads, in.key_bias, s); },
             in);
@@ -110,6 +121,7 @@ TEST_CASE("scaled_dot_product_attention: the values and gradients of chapter 7's
             gradients([&](const Tensor& q, const Tensor& s) { return step_by_step(q, c.heads, in.key_bias, s); }, in);
         require_close(ours[0], steps[0], 1e-12);
         if (c.learned) require_close(ours[1], steps[1], 1e-12);
+        // [/hide:attention-forward]
         // [/hide:attention-backward]
     }
 }

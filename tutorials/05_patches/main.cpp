@@ -70,11 +70,7 @@ Tensor conv2d_unfold(const Tensor& x, const Tensor& weight, const Tensor& bias, 
 }
 // [/snippet:conv2d-unfold]
 
-real max_abs_difference(const Tensor& a, const Tensor& b) {
-    real worst = 0;
-    for (int64_t i = 0; i < a.numel(); ++i) worst = std::max(worst, std::abs(a.data()[i] - b.data()[i]));
-    return worst;
-}
+using tutorial::max_abs_difference;
 
 // A synthetic C x H x W picture with values in [0, 1]: a sky-to-ground gradient, a sun and
 // a diagonal stripe, so that every patch looks different.

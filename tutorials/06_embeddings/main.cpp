@@ -31,11 +31,7 @@ std::string row_str(const Tensor& t, int64_t row, int64_t first, int64_t count) 
     return line;
 }
 
-real max_abs_difference(const Tensor& a, const Tensor& b) {
-    real worst = 0;
-    for (int64_t i = 0; i < a.numel(); ++i) worst = std::max(worst, std::abs(a.data()[i] - b.data()[i]));
-    return worst;
-}
+using tutorial::max_abs_difference;
 
 // torch.nn.Conv2d(C, D, kernel_size=P, stride=P) as a loop, then timm's flatten(2).transpose(1, 2):
 // x [B, C, H, W], weight [D, C, P, P], bias [D] -> tokens [B, N, D].

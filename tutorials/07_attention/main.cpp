@@ -21,11 +21,7 @@ using namespace patchgrad;
 
 namespace {
 
-real max_abs_difference(const Tensor& a, const Tensor& b) {
-    real worst = 0;
-    for (int64_t i = 0; i < a.numel(); ++i) worst = std::max(worst, std::abs(a.data()[i] - b.data()[i]));
-    return worst;
-}
+using tutorial::max_abs_difference;
 
 // Rows of the [rows, cols] block starting at element `offset` of t, "%6.3f" each, plus each row's sum.
 void print_rows(const Tensor& t, int64_t offset, int64_t rows, int64_t cols) {

@@ -35,18 +35,8 @@ double l2_norm(const Tensor& t) {
     return std::sqrt(s);
 }
 
-double max_abs_difference(const Tensor& a, const Tensor& b) {
-    double m = 0;
-    const std::vector<real> x = a.to_vector(), y = b.to_vector();
-    for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::abs(double(x[i]) - double(y[i])));
-    return m;
-}
-
-std::string fixed(double v, int decimals) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-    return buf;
-}
+using tutorial::fixed;
+using tutorial::max_abs_difference;
 
 std::string sci(double v) {
     char buf[64];

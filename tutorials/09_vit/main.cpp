@@ -27,18 +27,8 @@ using namespace patchgrad;
 
 namespace {
 
-double max_abs_difference(const Tensor& a, const Tensor& b) {
-    double m = 0;
-    const std::vector<real> x = a.to_vector(), y = b.to_vector();
-    for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::abs(double(x[i]) - double(y[i])));
-    return m;
-}
-
-std::string fixed(double v, int decimals) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-    return buf;
-}
+using tutorial::fixed;
+using tutorial::max_abs_difference;
 
 // The first n entries of row 0 of x [B, K].
 std::string row0(const Tensor& x, int64_t n) {

@@ -11,7 +11,9 @@
 #   1. patchgrad trains 20 steps (stopping inside epoch 3) and, alone, continues to 40 and 60;
 #   2. train_torch.py on 2 processes continues the step-20 checkpoint to step 40, and again on
 #      1 process: the two must agree to float rounding;
-#   3. patchgrad resumes the 2-process run's checkpoint to step 60.
+#   3. train_torch.py refuses, naming the reason, a checkpoint of another width, a batch that 3
+#      processes cannot share and an --out that holds a run;
+#   4. patchgrad resumes the 2-process run's checkpoint to step 60.
 # The handed-over runs must match patchgrad's own at steps 40 and 60 (running loss, metrics.csv,
 # weights, optimizer state) to float rounding, and `patchgrad eval` on PyTorch's checkpoint must
 # report the test accuracy train_torch.py reported. Without PyTorch it prints
@@ -77,6 +79,28 @@ OMP_NUM_THREADS=1 "$python" -m torch.distributed.run --standalone --nproc_per_no
 echo "== PyTorch, 1 process: the same steps"
 torch_train --init-from pg20/last.safetensors --resume-recipe --out torch1 --max-steps 40 | tee torch1.log
 
+echo "== PyTorch refuses, saying why: another architecture, a batch 3 processes cannot share, a used --out"
+refused() {  # refused TEXT COMMAND...: COMMAND fails, and its output says TEXT
+  local text=$1
+  shift
+  if "$@" >refused.log 2>&1; then
+    echo "FAILED: $* ran; it must refuse (\"$text\")"
+    exit 1
+  fi
+  grep -qF -- "$text" refused.log || { echo "FAILED: $* did not say \"$text\":"; cat refused.log; exit 1; }
+  echo "refused: $text"
+}
+wider=("${recipe[@]:2}")  # the recipe without "--preset quick" (train_torch.py adds --preset) ...
+wider[1]=48               # ... and with --dim 48 in place of 32
+refused "config dim 32 in the checkpoint, 48 in the recipe" \
+  torch_train --init-from pg20/last.safetensors --out wider --max-steps 21 -- "${wider[@]}"
+refused "the batch of 20 images does not divide among 3 processes" \
+  env OMP_NUM_THREADS=1 "$python" -m torch.distributed.run --standalone --nproc_per_node 3 --redirects 1 --tee 1 \
+  "$root/vit/scripts/train_torch.py" --patchgrad "$bin" --data data --device cpu \
+  --init-from pg20/last.safetensors --resume-recipe --out torch3 --max-steps 21
+refused "--out torch1 holds a run" \
+  torch_train --init-from pg20/last.safetensors --resume-recipe --out torch1 --max-steps 40
+
 echo "== patchgrad: steps 41-60 from PyTorch's step-40 checkpoint"
 cp -r torch2 back
 pg_train --resume --out back --max-steps 60
@@ -87,11 +111,7 @@ echo "== patchgrad eval on PyTorch's checkpoint"
 "$python" - "$root/vit/scripts" <<'PY'
 import re, sys
 sys.path.insert(0, sys.argv[1])
-from load_checkpoint_torch import read_safetensors
-
-def load(path):
-    tensors, meta = read_safetensors(path)
-    return tensors, meta
+from load_checkpoint_torch import read_safetensors as load
 
 # Sequence pooling's softmax over the tokens does not change when one number is added to every
 # score: attention_pool.bias has no effect and a gradient of rounding noise, which Adam turns into

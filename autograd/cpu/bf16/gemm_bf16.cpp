@@ -84,7 +84,8 @@ const AmxStatus& amx_status() {
 #if defined(PATCHGRAD_AMX) && defined(__linux__) && !defined(PATCHGRAD_DOUBLE)
     static const AmxStatus status = []() -> AmxStatus {
         unsigned a = 0, b = 0, c = 0, d = 0;
-        if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 22)))
+        if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 24)) || !(d & (1u << 22)) ||
+            !cpu_has_avx512_bf16())  // (its packing converts with AVX512_BF16, which AMX CPUs all have)
             return {Amx::Absent, ""};
         constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;  // <asm/prctl.h>
         if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) return {Amx::Refused, ""};
@@ -268,9 +269,9 @@ void gemm_bf16_with(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int6
     if (M <= 0 || N <= 0) return;
     if (K <= 0) return gemm_bf16_emulated(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
     constexpr int64_t KC = kGemmKC, NC = 1536;
-    const int64_t MR = kernels.mr, NR = kernels.nr, V = kernels.vector;
+    const int64_t MR = kernels.mr, NR = kernels.nr, V = kernels.vector, PB = kernels.pair_block;
     const int64_t MC = std::max(MR, 144 / MR * MR);  // whole slivers: 144 rows for MR = 12 or 8, 128 for 32
-    const auto column_words = [](int64_t kc) { return (kc + 1) / 2; };  // pairs
+    const auto column_words = [PB](int64_t kc) { return bf16_pairs(kc, PB); };
     const auto pack_panel = [&](int64_t pc, int64_t kc, int64_t c0, int64_t cols, uint32_t* Bp) {
         kernels.pack_b(trans_b, B, ldb, pc, c0, kc, cols, Bp);
     };
@@ -278,13 +279,13 @@ void gemm_bf16_with(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int6
     // C's slivers [s0, s1) += their block of op(A) @ the panel Bp, for K block pc.
     const auto multiply = [&](int64_t pc, int64_t kc, int64_t jc, int64_t nc, int64_t s0, int64_t s1,
                               const uint32_t* Bp, GemmTarget<float> target) {
-        const int64_t pairs = (kc + 1) / 2;
+        const int64_t pairs = bf16_pairs(kc, PB);
         const float beta_block = target.first ? (target.partial ? 0.0f : beta) : 1.0f;
         const float* bias_block = target.first && !target.partial && bias ? bias + jc : nullptr;
         float* const C = target.c;
         const int64_t ldc = target.ldc;
         thread_local std::vector<uint32_t> a_pack;
-        a_pack.resize(static_cast<size_t>((KC + 1) / 2 * MC));
+        a_pack.resize(static_cast<size_t>(bf16_pairs(KC, PB) * MC));
         uint32_t* Ap = a_pack.data();
         const int64_t row_end = std::min(M, s1 * MR);
         for (int64_t ic = s0 * MR; ic < row_end; ic += MC) {

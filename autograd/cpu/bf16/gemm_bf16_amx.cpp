@@ -12,8 +12,8 @@
 //
 // GCC's _tile_loadd and _tile_loadconfig are asm statements that take the address but do not
 // name the memory behind it, so the compiler may drop or delay stores that only they read (the
-// zero-padded tail buffers of gemm_bf16_amx_tile.h, the configuration). compiler_fence()
-// before them makes every earlier store happen first; clang's builtins need none, harmlessly.
+// configuration on the stack, a packing inlined before the load). compiler_fence() before them
+// makes every earlier store happen first; clang's builtins need none, harmlessly.
 #include "patchgrad/autograd/cpu/bf16/gemm_bf16_amx_tile.h"
 
 #if defined(PATCHGRAD_AMX) && !defined(PATCHGRAD_DOUBLE)
@@ -39,6 +39,14 @@ struct AmxTiles {
         _tile_loadconfig(config);
         configured = true;
     }
+    static void load(const float* c, int64_t ldc) {  // ldc in floats; 0 repeats one row
+        configure();
+        compiler_fence();
+        _tile_loadd(0, c, ldc * 4);
+        _tile_loadd(1, c + 16, ldc * 4);
+        _tile_loadd(2, c + 16 * ldc, ldc * 4);
+        _tile_loadd(3, c + 16 * ldc + 16, ldc * 4);
+    }
     static void zero() {
         configure();
         _tile_zero(0);
@@ -57,17 +65,19 @@ struct AmxTiles {
         _tile_dpbf16ps(2, 5, 6);
         _tile_dpbf16ps(3, 5, 7);
     }
-    static void store(float* c) {  // c[32][32], 128 bytes a row
-        _tile_stored(0, c, 128);
-        _tile_stored(1, c + 16, 128);
-        _tile_stored(2, c + 16 * 32, 128);
-        _tile_stored(3, c + 16 * 32 + 16, 128);
+    static void store(float* c, int64_t ldc) {  // c[32][32], rows ldc floats apart
+        _tile_stored(0, c, ldc * 4);
+        _tile_stored(1, c + 16, ldc * 4);
+        _tile_stored(2, c + 16 * ldc, ldc * 4);
+        _tile_stored(3, c + 16 * ldc + 16, ldc * 4);
     }
 };
 
 }  // namespace
 
-const Bf16Kernels gemm_bf16_kernels_amx = AmxKernel<AmxTiles>::table("amx (tdpbf16ps)");
+// Packed by AVX512_BF16's conversion (gemm_bf16_avx512.cpp), which every CPU with AMX-BF16 has.
+const Bf16Kernels gemm_bf16_kernels_amx =
+    AmxKernel<AmxTiles>::table("amx (tdpbf16ps)", &gemm_bf16_amx_pack_a, &gemm_bf16_amx_pack_b);
 
 }  // namespace patchgrad
 #endif

@@ -18,8 +18,11 @@
 // instructions per 16 pairs of K. Packing puts each tile's rows where one strided load finds
 // them: an A sliver row by row (row i's pairs contiguous, `pairs` words apart), a B sliver pair
 // row by pair row (NR = 32 columns per row), as gemm_kernels.h's Bf16Kernels allows. The
-// tiles are always whole: a K block whose pairs are not a multiple of 16 ends with a copy
-// padded with zero pairs, and an edge of C is written from a 32 x 32 float buffer.
+// tiles are always whole: a K block's pairs are padded with zero pairs to a multiple of 16
+// (pair_block, gemm_kernels.h), and an edge of C is written from a 32 x 32 float buffer.
+// The packing here is the readable one, which the tests' emulation runs; the hardware's table
+// packs the same words with AVX512_BF16's conversion (gemm_bf16_avx512.cpp), and a test holds
+// the two to the same bits.
 #pragma once
 
 #include <cstdint>
@@ -39,7 +42,9 @@ inline int64_t smaller(int64_t a, int64_t b) { return a < b ? a : b; }
 //                                   in 32-bit words, each row 16 pairs); tiles 6, 7 = 16 rows
 //                                   of 16 pairs from b, b + 16 (rows ldb words apart); then
 //                                   C00 += A0 B0, C01 += A0 B1, C10 += A1 B0, C11 += A1 B1
-//   Tiles::store(c)                 c[32][32] = the four C tiles
+//   Tiles::load(c, ldc)             C tiles = c[32][32], rows ldc floats apart (ldc 0: every row
+//                                   the same 32 floats, a bias)
+//   Tiles::store(c, ldc)            c[32][32], rows ldc floats apart, = the four C tiles
 template <class Tiles>
 struct AmxKernel {
     static constexpr int64_t MR = 32, NR = 32, KP = 16;  // KP: pairs per tile row
@@ -49,12 +54,11 @@ struct AmxKernel {
         return uint32_t(round_to_bf16(lo)) | (uint32_t(round_to_bf16(hi)) << 16);
     }
 
-    // A sliver of MR rows: word [(s + i) * pairs + q] is row i's pair q. The inner loops of
-    // both packings have no branch, so the compiler can vectorise them; an odd kc's last pair
-    // (its high half zero) is written after.
+    // A sliver of MR rows: word [(s + i) * pairs + q] is row i's pair q; an odd kc's last pair
+    // (its high half zero) and the zero pairs up to a whole tile are written after.
     static void pack_a(bool trans_a, const float* A, int64_t lda, int64_t r0, int64_t k0, int64_t rows, int64_t kc,
                        uint32_t* Ap) {
-        const int64_t pairs = (kc + 1) / 2, whole = kc / 2;
+        const int64_t pairs = bf16_pairs(kc, KP), whole = kc / 2;
         const int64_t step = trans_a ? lda : 1;  // from op(A)[r, k] to op(A)[r, k + 1]
         for (int64_t s = 0; s < rows; s += MR)
             for (int64_t i = 0; i < MR; ++i) {
@@ -66,21 +70,24 @@ struct AmxKernel {
                 const int64_t r = r0 + s + i;
                 const float* x = trans_a ? A + k0 * lda + r : A + r * lda + k0;  // op(A)[r, k0]
                 for (int64_t q = 0; q < whole; ++q) dst[q] = pair(x[2 * q * step], x[(2 * q + 1) * step]);
-                if (whole < pairs) dst[whole] = pair(x[2 * whole * step], 0.0f);
+                if (kc % 2) dst[whole] = pair(x[2 * whole * step], 0.0f);
+                for (int64_t q = (kc + 1) / 2; q < pairs; ++q) dst[q] = 0;
             }
     }
 
     // A sliver of NR columns: word [s * pairs + q * NR + j] is column j's pair q.
     static void pack_b(bool trans_b, const float* B, int64_t ldb, int64_t k0, int64_t c0, int64_t kc, int64_t cols,
                        uint32_t* Bp) {
-        const int64_t pairs = (kc + 1) / 2;
+        const int64_t pairs = bf16_pairs(kc, KP);
         const int64_t along_k = trans_b ? 1 : ldb, along_col = trans_b ? ldb : 1;  // strides of op(B) in B
         for (int64_t s = 0; s < cols; s += NR) {
             const int64_t n = smaller(NR, cols - s);
             for (int64_t q = 0; q < pairs; ++q) {
                 uint32_t* dst = Bp + s * pairs + q * NR;
                 const float* lo = B + (k0 + 2 * q) * along_k + (c0 + s) * along_col;  // op(B)[k0 + 2q, c0 + s]
-                if (2 * q + 1 < kc)
+                if (2 * q >= kc)  // a zero pair of the last tile
+                    for (int64_t j = 0; j < n; ++j) dst[j] = 0;
+                else if (2 * q + 1 < kc)
                     for (int64_t j = 0; j < n; ++j) dst[j] = pair(lo[j * along_col], lo[j * along_col + along_k]);
                 else
                     for (int64_t j = 0; j < n; ++j) dst[j] = pair(lo[j * along_col], 0.0f);
@@ -89,21 +96,28 @@ struct AmxKernel {
         }
     }
 
-    // C[mr, nr] = alpha * (A sliver @ B sliver) + beta * C + bias, for any mr, nr <= 32.
+    // C[mr, nr] = alpha * (A sliver @ B sliver) + beta * C + bias, for any mr, nr <= 32; pairs
+    // is a multiple of KP (the packing's zero pairs).
     static void micro_kernel(int64_t pairs, const uint32_t* a, const uint32_t* b, float alpha, float beta,
                              const float* bias, float* c, int64_t ldc, int64_t mr, int64_t nr) {
-        Tiles::zero();
-        const int64_t whole = pairs / KP * KP;
-        for (int64_t q = 0; q < whole; q += KP) Tiles::multiply(a + q, pairs, b + q * NR, NR);
-        if (whole < pairs) {  // the last pairs, padded with zero pairs to a whole tile
-            uint32_t a_tail[MR * KP] = {}, b_tail[KP * NR] = {};
-            const int64_t left = pairs - whole;
-            for (int64_t i = 0; i < MR; ++i) std::memcpy(a_tail + i * KP, a + i * pairs + whole, left * 4);
-            std::memcpy(b_tail, b + whole * NR, left * NR * 4);
-            Tiles::multiply(a_tail, KP, b_tail, NR);
+        // A whole block with alpha 1 (every product of a training step but attention's scores)
+        // starts its sums from what C must add, C itself or the bias, and stores them straight
+        // into C: no pass over a buffer.
+        if (mr == MR && nr == NR && alpha == 1 && (beta == 0 || (beta == 1 && !bias))) {
+            if (beta == 1)
+                Tiles::load(c, ldc);
+            else if (bias)
+                Tiles::load(bias, 0);
+            else
+                Tiles::zero();
+            for (int64_t q = 0; q < pairs; q += KP) Tiles::multiply(a + q, pairs, b + q * NR, NR);
+            Tiles::store(c, ldc);
+            return;
         }
+        Tiles::zero();
+        for (int64_t q = 0; q < pairs; q += KP) Tiles::multiply(a + q, pairs, b + q * NR, NR);
         float tile[MR * NR];
-        Tiles::store(tile);
+        Tiles::store(tile, NR);
         for (int64_t i = 0; i < mr; ++i)
             for (int64_t j = 0; j < nr; ++j) {
                 float& out = c[i * ldc + j];
@@ -111,15 +125,20 @@ struct AmxKernel {
             }
     }
 
-    static constexpr Bf16Kernels table(const char* name) {
-        // One kernel for any width (a narrow edge still multiplies whole tiles) and both transposes.
+    using PackA = decltype(Bf16Kernels::pack_a);
+    using PackB = decltype(Bf16Kernels::pack_b);
+
+    // One kernel for any width (a narrow edge still multiplies whole tiles) and both transposes;
+    // the packing above, or another that writes the same words.
+    static constexpr Bf16Kernels table(const char* name, PackA packs_a = &pack_a, PackB packs_b = &pack_b) {
         return Bf16Kernels{name,
                            MR,
                            NR,
                            NR,
+                           KP,
                            0x1p-24,
-                           &pack_a,
-                           &pack_b,
+                           packs_a,
+                           packs_b,
                            {&micro_kernel, &micro_kernel},
                            {&micro_kernel, &micro_kernel}};
     }

@@ -1,7 +1,8 @@
-// gemm_bf16_avx512.cpp — the bf16 kernels for AVX512_BF16 (gemm_bf16.h, gemm_kernels.h).
-// Compiled with -march=x86-64-v4 -mavx512bf16 (CMakeLists.txt) and used only on CPUs that have
-// both (gemm_bf16.cpp). Everything is in an anonymous namespace and calls no standard-library
-// template, for the reason gemm_tile.h gives.
+// gemm_bf16_avx512.cpp — the bf16 kernels for AVX512_BF16 (gemm_bf16.h, gemm_kernels.h), and
+// the same packing for AMX's kernel. Compiled with -march=x86-64-v4 -mavx512bf16 (CMakeLists.txt)
+// and used only on CPUs that have both (gemm_bf16.cpp). Everything but AMX's two packing
+// functions is in an anonymous namespace, and nothing calls a standard-library template, for
+// the reason gemm_tile.h gives.
 //
 // The instruction: vdpbf16ps acc, a, b (_mm512_dpbf16_ps) treats each 32-bit lane of a and b
 // as a pair of bf16 values and does, per lane j,
@@ -100,12 +101,13 @@ inline void transpose_16x16(__m512i (&r)[16]) {
     }
 }
 
-// An A sliver from a row-major A: word [i * pairs + q] is row i's pair q; rows past the matrix
-// are zero.
+// An A sliver of R rows from a row-major A: word [i * pairs + q] is row i's pair q, `pairs`
+// rounded up to a multiple of PB; rows past the matrix and pairs past kc are zero.
+template <int64_t R, int64_t PB>
 void pack_a_rows(const float* A, int64_t lda, int64_t r0, int64_t k0, int64_t rows, int64_t kc, uint32_t* Ap) {
-    const int64_t pairs = (kc + 1) / 2;
-    for (int64_t s = 0; s < rows; s += MR)
-        for (int64_t i = 0; i < MR; ++i) {
+    const int64_t pairs = bf16_pairs(kc, PB);
+    for (int64_t s = 0; s < rows; s += R)
+        for (int64_t i = 0; i < R; ++i) {
             uint32_t* dst = Ap + (s + i) * pairs;
             const bool inside = s + i < rows;
             const float* row = A + (inside ? r0 + s + i : 0) * lda + k0;  // (not read past the matrix)
@@ -117,18 +119,19 @@ void pack_a_rows(const float* A, int64_t lda, int64_t r0, int64_t k0, int64_t ro
 
 // P[s][q][i] = the pair X[k0 + 2q .. 2q+1, r0 + s*W + i] for slivers of W columns of X: rows
 // k and k + 1 of X interleaved, zero-padded to whole slivers (and the second value of the
-// last pair of an odd kc). The packing of a transposed A (W = MR) and of a row-major B (W = NR).
-template <int64_t W>
+// last pair of an odd kc, and the pairs up to a multiple of PB). The packing of a transposed A
+// (W = MR) and of a row-major B (W = NR).
+template <int64_t W, int64_t PB>
 void pack_interleaved(const float* X, int64_t ld, int64_t r0, int64_t k0, int64_t cols, int64_t kc, uint32_t* P) {
-    const int64_t pairs = (kc + 1) / 2;
+    const int64_t pairs = bf16_pairs(kc, PB);
     for (int64_t s = 0; s < cols; s += W) {
         const int64_t n = smaller(W, cols - s);
         uint32_t* dst = P + s * pairs;
         for (int64_t q = 0; q < pairs; ++q) {
             const float* lo = X + (k0 + 2 * q) * ld + r0 + s;
-            const bool odd_end = 2 * q + 1 == kc;  // the zero that pads an odd kc
+            const bool past_end = 2 * q >= kc, odd_end = 2 * q + 1 == kc;  // zero pairs, the zero of an odd kc
             for (int64_t i = 0; i < W; i += L) {
-                const __mmask16 valid = first_lanes(n - i);
+                const __mmask16 valid = past_end ? 0 : first_lanes(n - i);
                 const __m512 hi = odd_end ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(valid, lo + ld + i);
                 _mm512_mask_storeu_epi32(dst + q * W + i, first_lanes(W - i),
                                          interleaved_pairs(_mm512_maskz_loadu_ps(valid, lo + i), hi));
@@ -137,18 +140,48 @@ void pack_interleaved(const float* X, int64_t ld, int64_t r0, int64_t k0, int64_
     }
 }
 
+// An A sliver of R rows, word [i * pairs + q] as pack_a_rows writes it, from a transposed A
+// (op(A)[r, k] = A[k * lda + r]): rows k and k + 1 of A interleaved give 16 rows' pair q in one
+// register; 16 such registers (16 pairs) are transposed into 16 rows of 16 pairs.
+template <int64_t R, int64_t PB>
+void pack_a_transposed_rows(const float* A, int64_t lda, int64_t r0, int64_t k0, int64_t rows, int64_t kc,
+                            uint32_t* Ap) {
+    static_assert(PB % L == 0 && R % L == 0, "whole 16 x 16 blocks");
+    const int64_t pairs = bf16_pairs(kc, PB);
+    for (int64_t i0 = 0; i0 < rows; i0 += L) {  // rows past `rows` of the last sliver: below
+        const __mmask16 valid = first_lanes(rows - i0);
+        for (int64_t q0 = 0; q0 < pairs; q0 += L) {
+            __m512i r[16];
+#pragma GCC unroll 16
+            for (int64_t p = 0; p < L; ++p) {
+                const int64_t k = 2 * (q0 + p);
+                const float* lo = A + (k0 + k) * lda + r0 + i0;
+                const __m512 x0 = k < kc ? _mm512_maskz_loadu_ps(valid, lo) : _mm512_setzero_ps();
+                const __m512 x1 = k + 1 < kc ? _mm512_maskz_loadu_ps(valid, lo + lda) : _mm512_setzero_ps();
+                r[p] = interleaved_pairs(x0, x1);
+            }
+            transpose_16x16(r);
+            for (int64_t i = 0; i < L; ++i) _mm512_storeu_si512(Ap + (i0 + i) * pairs + q0, r[i]);
+        }
+    }
+    const int64_t whole = (rows + R - 1) / R * R;  // zero rows up to the end of the last sliver
+    for (int64_t i = (rows + L - 1) / L * L; i < whole; ++i)
+        for (int64_t q = 0; q < pairs; q += L) _mm512_storeu_si512(Ap + i * pairs + q, _mm512_setzero_si512());
+}
+
 void pack_a(bool trans_a, const float* A, int64_t lda, int64_t r0, int64_t k0, int64_t rows, int64_t kc, uint32_t* Ap) {
     if (trans_a)  // op(A)[r, k] = A[k * lda + r]: A's rows k and k + 1 give the pairs
-        pack_interleaved<MR>(A, lda, r0, k0, rows, kc, Ap);
+        pack_interleaved<MR, 1>(A, lda, r0, k0, rows, kc, Ap);
     else
-        pack_a_rows(A, lda, r0, k0, rows, kc, Ap);
+        pack_a_rows<MR, 1>(A, lda, r0, k0, rows, kc, Ap);
 }
 
 // A B sliver from a transposed B (op(B)[k, c] = B[c * ldb + k]): column c of op(B) is row c of
 // B, whose pairs come out of the conversion in order; 16 such rows of 16 pairs are transposed
 // in registers into 16 rows of the sliver (word [q * NR + j] is column j's pair q).
+template <int64_t PB>
 void pack_b_transposed(const float* B, int64_t ldb, int64_t k0, int64_t c0, int64_t kc, int64_t cols, uint32_t* Bp) {
-    const int64_t pairs = (kc + 1) / 2;
+    const int64_t pairs = bf16_pairs(kc, PB);
     for (int64_t s = 0; s < cols; s += NR)
         for (int64_t half = 0; half < NR; half += L) {
             const int64_t n = cols - s - half;  // columns of B left from here (none: zeros)
@@ -167,9 +200,9 @@ void pack_b_transposed(const float* B, int64_t ldb, int64_t k0, int64_t c0, int6
 
 void pack_b(bool trans_b, const float* B, int64_t ldb, int64_t k0, int64_t c0, int64_t kc, int64_t cols, uint32_t* Bp) {
     if (trans_b)
-        pack_b_transposed(B, ldb, k0, c0, kc, cols, Bp);
+        pack_b_transposed<1>(B, ldb, k0, c0, kc, cols, Bp);
     else  // op(B)[k, c] = B[k * ldb + c]: B's rows k and k + 1 give the pairs
-        pack_interleaved<NR>(B, ldb, c0, k0, cols, kc, Bp);
+        pack_interleaved<NR, 1>(B, ldb, c0, k0, cols, kc, Bp);
 }
 
 // The A sliver's layout: [q][i] (pack_interleaved) or, `by_rows`, [i][q] (pack_a_rows).
@@ -224,11 +257,33 @@ const Bf16Kernels gemm_bf16_kernels_avx512 = {"avx512_bf16 (vdpbf16ps)",
                                               MR,
                                               NR,
                                               L,
+                                              1,
                                               0x1p-24,
                                               &pack_a,
                                               &pack_b,
                                               {&micro_kernel<1, false>, &micro_kernel<2, false>},
                                               {&micro_kernel<1, true>, &micro_kernel<2, true>}};
+
+// AMX's slivers (gemm_bf16_amx_tile.h): A rows of 32 pairs-contiguous whatever the transpose, B
+// as above with NR = 32, AMX's width; pairs padded to whole tiles of 16.
+constexpr int64_t kAmxRows = 32, kAmxTilePairs = 16;
+static_assert(NR == 32, "AMX's B sliver is 32 columns, as this file's");
+
+void gemm_bf16_amx_pack_a(bool trans_a, const float* A, int64_t lda, int64_t r0, int64_t k0, int64_t rows, int64_t kc,
+                          uint32_t* Ap) {
+    if (trans_a)
+        pack_a_transposed_rows<kAmxRows, kAmxTilePairs>(A, lda, r0, k0, rows, kc, Ap);
+    else
+        pack_a_rows<kAmxRows, kAmxTilePairs>(A, lda, r0, k0, rows, kc, Ap);
+}
+
+void gemm_bf16_amx_pack_b(bool trans_b, const float* B, int64_t ldb, int64_t k0, int64_t c0, int64_t kc, int64_t cols,
+                          uint32_t* Bp) {
+    if (trans_b)
+        pack_b_transposed<kAmxTilePairs>(B, ldb, k0, c0, kc, cols, Bp);
+    else
+        pack_interleaved<NR, kAmxTilePairs>(B, ldb, c0, k0, cols, kc, Bp);
+}
 
 }  // namespace patchgrad
 #endif

@@ -106,6 +106,7 @@ const Bf16Kernels gemm_bf16_kernels_neon = {
     MR,
     NR,
     L,
+    1,
     0x1p-23,
     &pack_a,
     &pack_b,

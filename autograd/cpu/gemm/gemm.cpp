@@ -192,10 +192,13 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
 
 namespace {
 
-void gemm_untimed(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
-                  const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias) {
-#ifndef PATCHGRAD_DOUBLE
-    if (matmul_precision() == MatmulPrecision::Bf16)
+void gemm_untimed(bool allow_bf16, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha,
+                  const real* A, int64_t lda, const real* B, int64_t ldb, real beta, real* C, int64_t ldc,
+                  const real* bias) {
+#ifdef PATCHGRAD_DOUBLE
+    (void)allow_bf16;  // (no bf16 in the float64 build)
+#else
+    if (allow_bf16 && matmul_precision() == MatmulPrecision::Bf16)
         return gemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
 #endif
 #ifdef PATCHGRAD_USE_OPENBLAS
@@ -224,18 +227,31 @@ void gemm_untimed(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
 #endif
 }
 
-}  // namespace
-
-void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
-          const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias) {
-    if (!recording_loops()) return gemm_untimed(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
-    // bench --explain: the product's time, and its loops named by its shape, e.g. "gemm 8320 x 128 x 384 A^T".
+// gemm_untimed, and under bench --explain its time, its loops named by its shape, e.g.
+// "gemm 8320 x 128 x 384 A^T".
+void gemm_timed(bool allow_bf16, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha,
+                const real* A, int64_t lda, const real* B, int64_t ldb, real beta, real* C, int64_t ldc,
+                const real* bias) {
+    if (!recording_loops())
+        return gemm_untimed(allow_bf16, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
     const std::string label = "gemm " + std::to_string(M) + " x " + std::to_string(N) + " x " + std::to_string(K) +
                               (trans_a ? " A^T" : "") + (trans_b ? " B^T" : "");
     const LoopLabel named(label);
     const auto start = std::chrono::steady_clock::now();
-    gemm_untimed(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
+    gemm_untimed(allow_bf16, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
     add_product_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
+}  // namespace
+
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
+          const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias) {
+    gemm_timed(true, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
+}
+
+void gemm_real(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
+               const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias) {
+    gemm_timed(false, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
 }
 
 }  // namespace patchgrad

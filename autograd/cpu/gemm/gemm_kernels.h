@@ -54,7 +54,8 @@ struct GemmKernels {
 
 // The bf16 kernels (gemm_bf16.h), for the same driver shape with bf16 pairs instead of
 // floats: element k = 2q (low half) and k = 2q + 1 (high half) of a row or column share one
-// 32-bit word, `pairs` = ceil(kc / 2) words per K block, an odd kc padded with a zero.
+// 32-bit word, `pairs` = bf16_pairs(kc, pair_block) words per K block: ceil(kc / 2), an odd kc
+// padded with a zero, and rounded up to whole tiles with zero pairs where the kernel has tiles.
 //   Ap[s][q][i] = pair of op(A)[r0 + s*MR + i, k0 + 2q .. 2q+1], zero-padded to whole MR slivers
 //   Bp[s][q][j] = pair of op(B)[k0 + 2q .. 2q+1, c0 + s*NR + j], zero-padded to whole NR slivers
 // (the driver needs only that a sliver's MR * pairs or NR * pairs words are contiguous: the AMX
@@ -64,9 +65,16 @@ struct GemmKernels {
 using Bf16MicroKernel = void (*)(int64_t pairs, const uint32_t* a, const uint32_t* b, float alpha, float beta,
                                  const float* bias, float* c, int64_t ldc, int64_t mr, int64_t nr);
 
+// The pairs a K block of kc values packs into: ceil(kc / 2), rounded up to a multiple of
+// pair_block (AMX: 16, its tiles' rows; 1 for the others).
+constexpr int64_t bf16_pairs(int64_t kc, int64_t pair_block) {
+    return ((kc + 1) / 2 + pair_block - 1) / pair_block * pair_block;
+}
+
 struct Bf16Kernels {
     const char* name;  // the instruction that multiplies
     int64_t mr, nr, vector;
+    int64_t pair_block;  // bf16_pairs' rounding: whole tiles, so that the kernel has no K tail
     // The relative error of one float32 addition in the kernel's sums: 2^-24 where it rounds
     // to nearest (vdpbf16ps), 2^-23 where it rounds to odd (ARM's BFDOT).
     double sum_roundoff;
@@ -80,6 +88,13 @@ struct Bf16Kernels {
 
 // Defined in gemm_bf16_avx512.cpp (x86-64 only); use only where the CPU has AVX512_BF16.
 extern const Bf16Kernels gemm_bf16_kernels_avx512;
+// AMX's packing (gemm_bf16_amx_tile.h's layout: 32-row A slivers word [i][q], 32-column B
+// slivers, pair_block 16) by AVX512_BF16's conversion, defined in gemm_bf16_avx512.cpp (x86-64
+// only; use only where the CPU has AVX512_BF16, as every CPU with AMX-BF16 does).
+void gemm_bf16_amx_pack_a(bool trans_a, const float* A, int64_t lda, int64_t r0, int64_t k0, int64_t rows, int64_t kc,
+                          uint32_t* Ap);
+void gemm_bf16_amx_pack_b(bool trans_b, const float* B, int64_t ldb, int64_t k0, int64_t c0, int64_t kc, int64_t cols,
+                          uint32_t* Bp);
 // Defined in gemm_bf16_amx.cpp where the compiler knows AMX (the build defines PATCHGRAD_AMX
 // then); use only where the CPU has AMX-BF16 and the operating system allows it.
 extern const Bf16Kernels gemm_bf16_kernels_amx;

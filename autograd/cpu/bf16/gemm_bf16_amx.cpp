@@ -57,11 +57,11 @@ struct AmxTiles {
     static void multiply(const uint32_t* a, int64_t lda, const uint32_t* b, int64_t ldb) {
         compiler_fence();
         _tile_loadd(4, a, lda * 4);
-        _tile_loadd(5, a + 16 * lda, lda * 4);
         _tile_loadd(6, b, ldb * 4);
-        _tile_loadd(7, b + 16, ldb * 4);
         _tile_dpbf16ps(0, 4, 6);
+        _tile_loadd(7, b + 16, ldb * 4);
         _tile_dpbf16ps(1, 4, 7);
+        _tile_loadd(5, a + 16 * lda, lda * 4);
         _tile_dpbf16ps(2, 5, 6);
         _tile_dpbf16ps(3, 5, 7);
     }

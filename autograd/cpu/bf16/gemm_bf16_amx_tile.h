@@ -15,9 +15,11 @@
 //
 // The kernel: a 32 x 32 block of C in four tiles (tmm0..3), the A sliver's two 16-row halves
 // in tmm4..5 and the B sliver's two 16-column halves in tmm6..7: all eight tiles, four
-// instructions per 16 pairs of K. Packing puts each tile's rows where one strided load finds
-// them: an A sliver row by row (row i's pairs contiguous, `pairs` words apart), a B sliver pair
-// row by pair row (NR = 32 columns per row), as gemm_kernels.h's Bf16Kernels allows. The
+// instructions per 16 pairs of K, each tile loaded before the first instruction that needs it
+// (tiles are not renamed: a load waits for the instructions reading the tile before). Packing
+// puts each tile's rows where one load finds them in one run of 1 KB: an A sliver tile by tile
+// (16 rows of 16 pairs), a B sliver pair row by pair row (NR = 32 columns per row, the two
+// tiles of a step interleaved), as gemm_kernels.h's Bf16Kernels allows. The
 // tiles are always whole: a K block's pairs are padded with zero pairs to a multiple of 16
 // (pair_block, gemm_kernels.h), and an edge of C is written from a 32 x 32 float buffer.
 // The packing here is the readable one, which the tests' emulation runs; the hardware's table
@@ -54,24 +56,26 @@ struct AmxKernel {
         return uint32_t(round_to_bf16(lo)) | (uint32_t(round_to_bf16(hi)) << 16);
     }
 
-    // A sliver of MR rows: word [(s + i) * pairs + q] is row i's pair q; an odd kc's last pair
-    // (its high half zero) and the zero pairs up to a whole tile are written after.
+    // A sliver of MR rows, tile by tile: word [s * pairs + (q / KP) * MR * KP + i * KP + q % KP]
+    // is row i's pair q, so that a tile load reads one run of 1 KB; an odd kc's last pair (its
+    // high half zero) and the zero pairs up to a whole tile are written after.
     static void pack_a(bool trans_a, const float* A, int64_t lda, int64_t r0, int64_t k0, int64_t rows, int64_t kc,
                        uint32_t* Ap) {
         const int64_t pairs = bf16_pairs(kc, KP), whole = kc / 2;
         const int64_t step = trans_a ? lda : 1;  // from op(A)[r, k] to op(A)[r, k + 1]
         for (int64_t s = 0; s < rows; s += MR)
             for (int64_t i = 0; i < MR; ++i) {
-                uint32_t* dst = Ap + (s + i) * pairs;
+                uint32_t* dst = Ap + s * pairs + i * KP;  // pair q at dst[(q / KP) * MR * KP + q % KP]
+                const auto at = [&](int64_t q) -> uint32_t& { return dst[q / KP * MR * KP + q % KP]; };
                 if (s + i >= rows) {  // a row past the matrix packs zeros
-                    std::memset(dst, 0, pairs * sizeof(uint32_t));
+                    for (int64_t q = 0; q < pairs; ++q) at(q) = 0;
                     continue;
                 }
                 const int64_t r = r0 + s + i;
                 const float* x = trans_a ? A + k0 * lda + r : A + r * lda + k0;  // op(A)[r, k0]
-                for (int64_t q = 0; q < whole; ++q) dst[q] = pair(x[2 * q * step], x[(2 * q + 1) * step]);
-                if (kc % 2) dst[whole] = pair(x[2 * whole * step], 0.0f);
-                for (int64_t q = (kc + 1) / 2; q < pairs; ++q) dst[q] = 0;
+                for (int64_t q = 0; q < whole; ++q) at(q) = pair(x[2 * q * step], x[(2 * q + 1) * step]);
+                if (kc % 2) at(whole) = pair(x[2 * whole * step], 0.0f);
+                for (int64_t q = (kc + 1) / 2; q < pairs; ++q) at(q) = 0;
             }
     }
 
@@ -96,6 +100,16 @@ struct AmxKernel {
         }
     }
 
+    // C tiles += A sliver @ B sliver. Tile loads are fast from L1 only, and the driver's next
+    // call multiplies the next B sliver, which follows this one: each step asks for its part.
+    static void multiply_all(int64_t pairs, const uint32_t* a, const uint32_t* b) {
+        const uint32_t* next = b + NR * pairs;
+        for (int64_t q = 0; q < pairs; q += KP) {
+            Tiles::multiply(a + q * MR, KP, b + q * NR, NR);
+            for (int64_t word = 0; word < KP * NR; word += 16) __builtin_prefetch(next + q * NR + word);
+        }
+    }
+
     // C[mr, nr] = alpha * (A sliver @ B sliver) + beta * C + bias, for any mr, nr <= 32; pairs
     // is a multiple of KP (the packing's zero pairs).
     static void micro_kernel(int64_t pairs, const uint32_t* a, const uint32_t* b, float alpha, float beta,
@@ -110,12 +124,12 @@ struct AmxKernel {
                 Tiles::load(bias, 0);
             else
                 Tiles::zero();
-            for (int64_t q = 0; q < pairs; q += KP) Tiles::multiply(a + q, pairs, b + q * NR, NR);
+            multiply_all(pairs, a, b);
             Tiles::store(c, ldc);
             return;
         }
         Tiles::zero();
-        for (int64_t q = 0; q < pairs; q += KP) Tiles::multiply(a + q, pairs, b + q * NR, NR);
+        multiply_all(pairs, a, b);
         float tile[MR * NR];
         Tiles::store(tile, NR);
         for (int64_t i = 0; i < mr; ++i)

@@ -101,13 +101,12 @@ inline void transpose_16x16(__m512i (&r)[16]) {
     }
 }
 
-// An A sliver of R rows from a row-major A: word [i * pairs + q] is row i's pair q, `pairs`
-// rounded up to a multiple of PB; rows past the matrix and pairs past kc are zero.
-template <int64_t R, int64_t PB>
+// An A sliver from a row-major A: word [i * pairs + q] is row i's pair q; rows past the matrix
+// are zero.
 void pack_a_rows(const float* A, int64_t lda, int64_t r0, int64_t k0, int64_t rows, int64_t kc, uint32_t* Ap) {
-    const int64_t pairs = bf16_pairs(kc, PB);
-    for (int64_t s = 0; s < rows; s += R)
-        for (int64_t i = 0; i < R; ++i) {
+    const int64_t pairs = (kc + 1) / 2;
+    for (int64_t s = 0; s < rows; s += MR)
+        for (int64_t i = 0; i < MR; ++i) {
             uint32_t* dst = Ap + (s + i) * pairs;
             const bool inside = s + i < rows;
             const float* row = A + (inside ? r0 + s + i : 0) * lda + k0;  // (not read past the matrix)
@@ -140,16 +139,32 @@ void pack_interleaved(const float* X, int64_t ld, int64_t r0, int64_t k0, int64_
     }
 }
 
-// An A sliver of R rows, word [i * pairs + q] as pack_a_rows writes it, from a transposed A
-// (op(A)[r, k] = A[k * lda + r]): rows k and k + 1 of A interleaved give 16 rows' pair q in one
-// register; 16 such registers (16 pairs) are transposed into 16 rows of 16 pairs.
-template <int64_t R, int64_t PB>
-void pack_a_transposed_rows(const float* A, int64_t lda, int64_t r0, int64_t k0, int64_t rows, int64_t kc,
-                            uint32_t* Ap) {
-    static_assert(PB % L == 0 && R % L == 0, "whole 16 x 16 blocks");
-    const int64_t pairs = bf16_pairs(kc, PB);
-    for (int64_t i0 = 0; i0 < rows; i0 += L) {  // rows past `rows` of the last sliver: below
-        const __mmask16 valid = first_lanes(rows - i0);
+// AMX's A slivers of 32 rows, tile by tile: word [(q / 16) * 512 + i * 16 + q % 16] of a sliver
+// is row i's pair q, so that each tile load reads 1 KB in one run (gemm_bf16_amx_tile.h).
+constexpr int64_t kAmxRows = 32, kAmxTilePairs = 16;
+inline uint32_t* amx_a_word(uint32_t* Ap, int64_t pairs, int64_t row, int64_t q0) {
+    return Ap + row / kAmxRows * kAmxRows * pairs + q0 * kAmxRows + row % kAmxRows * kAmxTilePairs;
+}
+
+// From a row-major A: each row's 16 pairs of a tile are one conversion.
+void amx_pack_a_rows(const float* A, int64_t lda, int64_t r0, int64_t k0, int64_t rows, int64_t kc, uint32_t* Ap) {
+    const int64_t pairs = bf16_pairs(kc, kAmxTilePairs), padded = (rows + kAmxRows - 1) / kAmxRows * kAmxRows;
+    for (int64_t i = 0; i < padded; ++i) {
+        const bool inside = i < rows;
+        const float* row = A + (inside ? r0 + i : 0) * lda + k0;  // (not read past the matrix)
+        for (int64_t q = 0; q < pairs; q += L)
+            _mm512_storeu_si512(amx_a_word(Ap, pairs, i, q),
+                                inside ? pairs_of_run(row + 2 * q, kc - 2 * q) : _mm512_setzero_si512());
+    }
+}
+
+// From a transposed A (op(A)[r, k] = A[k * lda + r]): rows k and k + 1 of A interleaved give 16
+// rows' pair q in one register; 16 such registers (16 pairs) are transposed into 16 rows of 16 pairs.
+void amx_pack_a_transposed(const float* A, int64_t lda, int64_t r0, int64_t k0, int64_t rows, int64_t kc,
+                           uint32_t* Ap) {
+    const int64_t pairs = bf16_pairs(kc, kAmxTilePairs), padded = (rows + kAmxRows - 1) / kAmxRows * kAmxRows;
+    for (int64_t i0 = 0; i0 < padded; i0 += L) {
+        const __mmask16 valid = first_lanes(rows - i0);  // (none: rows of zeros up to the sliver's end)
         for (int64_t q0 = 0; q0 < pairs; q0 += L) {
             __m512i r[16];
 #pragma GCC unroll 16
@@ -161,19 +176,16 @@ void pack_a_transposed_rows(const float* A, int64_t lda, int64_t r0, int64_t k0,
                 r[p] = interleaved_pairs(x0, x1);
             }
             transpose_16x16(r);
-            for (int64_t i = 0; i < L; ++i) _mm512_storeu_si512(Ap + (i0 + i) * pairs + q0, r[i]);
+            for (int64_t i = 0; i < L; ++i) _mm512_storeu_si512(amx_a_word(Ap, pairs, i0 + i, q0), r[i]);
         }
     }
-    const int64_t whole = (rows + R - 1) / R * R;  // zero rows up to the end of the last sliver
-    for (int64_t i = (rows + L - 1) / L * L; i < whole; ++i)
-        for (int64_t q = 0; q < pairs; q += L) _mm512_storeu_si512(Ap + i * pairs + q, _mm512_setzero_si512());
 }
 
 void pack_a(bool trans_a, const float* A, int64_t lda, int64_t r0, int64_t k0, int64_t rows, int64_t kc, uint32_t* Ap) {
     if (trans_a)  // op(A)[r, k] = A[k * lda + r]: A's rows k and k + 1 give the pairs
         pack_interleaved<MR, 1>(A, lda, r0, k0, rows, kc, Ap);
     else
-        pack_a_rows<MR, 1>(A, lda, r0, k0, rows, kc, Ap);
+        pack_a_rows(A, lda, r0, k0, rows, kc, Ap);
 }
 
 // A B sliver from a transposed B (op(B)[k, c] = B[c * ldb + k]): column c of op(B) is row c of
@@ -264,17 +276,16 @@ const Bf16Kernels gemm_bf16_kernels_avx512 = {"avx512_bf16 (vdpbf16ps)",
                                               {&micro_kernel<1, false>, &micro_kernel<2, false>},
                                               {&micro_kernel<1, true>, &micro_kernel<2, true>}};
 
-// AMX's slivers (gemm_bf16_amx_tile.h): A rows of 32 pairs-contiguous whatever the transpose, B
-// as above with NR = 32, AMX's width; pairs padded to whole tiles of 16.
-constexpr int64_t kAmxRows = 32, kAmxTilePairs = 16;
+// AMX's slivers (gemm_bf16_amx_tile.h): A as above, B as the AVX-512 kernel's with NR = 32, AMX's
+// width; pairs padded to whole tiles of 16.
 static_assert(NR == 32, "AMX's B sliver is 32 columns, as this file's");
 
 void gemm_bf16_amx_pack_a(bool trans_a, const float* A, int64_t lda, int64_t r0, int64_t k0, int64_t rows, int64_t kc,
                           uint32_t* Ap) {
     if (trans_a)
-        pack_a_transposed_rows<kAmxRows, kAmxTilePairs>(A, lda, r0, k0, rows, kc, Ap);
+        amx_pack_a_transposed(A, lda, r0, k0, rows, kc, Ap);
     else
-        pack_a_rows<kAmxRows, kAmxTilePairs>(A, lda, r0, k0, rows, kc, Ap);
+        amx_pack_a_rows(A, lda, r0, k0, rows, kc, Ap);
 }
 
 void gemm_bf16_amx_pack_b(bool trans_b, const float* B, int64_t ldb, int64_t k0, int64_t c0, int64_t kc, int64_t cols,

@@ -184,12 +184,21 @@ double gemm_bf16_sum_roundoff() {
     return kernels ? kernels->sum_roundoff : std::ldexp(1.0, -24);
 }
 
+bool gemm_bf16_is_amx() {
+#if defined(PATCHGRAD_AMX) && !defined(PATCHGRAD_DOUBLE)
+    return native_kernels() == &gemm_bf16_kernels_amx;
+#else
+    return false;
+#endif
+}
+
 std::string gemm_bf16_description() {
     if (const Bf16Kernels* k = native_kernels()) {
         const std::string note =
             bf16_choice() != Bf16Choice::Best ? "PATCHGRAD_BF16=" + enum_name(bf16_choice()) : amx_refusal();
         return std::string("bf16 ") + k->name + ", tile " + std::to_string(k->mr) + " x " + std::to_string(k->nr) +
-               (note.empty() ? "" : " (" + note + ")");
+               (note.empty() ? "" : " (" + note + ")") +
+               (gemm_bf16_is_amx() ? "; attention's per-head products in float32" : "");
     }
     std::string why = "this CPU has no bf16 instructions";
     if (bf16_choice() == Bf16Choice::Emulated)

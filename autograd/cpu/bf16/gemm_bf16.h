@@ -8,7 +8,8 @@
 // `torch.autocast("cpu", dtype=torch.bfloat16)` for a model whose only low-precision ops are
 // matmul and linear. Why the rest stays float32 is in chapter 12: sums of thousands of terms
 // lose everything below 2^-8 of their size in bf16, and so would weights receiving updates
-// a thousand times smaller than themselves.
+// a thousand times smaller than themselves. One exception: with AMX's kernel, attention's
+// small per-head products stay float32 (gemm_small, gemm.h), where tiles do not pay.
 //
 // Where the CPU has a bf16 dot-product instruction (x86-64 AVX512_BF16: vdpbf16ps, two
 // multiply-adds per float32 lane per instruction, twice float32's FMA; Intel Xeon since Cooper
@@ -26,7 +27,9 @@
 //
 // Where the CPU has Intel's AMX tiles (Xeon since Sapphire Rapids) and Linux grants this
 // process their state, a kernel of tdpbf16ps runs instead (gemm_bf16_amx_tile.h: 8,192
-// multiply-adds per instruction); its results on a small product are checked against float64
+// multiply-adds per instruction, its blocks packed by gemm_bf16_avx512.cpp's conversions, its
+// A packed one 32-row sliver at a time, which stays in L1, where tile loads are fast, for its
+// whole row of C); its results on a small product are checked against float64
 // the first time bf16 is used, and a kernel that fails is set aside (the description says so,
 // naming the shape, the transposes and the worst element). Its packing, K loop and edges are
 // tested on every CPU through an emulation of the tile instructions, and on AMX hardware by the
@@ -63,7 +66,11 @@ void check_bf16_setting();
 // gamma = K s / (1 - K s) of its exact value, relative to the sum of their magnitudes.
 double gemm_bf16_sum_roundoff();
 
-// The kernel a bf16 product uses now, e.g. "bf16 avx512_bf16 (vdpbf16ps), tile 12 x 32" or
+// Whether the bf16 kernel in use is AMX's (gemm_small, gemm.h, keeps small products float32 then).
+bool gemm_bf16_is_amx();
+
+// The kernel a bf16 product uses now, e.g. "bf16 avx512_bf16 (vdpbf16ps), tile 12 x 32",
+// "bf16 amx (tdpbf16ps), tile 32 x 32; attention's per-head products in float32" or
 // "bf16 emulated in float32 (this CPU has no bf16 instructions: not faster than fp32)".
 std::string gemm_bf16_description();
 

@@ -102,11 +102,14 @@ struct AmxKernel {
 
     // C tiles += A sliver @ B sliver. Tile loads are fast from L1 only, and the driver's next
     // call multiplies the next B sliver, which follows this one: each step asks for its part.
+    // (An address, not a pointer: after the panel's last sliver it points past the buffer, and
+    // a prefetch of it is harmless, but forming such a pointer is not allowed in C++.)
     static void multiply_all(int64_t pairs, const uint32_t* a, const uint32_t* b) {
-        const uint32_t* next = b + NR * pairs;
+        const uintptr_t next = reinterpret_cast<uintptr_t>(b) + NR * pairs * sizeof(uint32_t);
         for (int64_t q = 0; q < pairs; q += KP) {
             Tiles::multiply(a + q * MR, KP, b + q * NR, NR);
-            for (int64_t word = 0; word < KP * NR; word += 16) __builtin_prefetch(next + q * NR + word);
+            for (int64_t byte = 0; byte < KP * NR * 4; byte += 64)
+                __builtin_prefetch(reinterpret_cast<const void*>(next + (q * NR * 4 + byte)));
         }
     }
 

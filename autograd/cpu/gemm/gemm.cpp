@@ -249,9 +249,14 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alph
     gemm_timed(true, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
 }
 
-void gemm_real(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
-               const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias) {
-    gemm_timed(false, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
+void gemm_small(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
+                const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias) {
+#ifdef PATCHGRAD_DOUBLE
+    const bool allow_bf16 = false;
+#else
+    const bool allow_bf16 = !gemm_bf16_is_amx();
+#endif
+    gemm_timed(allow_bf16, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
 }
 
 }  // namespace patchgrad

@@ -41,11 +41,12 @@ std::string gemm_kernel_description();
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
           const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias = nullptr);
 
-// gemm in the tensors' own type whatever the matmul precision, never rounded to bf16: for
-// attention's per-head products (N x N scores with K = the head size, 65 x 65 x 32 in
-// cifar-tiny), too small for bf16 hardware to pay (chapter 12's bf16 section).
-void gemm_real(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
-               const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias = nullptr);
+// gemm for small products, attention's per head (65 x 65 x 32 in cifar-tiny). Under the bf16
+// precision they stay float32 where the bf16 kernel is AMX's, whose tiles pay only over a long
+// K (in the step they were slower than float32: chapter 12.9); the other bf16 kernels
+// (vdpbf16ps, BFDOT, the emulation) multiply them in bf16, as gemm does.
+void gemm_small(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
+                const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias = nullptr);
 
 // ---- a batch of products (matmul's batch dimensions) ---------------------------------------
 // The batch dimensions (all but the last two) of a and b broadcast against each other like

@@ -1,6 +1,6 @@
 // attention_heads.cpp — the per-head attention kernel (attention_heads.h): gemm reads q, k and
 // v in place through their leading dimension 3D, and each head asks for the next one's memory
-// while it computes. Its products are float32 whatever the matmul precision (gemm_real).
+// while it computes. Its products are gemm_small's (float32 under bf16 where the kernel is AMX).
 #include "patchgrad/autograd/cpu/rows/attention_heads.h"
 
 #include <algorithm>
@@ -73,11 +73,11 @@ void attention_heads_forward(const AttentionHeads& x, int64_t t0, int64_t t1, re
         const Head h = head_at(x.qkv, t, heads, N, D);
         real* at = a + t * N * N;
         if (t + 1 < t1) prefetch_forward(head_at(x.qkv, t + 1, heads, N, D), at + N * N, out, N, d, D);
-        gemm_real(false, true, N, N, d, x.scales ? x.scales[h.h] : x.fixed_scale, h.q, ld, h.k, ld, 0, at, N, x.bias);
+        gemm_small(false, true, N, N, d, x.scales ? x.scales[h.h] : x.fixed_scale, h.q, ld, h.k, ld, 0, at, N, x.bias);
         if (x.scales)
             for (int64_t i = 0; i < N; ++i) at[i * N + i] = -std::numeric_limits<real>::infinity();
         softmax_rows_forward(at, at, N, N, false);
-        gemm_real(false, false, N, d, N, 1, at, N, h.v, ld, 0, out + h.out, D);
+        gemm_small(false, false, N, d, N, 1, at, N, h.v, ld, 0, out + h.out, D);
     }
     // [/snippet:sdpa-forward-head]
 }
@@ -98,19 +98,19 @@ void attention_heads_backward(const AttentionHeads& x, int64_t t0, int64_t t1, c
         const real* at = a + t * N * N;
         const real* dot = dout + h.out;
         if (t + 1 < t1) prefetch_backward(head_at(x.qkv, t + 1, heads, N, D), at + N * N, dout, dqkv, N, d, D);
-        gemm_real(false, true, N, N, d, 1, dot, D, v, ld, 0, da, N);  // dA = dO v^T
+        gemm_small(false, true, N, N, d, 1, dot, D, v, ld, 0, da, N);  // dA = dO v^T
         std::fill(ds, ds + N * N, real(0));
         softmax_rows_backward(at, da, ds, N, N);  // dS
         real* dq = dqkv ? dqkv + h.in : nullptr;
         if (dq) {
-            gemm_real(true, false, N, d, N, 1, at, N, dot, D, beta, dq + 2 * D, ld);  // dv = A^T dO
-            gemm_real(true, false, N, d, N, s, ds, N, q, ld, beta, dq + D, ld);       // dk = s dS^T q
+            gemm_small(true, false, N, d, N, 1, at, N, dot, D, beta, dq + 2 * D, ld);  // dv = A^T dO
+            gemm_small(true, false, N, d, N, s, ds, N, q, ld, beta, dq + D, ld);       // dk = s dS^T q
         }
         if (!scale_parts) {
-            if (dq) gemm_real(false, false, N, d, N, s, ds, N, k, ld, beta, dq, ld);  // dq = s dS k
+            if (dq) gemm_small(false, false, N, d, N, s, ds, N, k, ld, beta, dq, ld);  // dq = s dS k
             continue;
         }
-        gemm_real(false, false, N, d, N, 1, ds, N, k, ld, 0, dsk, d);
+        gemm_small(false, false, N, d, N, 1, ds, N, k, ld, 0, dsk, d);
         real part = 0;
         for (int64_t i = 0; i < N; ++i)
             for (int64_t c = 0; c < d; ++c) {

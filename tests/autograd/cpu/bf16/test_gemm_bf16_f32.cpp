@@ -17,6 +17,7 @@
 #include "patchgrad/autograd/cpu/gemm/gemm.h"
 #include "patchgrad/autograd/cpu/gemm/gemm_blocks.h"
 #include "patchgrad/autograd/cpu/gemm/gemm_kernels.h"
+#include "patchgrad/autograd/ops.h"
 #include "test_util.h"
 #include "vit/vit_test_util.h"
 
@@ -393,6 +394,30 @@ TEST_CASE("bf16: gemm_bf16 gives the same bits for any thread count, at every in
         for (bool trans_b : {false, true})
             check_same_bits_for_any_thread_count(&gemm_bf16, false, trans_b, 13, 512, 520, 300);
     });
+}
+
+TEST_CASE("bf16: attention's per-head products are float32 with AMX's kernel and bf16 with the others",
+          "[op:gemm][bf16][op:attention]") {
+    // gemm_small (gemm.h): the fused attention op's output and qkv's gradient under bf16 equal
+    // float32's bit for bit where the kernel is AMX's, and differ from them elsewhere.
+    Rng rng(4);
+    Tensor qkv = Tensor::normal({3, 9, 24}, 0, 1, rng, true);
+    const auto run = [&](MatmulPrecision precision) {
+        MatmulPrecisionGuard guard(precision);
+        qkv.zero_grad();
+        Tensor out = scaled_dot_product_attention(qkv, 2);
+        sum(out * out).backward();
+        return std::make_pair(out.to_vector(), qkv.grad().to_vector());
+    };
+    const auto fp32 = run(MatmulPrecision::Fp32), bf16 = run(MatmulPrecision::Bf16);
+    INFO(gemm_bf16_description());
+    if (gemm_bf16_is_amx()) {
+        CHECK(bf16.first == fp32.first);
+        CHECK(bf16.second == fp32.second);
+    } else {
+        CHECK(bf16.first != fp32.first);
+        CHECK(bf16.second != fp32.second);
+    }
 }
 
 TEST_CASE("bf16: one ViT training step in bf16 is within a stated tolerance of float32", "[op:gemm][bf16]") {

@@ -88,14 +88,13 @@ struct AmxKernel {
             const int64_t n = smaller(NR, cols - s);
             for (int64_t q = 0; q < pairs; ++q) {
                 uint32_t* dst = Bp + s * pairs + q * NR;
+                for (int64_t j = 0; j < NR; ++j) dst[j] = 0;  // zero pairs past kc and past the columns
+                if (2 * q >= kc) continue;
                 const float* lo = B + (k0 + 2 * q) * along_k + (c0 + s) * along_col;  // op(B)[k0 + 2q, c0 + s]
-                if (2 * q >= kc)  // a zero pair of the last tile
-                    for (int64_t j = 0; j < n; ++j) dst[j] = 0;
-                else if (2 * q + 1 < kc)
+                if (2 * q + 1 < kc)
                     for (int64_t j = 0; j < n; ++j) dst[j] = pair(lo[j * along_col], lo[j * along_col + along_k]);
                 else
                     for (int64_t j = 0; j < n; ++j) dst[j] = pair(lo[j * along_col], 0.0f);
-                for (int64_t j = n; j < NR; ++j) dst[j] = 0;
             }
         }
     }

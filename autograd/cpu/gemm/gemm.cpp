@@ -229,9 +229,8 @@ void gemm_untimed(bool allow_bf16, bool trans_a, bool trans_b, int64_t M, int64_
 
 // gemm_untimed, and under bench --explain its time, its loops named by its shape, e.g.
 // "gemm 8320 x 128 x 384 A^T".
-void gemm_timed(bool allow_bf16, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha,
-                const real* A, int64_t lda, const real* B, int64_t ldb, real beta, real* C, int64_t ldc,
-                const real* bias) {
+void gemm_timed(bool allow_bf16, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A,
+                int64_t lda, const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias) {
     if (!recording_loops())
         return gemm_untimed(allow_bf16, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
     const std::string label = "gemm " + std::to_string(M) + " x " + std::to_string(N) + " x " + std::to_string(K) +

@@ -458,7 +458,7 @@ TEST_CASE("bf16: one ViT training step in bf16 is within a stated tolerance of f
         if (t > 0) smallest = std::min(smallest, relative);  // (the loss, t = 0, is one number: below)
     }
     INFO("worst relative error " << worst << ", smallest of a gradient " << smallest);
-    CHECK(smallest > 1e-5);  // bf16 did change every gradient: the precision reached every product
+    CHECK(smallest > 1e-5);                   // bf16 did change every gradient: the precision reached every product
     CHECK(bf16[0].second != fp32[0].second);  // and the loss
 }
 

@@ -127,8 +127,8 @@ void pack_interleaved(const float* X, int64_t ld, int64_t r0, int64_t k0, int64_
         const int64_t n = smaller(W, cols - s);
         uint32_t* dst = P + s * pairs;
         for (int64_t q = 0; q < pairs; ++q) {
-            const float* lo = X + (k0 + 2 * q) * ld + r0 + s;
-            const bool past_end = 2 * q >= kc, odd_end = 2 * q + 1 == kc;  // zero pairs, the zero of an odd kc
+            const bool past_end = 2 * q >= kc, odd_end = 2 * q + 1 == kc;       // zero pairs, the zero of an odd kc
+            const float* lo = X + (k0 + (past_end ? 0 : 2 * q)) * ld + r0 + s;  // (past kc: not read)
             for (int64_t i = 0; i < W; i += L) {
                 const __mmask16 valid = past_end ? 0 : first_lanes(n - i);
                 const __m512 hi = odd_end ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(valid, lo + ld + i);
@@ -154,7 +154,7 @@ void amx_pack_a_rows(const float* A, int64_t lda, int64_t r0, int64_t k0, int64_
         const float* row = A + (inside ? r0 + i : 0) * lda + k0;  // (not read past the matrix)
         for (int64_t q = 0; q < pairs; q += L)
             _mm512_storeu_si512(amx_a_word(Ap, pairs, i, q),
-                                inside ? pairs_of_run(row + 2 * q, kc - 2 * q) : _mm512_setzero_si512());
+                                inside && 2 * q < kc ? pairs_of_run(row + 2 * q, kc - 2 * q) : _mm512_setzero_si512());
     }
 }
 
@@ -170,7 +170,7 @@ void amx_pack_a_transposed(const float* A, int64_t lda, int64_t r0, int64_t k0, 
 #pragma GCC unroll 16
             for (int64_t p = 0; p < L; ++p) {
                 const int64_t k = 2 * (q0 + p);
-                const float* lo = A + (k0 + k) * lda + r0 + i0;
+                const float* lo = A + (k0 + smaller(k, kc - 1)) * lda + r0 + i0;  // (past kc: not read)
                 const __m512 x0 = k < kc ? _mm512_maskz_loadu_ps(valid, lo) : _mm512_setzero_ps();
                 const __m512 x1 = k + 1 < kc ? _mm512_maskz_loadu_ps(valid, lo + lda) : _mm512_setzero_ps();
                 r[p] = interleaved_pairs(x0, x1);
@@ -202,8 +202,8 @@ void pack_b_transposed(const float* B, int64_t ldb, int64_t k0, int64_t c0, int6
                 __m512i r[16];
 #pragma GCC unroll 16
                 for (int64_t j = 0; j < L; ++j)
-                    r[j] = j < n ? pairs_of_run(B + (c0 + s + half + j) * ldb + k0 + 2 * q, kc - 2 * q)
-                                 : _mm512_setzero_si512();
+                    r[j] = j < n && 2 * q < kc ? pairs_of_run(B + (c0 + s + half + j) * ldb + k0 + 2 * q, kc - 2 * q)
+                                               : _mm512_setzero_si512();
                 transpose_16x16(r);
                 for (int64_t p = 0; p < L && q + p < pairs; ++p) _mm512_storeu_si512(dst + (q + p) * NR, r[p]);
             }

@@ -17,9 +17,9 @@
 // in tmm4..5 and the B sliver's two 16-column halves in tmm6..7: all eight tiles, four
 // instructions per 16 pairs of K, each tile loaded before the first instruction that needs it
 // (tiles are not renamed: a load waits for the instructions reading the tile before). Packing
-// puts each tile's rows where one load finds them in one run of 1 KB: an A sliver tile by tile
-// (16 rows of 16 pairs), a B sliver pair row by pair row (NR = 32 columns per row, the two
-// tiles of a step interleaved), as gemm_kernels.h's Bf16Kernels allows. The
+// puts each tile's rows where one load finds them: an A sliver tile by tile (16 rows of 16
+// pairs, one run of 1 KB), a B sliver pair row by pair row (NR = 32 columns per row, so a
+// step's two tiles share one run of 2 KB), as gemm_kernels.h's Bf16Kernels allows. The
 // tiles are always whole: a K block's pairs are padded with zero pairs to a multiple of 16
 // (pair_block, gemm_kernels.h), and an edge of C is written from a 32 x 32 float buffer.
 // The packing here is the readable one, which the tests' emulation runs; the hardware's table
@@ -28,7 +28,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 
 #include "patchgrad/autograd/cpu/bf16/bf16.h"
 #include "patchgrad/autograd/cpu/gemm/gemm_kernels.h"

@@ -127,8 +127,9 @@ void pack_interleaved(const float* X, int64_t ld, int64_t r0, int64_t k0, int64_
         const int64_t n = smaller(W, cols - s);
         uint32_t* dst = P + s * pairs;
         for (int64_t q = 0; q < pairs; ++q) {
-            const bool past_end = 2 * q >= kc, odd_end = 2 * q + 1 == kc;       // zero pairs, the zero of an odd kc
-            const float* lo = X + (k0 + (past_end ? 0 : 2 * q)) * ld + r0 + s;  // (past kc: not read)
+            // Past kc: zero pairs, nothing read; at an odd kc's end: the zero that pads it.
+            const bool past_end = 2 * q >= kc, odd_end = 2 * q + 1 == kc;
+            const float* lo = X + (k0 + (past_end ? 0 : 2 * q)) * ld + r0 + s;
             for (int64_t i = 0; i < W; i += L) {
                 const __mmask16 valid = past_end ? 0 : first_lanes(n - i);
                 const __m512 hi = odd_end ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(valid, lo + ld + i);

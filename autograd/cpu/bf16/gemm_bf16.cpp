@@ -278,10 +278,7 @@ void gemm_bf16_with(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int6
     if (M <= 0 || N <= 0) return;
     if (K <= 0) return gemm_bf16_emulated(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
     constexpr int64_t KC = kGemmKC, NC = 1536;
-    const int64_t MR = kernels.mr, NR = kernels.nr, V = kernels.vector, PB = kernels.pair_block;
-    // Rows of A packed at a time: whole slivers, 144 rows for MR = 12 or 8; for AMX's 32, one
-    // sliver, which then stays in L1 for its whole row of C (AMX's tile loads are slow from L2).
-    const int64_t MC = MR >= 32 ? MR : 144 / MR * MR;
+    const int64_t MR = kernels.mr, NR = kernels.nr, V = kernels.vector, PB = kernels.pair_block, MC = kernels.mc;
     const auto column_words = [PB](int64_t kc) { return bf16_pairs(kc, PB); };
     const auto pack_panel = [&](int64_t pc, int64_t kc, int64_t c0, int64_t cols, uint32_t* Bp) {
         kernels.pack_b(trans_b, B, ldb, pc, c0, kc, cols, Bp);

@@ -151,6 +151,7 @@ struct AmxKernel {
                            NR,
                            NR,
                            KP,
+                           MR,
                            0x1p-24,
                            packs_a,
                            packs_b,

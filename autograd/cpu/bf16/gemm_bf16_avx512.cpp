@@ -101,19 +101,26 @@ inline void transpose_16x16(__m512i (&r)[16]) {
     }
 }
 
-// An A sliver from a row-major A: word [i * pairs + q] is row i's pair q; rows past the matrix
-// are zero.
+// Rows of a row-major A, 16 pairs (one conversion) at a time: row i's pairs q .. q + 15 go to
+// word_at(i, q), `pairs` of them per row (zero pairs past kc); the rows past `rows`, up to a
+// whole sliver of R, are zero. The A slivers of both layouts below.
+template <int64_t R, class WordAt>
+void pack_rows(const float* A, int64_t lda, int64_t r0, int64_t k0, int64_t rows, int64_t kc, int64_t pairs,
+               WordAt word_at) {
+    for (int64_t i = 0; i < (rows + R - 1) / R * R; ++i) {
+        const bool inside = i < rows;
+        const float* row = A + (inside ? r0 + i : 0) * lda + k0;  // (not read past the matrix)
+        for (int64_t q = 0; q < pairs; q += L)
+            _mm512_mask_storeu_epi32(
+                word_at(i, q), first_lanes(pairs - q),
+                inside && 2 * q < kc ? pairs_of_run(row + 2 * q, kc - 2 * q) : _mm512_setzero_si512());
+    }
+}
+
+// An A sliver from a row-major A: word [i * pairs + q] is row i's pair q.
 void pack_a_rows(const float* A, int64_t lda, int64_t r0, int64_t k0, int64_t rows, int64_t kc, uint32_t* Ap) {
     const int64_t pairs = (kc + 1) / 2;
-    for (int64_t s = 0; s < rows; s += MR)
-        for (int64_t i = 0; i < MR; ++i) {
-            uint32_t* dst = Ap + (s + i) * pairs;
-            const bool inside = s + i < rows;
-            const float* row = A + (inside ? r0 + s + i : 0) * lda + k0;  // (not read past the matrix)
-            for (int64_t q = 0; q < pairs; q += L)
-                _mm512_mask_storeu_epi32(dst + q, first_lanes(pairs - q),
-                                         inside ? pairs_of_run(row + 2 * q, kc - 2 * q) : _mm512_setzero_si512());
-        }
+    pack_rows<MR>(A, lda, r0, k0, rows, kc, pairs, [=](int64_t i, int64_t q) { return Ap + i * pairs + q; });
 }
 
 // P[s][q][i] = the pair X[k0 + 2q .. 2q+1, r0 + s*W + i] for slivers of W columns of X: rows
@@ -149,14 +156,9 @@ inline uint32_t* amx_a_word(uint32_t* Ap, int64_t pairs, int64_t row, int64_t q0
 
 // From a row-major A: each row's 16 pairs of a tile are one conversion.
 void amx_pack_a_rows(const float* A, int64_t lda, int64_t r0, int64_t k0, int64_t rows, int64_t kc, uint32_t* Ap) {
-    const int64_t pairs = bf16_pairs(kc, kAmxTilePairs), padded = (rows + kAmxRows - 1) / kAmxRows * kAmxRows;
-    for (int64_t i = 0; i < padded; ++i) {
-        const bool inside = i < rows;
-        const float* row = A + (inside ? r0 + i : 0) * lda + k0;  // (not read past the matrix)
-        for (int64_t q = 0; q < pairs; q += L)
-            _mm512_storeu_si512(amx_a_word(Ap, pairs, i, q),
-                                inside && 2 * q < kc ? pairs_of_run(row + 2 * q, kc - 2 * q) : _mm512_setzero_si512());
-    }
+    const int64_t pairs = bf16_pairs(kc, kAmxTilePairs);
+    pack_rows<kAmxRows>(A, lda, r0, k0, rows, kc, pairs,
+                        [=](int64_t i, int64_t q) { return amx_a_word(Ap, pairs, i, q); });
 }
 
 // From a transposed A (op(A)[r, k] = A[k * lda + r]): rows k and k + 1 of A interleaved give 16
@@ -271,6 +273,7 @@ const Bf16Kernels gemm_bf16_kernels_avx512 = {"avx512_bf16 (vdpbf16ps)",
                                               NR,
                                               L,
                                               1,
+                                              144 / MR* MR,
                                               0x1p-24,
                                               &pack_a,
                                               &pack_b,

@@ -107,6 +107,7 @@ const Bf16Kernels gemm_bf16_kernels_neon = {
     NR,
     L,
     1,
+    144 / MR* MR,
     0x1p-23,
     &pack_a,
     &pack_b,

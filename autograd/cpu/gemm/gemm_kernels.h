@@ -75,6 +75,9 @@ struct Bf16Kernels {
     const char* name;  // the instruction that multiplies
     int64_t mr, nr, vector;
     int64_t pair_block;  // bf16_pairs' rounding: whole tiles, so that the kernel has no K tail
+    // Rows of A packed at a time, whole slivers: 144 for the 12-row kernels, one 32-row sliver
+    // for AMX, which then stays in L1 for its whole row of C (tile loads are slow from L2).
+    int64_t mc;
     // The relative error of one float32 addition in the kernel's sums: 2^-24 where it rounds
     // to nearest (vdpbf16ps), 2^-23 where it rounds to odd (ARM's BFDOT).
     double sum_roundoff;

@@ -194,18 +194,15 @@ void gemm_bf16_amx_emulated(bool trans_a, bool trans_b, int64_t M, int64_t N, in
     gemm_bf16_with(kAmxEmulated, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
 }
 
+#if defined(__x86_64__)
 // The AVX512_BF16 kernel itself, which the dispatch does not choose on a CPU with AMX; only the
 // vdpbf16ps test calls it, where the CPU has AVX512_BF16.
 void gemm_bf16_vdpbf16ps(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
                          const float* bias) {
-#if defined(__x86_64__)
     gemm_bf16_with(gemm_bf16_kernels_avx512, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
-#else
-    (void)trans_a, (void)trans_b, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)B, (void)ldb;
-    (void)beta, (void)C, (void)ldc, (void)bias;
-#endif
 }
+#endif
 
 // The AMX kernel itself, where this CPU has it (amx_kernels_on_this_cpu); only the native test calls it.
 void gemm_bf16_amx_native(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,

@@ -8,6 +8,13 @@
 //                           buffer is uninitialised (NaN in the PATCHGRAD_POISON_EMPTY builds).
 //   add_to_grad(x, g)       x.grad += g[0 .. numel), for a backward that passes dOut on as it
 //                           is (a same-shape add): a plain copy for the first gradient.
+//   add_into_grad(x, grain, add)
+//                           for an elementwise backward whose loop adds (`+=`) into x's
+//                           gradient: add(begin, end, g) runs on parallel chunks of [0, numel)
+//                           with g the gradient's buffer. A gradient that has not arrived yet
+//                           is zero-filled a slice at a time just before `add` runs on it,
+//                           while the slice is in cache, not all at once beforehand as
+//                           grad_data() does, out to memory and back.
 //   add_grad_from(x, out)   x.grad += out.grad, out being the op's result: add_to_grad, except
 //                           that the first gradient takes out's buffer itself when backward()
 //                           drops it after this backward anyway (an ExpendableGrad scope says
@@ -16,6 +23,10 @@
 // When in doubt, use grad_data().
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
+
+#include "patchgrad/autograd/cpu/threads/parallel.h"
 #include "patchgrad/autograd/tensor.h"
 
 namespace patchgrad {
@@ -27,6 +38,22 @@ struct GradOverwrite {
 GradOverwrite grad_for_overwrite(const Tensor& x);
 
 void add_to_grad(const Tensor& x, const real* g);
+
+template <class Add>
+void add_into_grad(const Tensor& x, int64_t grain, Add&& add, LoopSite site = {__builtin_FILE(), __builtin_LINE()}) {
+    constexpr int64_t kSlice = 4096;  // 16 KiB of float: filled, then added into, in L1
+    const GradOverwrite g = grad_for_overwrite(x);
+    parallel_for(
+        x.numel(), grain,
+        [&](int64_t begin, int64_t end) {
+            for (int64_t b = begin; b < end; b += kSlice) {
+                const int64_t e = std::min(end, b + kSlice);
+                if (g.beta == 0) std::fill(g.data + b, g.data + e, real(0));
+                add(b, e, g.data);
+            }
+        },
+        site);
+}
 
 // Throws std::logic_error if out has no gradient, std::invalid_argument if it has another
 // number of elements than x.

@@ -6,6 +6,7 @@
 #include "patchgrad/autograd/cpu/cpu_isa.h"
 #include "patchgrad/autograd/cpu/rows/fast_math.h"
 #include "patchgrad/autograd/cpu/threads/parallel.h"
+#include "patchgrad/autograd/grad_fast_paths.h"
 #include "patchgrad/autograd/ops.h"
 
 namespace patchgrad {
@@ -84,11 +85,10 @@ Tensor gelu(const Tensor& x, GeluApproximation approximation) {
     parallel_for(n, kGrain,
                  [=](int64_t begin, int64_t end) { gelu_forward(xd + begin, y + begin, end - begin, exact); });
 
-    record(out, "gelu", {x}, [x, n, exact](Tensor& o) mutable {
+    record(out, "gelu", {x}, [x, exact](Tensor& o) mutable {
         const real* dy = o.grad_data();
         const real* xd = x.data();
-        real* dx = x.grad_data();
-        parallel_for(n, kGrain, [=](int64_t begin, int64_t end) {
+        add_into_grad(x, kGrain, [=](int64_t begin, int64_t end, real* dx) {
             gelu_backward(xd + begin, dy + begin, dx + begin, end - begin, exact);
         });
     });

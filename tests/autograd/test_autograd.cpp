@@ -3,6 +3,7 @@
 #include <cmath>
 #include <memory>
 
+#include "autograd/determinism_util.h"
 #include "catch.h"
 #include "patchgrad/autograd/grad_fast_paths.h"
 #include "patchgrad/autograd/ops.h"
@@ -328,6 +329,22 @@ TEST_CASE("autograd: grad_data is zero-filled, grad_for_overwrite says when it i
     Tensor b = Tensor::zeros({3}, true);
     const real* g = b.grad_data();
     CHECK((g[0] == 0 && g[1] == 0 && g[2] == 0));
+}
+
+TEST_CASE("autograd: add_into_grad adds into zeros the first time and into the gradient after", "[autograd]") {
+    // 10000 elements: several slices of its zero fill, in one chunk and in three.
+    for (int threads : {1, 3}) {
+        INFO(threads << " threads");
+        const ThreadCount count(threads);
+        Tensor x = Tensor::zeros({100, 100}, true);
+        const auto add_index = [](int64_t begin, int64_t end, real* g) {
+            for (int64_t i = begin; i < end; ++i) g[i] += real(i % 97);
+        };
+        add_into_grad(x, 1000, add_index);
+        for (int64_t i = 0; i < x.numel(); ++i) REQUIRE(x.grad().data()[i] == real(i % 97));
+        add_into_grad(x, 1000, add_index);
+        for (int64_t i = 0; i < x.numel(); ++i) REQUIRE(x.grad().data()[i] == real(2 * (i % 97)));
+    }
 }
 
 TEST_CASE("autograd: add_grad_from refuses a result without a gradient or of another size", "[autograd][errors]") {

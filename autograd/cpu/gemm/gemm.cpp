@@ -248,14 +248,17 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alph
     gemm_timed(true, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
 }
 
+bool gemm_small_is_float32() {
+#ifdef PATCHGRAD_DOUBLE
+    return true;
+#else
+    return matmul_precision() != MatmulPrecision::Bf16 || gemm_bf16_is_amx();
+#endif
+}
+
 void gemm_small(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
                 const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias) {
-#ifdef PATCHGRAD_DOUBLE
-    const bool allow_bf16 = false;
-#else
-    const bool allow_bf16 = !gemm_bf16_is_amx();
-#endif
-    gemm_timed(allow_bf16, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
+    gemm_timed(!gemm_small_is_float32(), trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
 }
 
 }  // namespace patchgrad

@@ -48,6 +48,9 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alph
 void gemm_small(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
                 const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias = nullptr);
 
+// Whether gemm_small multiplies in float32 now (the precision and the bf16 kernel above).
+bool gemm_small_is_float32();
+
 // ---- a batch of products (matmul's batch dimensions) ---------------------------------------
 // The batch dimensions (all but the last two) of a and b broadcast against each other like
 // NumPy's. For every matrix of the output batch, a_index / b_index say which matrix of a

@@ -3,7 +3,8 @@
 
 For every entry of mutations.txt (next to this script) it multiplies one term of one op's
 backward by 1.01, e.g. `da[i] += g * b[i]` -> `da[i] += real(1.01) * g * b[i]`, rebuilds
-the float64 test binary of tests/autograd and runs the Catch2 tests the entry names (a tag
+the float64 test binary of tests/autograd (or, for an entry marked `binary: f32`, the float32
+one, for the kernels only float32 has) and runs the Catch2 tests the entry names (a tag
 such as [op:matmul]). At least one of them must fail: a silently wrong gradient in any op,
 any input of it, any code path, would otherwise go unnoticed. mutations.txt has one entry
 per partial derivative of every differentiable op (and per term where a derivative has
@@ -20,8 +21,10 @@ $LDFLAGS are appended) and checks that each spec selects tests that pass unmutat
 per mutation it edits the copy, recompiles that one op file, relinks and runs the spec,
 twice: first a control with real(1) in place of real(1.01), which must pass (so a failure
 is due to the 1% and nothing else), then the mutant; then it restores the file. Everything
-runs under nice -n 10. A full run takes about 5 minutes on two cores (1-2 for the first
-build, then 2-6 s per mutation); it is a manual tool, not part of ctest. Prints
+runs under nice -n 10. The float32 binary is built instead by the project's CMake in a copy of
+the tracked files (its kernels have per-file instruction-set flags that only CMakeLists.txt
+knows), once, then again for each of its mutations. A full run takes about 8 minutes on two
+cores (the first builds, then 2-15 s per mutation); it is a manual tool, not part of ctest. Prints
 a table and `mutations: N caught, M missed`; the exit status is 1 if any mutation was
 missed or anything could not be built.
 
@@ -49,6 +52,7 @@ CXXFLAGS = ["-std=c++17", "-O1", "-DPATCHGRAD_DOUBLE"] + shlex.split(os.environ.
 LDFLAGS = ["-pthread"] + shlex.split(os.environ.get("LDFLAGS", ""))
 TEST_TIMEOUT = 600  # seconds; a mutant that hangs a test counts as caught
 KEYS = ("mutation", "file", "spec", "find", "replace")
+OPTIONAL_KEYS = ("binary",)  # f64 (the default) or f32
 SCALE = "real(1.01)"  # every replacement scales one term by this
 
 
@@ -64,6 +68,7 @@ class Mutation:
     find: str
     replace: str
     line: int  # where the entry starts in mutations.txt
+    binary: str = "f64"
 
 
 def parse_mutations(path: Path) -> list[Mutation]:
@@ -79,8 +84,11 @@ def parse_mutations(path: Path) -> list[Mutation]:
             raise SetupError(f"{path.name}:{start}: entry lacks {', '.join(missing)}")
         if SCALE not in block["replace"]:
             raise SetupError(f"{path.name}:{start}: the replacement must scale a term by {SCALE}")
+        binary = block.get("binary", "f64")
+        if binary not in ("f64", "f32"):
+            raise SetupError(f"{path.name}:{start}: binary must be f64 or f32, got {binary!r}")
         mutations.append(Mutation(block["mutation"], block["file"], block["spec"], block["find"],
-                                  block["replace"], start))
+                                  block["replace"], start, binary))
         block.clear()
 
     for number, line in enumerate(path.read_text().splitlines(), 1):
@@ -90,8 +98,8 @@ def parse_mutations(path: Path) -> list[Mutation]:
             finish()
             continue
         key, sep, value = line.partition(": ")
-        if not sep or key not in KEYS:
-            raise SetupError(f"{path.name}:{number}: expected one of {', '.join(KEYS)} "
+        if not sep or key not in KEYS + OPTIONAL_KEYS:
+            raise SetupError(f"{path.name}:{number}: expected one of {', '.join(KEYS + OPTIONAL_KEYS)} "
                              f"followed by ': ', got {line!r}")
         if key in block:
             raise SetupError(f"{path.name}:{number}: {key} given twice in one entry")
@@ -182,18 +190,46 @@ class Build:
         return run([CXX, *objects, "-o", str(output), *LDFLAGS, *libs])
 
 
+class CMakeBuild:
+    """The float32 test binary, built by the project's CMake in a copy of the tracked files."""
+
+    def __init__(self, work: Path, jobs: int):
+        self.src = work / "repo"
+        self.dir = work / "build32"
+        self.jobs = jobs
+        tracked = run(["git", "-C", str(REPO), "ls-files", "-z"])
+        if tracked.returncode != 0:
+            raise SetupError(f"git ls-files fails (a float32 mutation needs a git checkout):\n{tracked.stdout}")
+        self.files = {name for name in tracked.stdout.split("\0") if name and (REPO / name).is_file()}
+        for name in self.files:
+            (self.src / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, self.src / name)
+        self.binary = self.dir / "tests" / "patchgrad_tests32"
+
+    def build_all(self) -> None:
+        launcher = ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"] if shutil.which("ccache") else []
+        print(f"configuring and building the float32 tests in {self.dir} ...", flush=True)
+        t0 = time.monotonic()
+        result = run(["cmake", "-S", str(self.src), "-B", str(self.dir), "-DCMAKE_BUILD_TYPE=Release",
+                      "-DPATCHGRAD_BUILD_TUTORIALS=OFF", *launcher])
+        if result.returncode == 0:
+            result = self.build()
+        if result.returncode != 0:
+            raise SetupError(f"the float32 tests do not build unmutated:\n{result.stdout[-4000:]}")
+        print(f"built in {time.monotonic() - t0:.0f} s", flush=True)
+
+    def build(self) -> subprocess.CompletedProcess:
+        return run(["cmake", "--build", str(self.dir), "--target", "patchgrad_tests32", "-j", str(self.jobs)])
+
+
 def test_case_count(output: str) -> int:
     """The number of test cases Catch2's summary line reports (v2 and v3 agree on it)."""
     found = re.findall(r"in (\d+) test cases?", output)
     return int(found[-1]) if found else 0
 
 
-def check_baseline(build: Build, specs: list[str]) -> None:
+def check_baseline(binary: Path, specs: list[str]) -> None:
     """Each spec must select at least one test, and the tests must pass before mutating."""
-    binary = build.work / "tests64"
-    result = build.link(binary)
-    if result.returncode != 0:
-        raise SetupError(f"the unmutated test binary does not link:\n{result.stdout}")
     for spec in specs:
         result = run([str(binary), spec], timeout=TEST_TIMEOUT)
         if result.returncode != 0:
@@ -204,14 +240,18 @@ def check_baseline(build: Build, specs: list[str]) -> None:
         print(f"  unmutated {spec}: {count} test cases pass", flush=True)
 
 
-def build_and_test(build: Build, m: Mutation, text: str, what: str) -> int | None:
+def build_and_test(build: Build | CMakeBuild, m: Mutation, text: str, what: str) -> int | None:
     """Writes text as m.file into the copy, rebuilds, runs m.spec: the exit code, or None
     (and a message) when it does not build; a timeout counts as a failure (1)."""
     (build.src / m.file).write_text(text)
-    obj, binary = build.work / "mutant.o", build.work / "mutant64"
-    result = build.compile(m.file, obj)
-    if result.returncode == 0:
-        result = build.link(binary, m.file, obj)
+    if isinstance(build, CMakeBuild):
+        binary = build.binary
+        result = build.build()
+    else:
+        obj, binary = build.work / "mutant.o", build.work / "mutant64"
+        result = build.compile(m.file, obj)
+        if result.returncode == 0:
+            result = build.link(binary, m.file, obj)
     if result.returncode != 0:
         print(f"\n{m.label}: the {what} does not build:\n{result.stdout}", file=sys.stderr)
         return None
@@ -221,12 +261,12 @@ def build_and_test(build: Build, m: Mutation, text: str, what: str) -> int | Non
         return 1
 
 
-def run_mutation(build: Build, m: Mutation) -> str:
+def run_mutation(build: Build | CMakeBuild, m: Mutation) -> str:
     """caught, MISSED or ERROR. First a control, the same edit with real(1) for real(1.01),
     must pass: then a failure of the mutant is due to the 1% and nothing else. The file is
     restored afterwards whatever happens."""
-    if m.file not in build.ops:
-        raise SetupError(f"{MUTATIONS.name}:{m.line}: {m.file} is not one of the compiled op files")
+    if m.file not in (build.files if isinstance(build, CMakeBuild) else build.ops):
+        raise SetupError(f"{MUTATIONS.name}:{m.line}: {m.file} is not one of the compiled files")
     source = build.src / m.file
     original = source.read_text()
     try:
@@ -287,14 +327,26 @@ def main() -> int:
     results: list[str] = []
     t_start = time.monotonic()
     try:
-        build = Build(work)
-        build.build_all(args.jobs)
-        check_baseline(build, sorted({m.spec for m in mutations}))
+        builds: dict[str, Build | CMakeBuild] = {}
+        if any(m.binary == "f64" for m in mutations):
+            build = Build(work)
+            build.build_all(args.jobs)
+            baseline = build.work / "tests64"
+            result = build.link(baseline)
+            if result.returncode != 0:
+                raise SetupError(f"the unmutated test binary does not link:\n{result.stdout}")
+            check_baseline(baseline, sorted({m.spec for m in mutations if m.binary == "f64"}))
+            builds["f64"] = build
+        if any(m.binary == "f32" for m in mutations):
+            build32 = CMakeBuild(work, args.jobs)
+            build32.build_all()
+            check_baseline(build32.binary, sorted({m.spec for m in mutations if m.binary == "f32"}))
+            builds["f32"] = build32
         print()
         print(row("file", "mutation", "spec", f"{'result':<7}  seconds"))
         for m in mutations:
             t0 = time.monotonic()
-            result = run_mutation(build, m)
+            result = run_mutation(builds[m.binary], m)
             results.append(result)
             print(row(m.file, m.label, m.spec, f"{result:<7}  {time.monotonic() - t0:7.1f}"), flush=True)
     except SetupError as e:

@@ -1,6 +1,7 @@
 // attention_heads.cpp — the per-head attention kernel (attention_heads.h): gemm reads q, k and
 // v in place through their leading dimension 3D, and each head asks for the next one's memory
 // while it computes. Its products are gemm_small's (float32 under bf16 where the kernel is AMX).
+// At the AVX-512 level, heads whose products are float32 go to attention_heads_avx512.cpp.
 #include "patchgrad/autograd/cpu/rows/attention_heads.h"
 
 #include <algorithm>

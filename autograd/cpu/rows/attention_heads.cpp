@@ -67,33 +67,26 @@ void prefetch_backward(const Head& next, const real* next_a, const real* dout, c
 }
 // [/hide:attention-backward]
 
+#if PATCHGRAD_ATTENTION_AVX512
 // Whether the heads go to the AVX-512 kernel (attention_heads_avx512.h): at that level, where
 // its products would be float32 here too (gemm_small's rule) and the shape fits it.
 bool use_avx512(const AttentionHeads& x) {
-#if PATCHGRAD_ATTENTION_AVX512
     return active_isa() == Isa::Avx512 && gemm_small_is_float32() && attention_heads_avx512_fits(x);
-#else
-    (void)x;
-    return false;
-#endif
 }
+#endif
 
 }  // namespace
 
 void attention_heads_forward(const AttentionHeads& x, int64_t t0, int64_t t1, real* a, real* out) {
     const int64_t heads = x.heads, N = x.N, D = x.D, d = D / heads, ld = 3 * D;
-    [[maybe_unused]] const bool avx512 = use_avx512(x);
+#if PATCHGRAD_ATTENTION_AVX512
+    if (use_avx512(x)) return attention_heads_forward_avx512(x, t0, t1, a, out);
+#endif
     // [snippet:sdpa-forward-head]
     for (int64_t t = t0; t < t1; ++t) {
         const Head h = head_at(x.qkv, t, heads, N, D);
         real* at = a + t * N * N;
         if (t + 1 < t1) prefetch_forward(head_at(x.qkv, t + 1, heads, N, D), at + N * N, out, N, d, D);
-#if PATCHGRAD_ATTENTION_AVX512
-        if (avx512) {
-            attention_heads_forward_avx512(x, t, t + 1, a, out);
-            continue;
-        }
-#endif
         gemm_small(false, true, N, N, d, x.scales ? x.scales[h.h] : x.fixed_scale, h.q, ld, h.k, ld, 0, at, N, x.bias);
         if (x.scales)
             for (int64_t i = 0; i < N; ++i) at[i * N + i] = -std::numeric_limits<real>::infinity();
@@ -107,7 +100,9 @@ void attention_heads_forward(const AttentionHeads& x, int64_t t0, int64_t t1, re
 void attention_heads_backward(const AttentionHeads& x, int64_t t0, int64_t t1, const real* a, const real* dout,
                               real* dqkv, real beta, real* scale_parts) {
     const int64_t heads = x.heads, N = x.N, D = x.D, d = D / heads, ld = 3 * D;
-    [[maybe_unused]] const bool avx512 = use_avx512(x);
+#if PATCHGRAD_ATTENTION_AVX512
+    if (use_avx512(x)) return attention_heads_backward_avx512(x, t0, t1, a, dout, dqkv, beta, scale_parts);
+#endif
     thread_local std::vector<real> scratch;  // this thread's dA, dS and dS k, reused call after call
     scratch.resize(static_cast<size_t>(2 * N * N + N * d));
     real* da = scratch.data();
@@ -120,12 +115,6 @@ void attention_heads_backward(const AttentionHeads& x, int64_t t0, int64_t t1, c
         const real* at = a + t * N * N;
         const real* dot = dout + h.out;
         if (t + 1 < t1) prefetch_backward(head_at(x.qkv, t + 1, heads, N, D), at + N * N, dout, dqkv, N, d, D);
-#if PATCHGRAD_ATTENTION_AVX512
-        if (avx512) {
-            attention_heads_backward_avx512(x, t, t + 1, a, dout, dqkv, beta, scale_parts);
-            continue;
-        }
-#endif
         gemm_small(false, true, N, N, d, 1, dot, D, v, ld, 0, da, N);  // dA = dO v^T
         std::fill(ds, ds + N * N, real(0));
         softmax_rows_backward(at, da, ds, N, N);  // dS

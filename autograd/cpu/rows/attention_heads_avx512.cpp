@@ -105,6 +105,38 @@ void transpose_into(const float* x, int64_t ld, int64_t N, int64_t d, int64_t P,
         }
 }
 
+// The cache lines of the next head, asked for a few at a time while this one computes: up to 8
+// regions of `rows` rows of `width` floats, `ld` apart. Asked for all at once, hundreds of
+// prefetches would queue behind the few lines a core can have in flight.
+class NextHead {
+public:
+    void add(const float* start, int64_t rows, int64_t width, int64_t ld) {
+        regions_[count_++] = {start, rows, width, ld};
+        lines_ += rows * ((width + 15) / 16 + 1);
+    }
+    int64_t lines() const { return lines_; }
+    void fetch(int64_t lines) {
+        for (; lines > 0 && region_ < count_; --lines) {
+            const Region& g = regions_[region_];
+            __builtin_prefetch(g.start + row_ * g.ld + (column_ < g.width ? column_ : g.width - 1));
+            column_ += 16;
+            if (column_ >= g.width + 16) {  // one line past the row's floats: its end when unaligned
+                column_ = 0;
+                if (++row_ == g.rows) row_ = 0, ++region_;
+            }
+        }
+    }
+
+private:
+    struct Region {
+        const float* start;
+        int64_t rows, width, ld;
+    };
+    Region regions_[8];
+    int count_ = 0, region_ = 0;
+    int64_t lines_ = 0, row_ = 0, column_ = 0;
+};
+
 // acc[r][v] = sum_k a(r, k) * y[k][16 v .. 16 v + 15] for r < ROWS, v < V (y's rows ldy apart):
 // every product of the kernel, as broadcasts of a times whole vectors of y.
 template <int ROWS, int V, class A>
@@ -157,8 +189,17 @@ void forward_heads(const AttentionHeads& x, int64_t t0, int64_t t1, float* a, fl
         const float s = x.scales ? x.scales[h] : x.fixed_scale;
         float* at = a + t * N * N;
         float* ot = out + b * N * D + h * d;
+        NextHead next;
+        if (t + 1 < t1) {
+            const int64_t b1 = (t + 1) / heads, in1 = b1 * N * ld + (t + 1) % heads * d;
+            for (int part = 0; part < 3; ++part) next.add(x.qkv + in1 + part * D, N, d, ld);
+            next.add(at + N * N, 1, N * N, 0);
+            next.add(out + b1 * N * D + (t + 1) % heads * d, N, d, D);
+        }
+        const int64_t lines_per_block = next.lines() / ((N + R - 1) / R) + 1;
         transpose_into(k, ld, N, d, P, kT);
         for (int64_t i0 = 0; i0 < N; i0 += R) {
+            next.fetch(lines_per_block);
             __m512 acc[R][NV];
             row_block_times_transposed(q, ld, i0, N, d, kT, P, acc);  // q k^T
             // A = softmax(s q k^T + bias) per row, into at's rows and p.
@@ -245,9 +286,20 @@ void backward_heads(const AttentionHeads& x, int64_t t0, int64_t t1, const float
         const float* at = a + t * N * N;
         const float* dot = dout + b * N * D + h * d;
         float* dq = dqkv ? dqkv + in : nullptr;
+        NextHead next;
+        if (t + 1 < t1) {
+            const int64_t b1 = (t + 1) / heads, in1 = b1 * N * ld + (t + 1) % heads * d;
+            for (int part = 0; part < 3; ++part) next.add(x.qkv + in1 + part * D, N, d, ld);
+            next.add(at + N * N, 1, N * N, 0);
+            next.add(dout + b1 * N * D + (t + 1) % heads * d, N, d, D);
+            if (dqkv)
+                for (int part = 0; part < 3; ++part) next.add(dqkv + in1 + part * D, N, d, ld);
+        }
+        const int64_t lines_per_block = next.lines() / ((N + R - 1) / R) + 1;
         transpose_into(vv, ld, N, d, P, vT);
         float part = 0;
         for (int64_t i0 = 0; i0 < N; i0 += R) {
+            next.fetch(lines_per_block);
             __m512 acc[R][NV];
             row_block_times_transposed(dot, D, i0, N, d, vT, P, acc);  // dA = dO v^T
             // dS = A * (dA - rowsum(dA * A)) into ds, and A into ap.

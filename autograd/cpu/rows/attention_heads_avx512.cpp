@@ -137,6 +137,32 @@ private:
     int64_t lines_ = 0, row_ = 0, column_ = 0;
 };
 
+// Where head t (t = b * heads + h) finds q in qkv (k and v D and 2D further, rows 3D apart),
+// and its columns in [B, N, D].
+struct HeadOffsets {
+    int64_t h, in, columns;
+};
+HeadOffsets head_offsets(const AttentionHeads& x, int64_t t) {
+    const int64_t b = t / x.heads, h = t % x.heads, d = x.D / x.heads;
+    return {h, b * x.N * 3 * x.D + h * d, b * x.N * x.D + h * d};
+}
+
+// What head t + 1 reads and writes, if it is before t1: its q, k and v, its N x N block of A,
+// its columns of `columns` (the output, or dOut) and of dqkv (when not null).
+NextHead next_head(const AttentionHeads& x, int64_t t, int64_t t1, const float* a, const float* columns,
+                   const float* dqkv) {
+    NextHead next;
+    if (t + 1 >= t1) return next;
+    const int64_t N = x.N, D = x.D, d = D / x.heads;
+    const HeadOffsets o = head_offsets(x, t + 1);
+    for (int64_t part = 0; part < 3; ++part) next.add(x.qkv + o.in + part * D, N, d, 3 * D);
+    next.add(a + (t + 1) * N * N, 1, N * N, 0);
+    next.add(columns + o.columns, N, d, D);
+    if (dqkv)
+        for (int64_t part = 0; part < 3; ++part) next.add(dqkv + o.in + part * D, N, d, 3 * D);
+    return next;
+}
+
 // acc[r][v] = sum_k a(r, k) * y[k][16 v .. 16 v + 15] for r < ROWS, v < V (y's rows ldy apart):
 // every product of the kernel, as broadcasts of a times whole vectors of y.
 template <int ROWS, int V, class A>
@@ -174,7 +200,7 @@ __attribute__((always_inline)) inline void row_block_times_transposed(const floa
 
 template <int NV, int DV>
 void forward_heads(const AttentionHeads& x, int64_t t0, int64_t t1, float* a, float* out) {
-    const int64_t heads = x.heads, N = x.N, D = x.D, d = D / heads, ld = 3 * D, P = NV * W;
+    const int64_t N = x.N, D = x.D, d = D / x.heads, ld = 3 * D, P = NV * W;
     thread_local std::vector<float> scratch;
     scratch.resize(static_cast<size_t>(d * P + R * P));
     float* kT = scratch.data();
@@ -184,18 +210,12 @@ void forward_heads(const AttentionHeads& x, int64_t t0, int64_t t1, float* a, fl
     alignas(64) float bias[NV * W];
     for (int64_t j = 0; j < NV * W; ++j) bias[j] = j >= N ? -__builtin_inff() : x.bias ? x.bias[j] : 0.0f;
     for (int64_t t = t0; t < t1; ++t) {
-        const int64_t b = t / heads, h = t % heads, in = b * N * ld + h * d;
-        const float *q = x.qkv + in, *k = q + D, *vv = q + 2 * D;
-        const float s = x.scales ? x.scales[h] : x.fixed_scale;
+        const HeadOffsets o = head_offsets(x, t);
+        const float *q = x.qkv + o.in, *k = q + D, *vv = q + 2 * D;
+        const float s = x.scales ? x.scales[o.h] : x.fixed_scale;
         float* at = a + t * N * N;
-        float* ot = out + b * N * D + h * d;
-        NextHead next;
-        if (t + 1 < t1) {
-            const int64_t b1 = (t + 1) / heads, in1 = b1 * N * ld + (t + 1) % heads * d;
-            for (int part = 0; part < 3; ++part) next.add(x.qkv + in1 + part * D, N, d, ld);
-            next.add(at + N * N, 1, N * N, 0);
-            next.add(out + b1 * N * D + (t + 1) % heads * d, N, d, D);
-        }
+        float* ot = out + o.columns;
+        NextHead next = next_head(x, t, t1, a, out, nullptr);
         const int64_t lines_per_block = next.lines() / ((N + R - 1) / R) + 1;
         transpose_into(k, ld, N, d, P, kT);
         for (int64_t i0 = 0; i0 < N; i0 += R) {
@@ -273,28 +293,20 @@ void columns_times(const float* p, int64_t ldp, const float* x, int64_t ldx, int
 template <int NV, int DV>
 void backward_heads(const AttentionHeads& x, int64_t t0, int64_t t1, const float* a, const float* dout, float* dqkv,
                     float beta, float* scale_parts) {
-    const int64_t heads = x.heads, N = x.N, D = x.D, d = D / heads, ld = 3 * D, P = NV * W;
+    const int64_t N = x.N, D = x.D, d = D / x.heads, ld = 3 * D, P = NV * W;
     thread_local std::vector<float> scratch;
     scratch.resize(static_cast<size_t>(d * P + 2 * (N + R) * P));
     float* vT = scratch.data();
     float* ds = vT + d * P;        // dS [N, P], and R rows past N that are read but never used
     float* ap = ds + (N + R) * P;  // A likewise
     for (int64_t t = t0; t < t1; ++t) {
-        const int64_t b = t / heads, h = t % heads, in = b * N * ld + h * d;
-        const float *q = x.qkv + in, *k = q + D, *vv = q + 2 * D;
-        const float s = x.scales ? x.scales[h] : x.fixed_scale;
+        const HeadOffsets o = head_offsets(x, t);
+        const float *q = x.qkv + o.in, *k = q + D, *vv = q + 2 * D;
+        const float s = x.scales ? x.scales[o.h] : x.fixed_scale;
         const float* at = a + t * N * N;
-        const float* dot = dout + b * N * D + h * d;
-        float* dq = dqkv ? dqkv + in : nullptr;
-        NextHead next;
-        if (t + 1 < t1) {
-            const int64_t b1 = (t + 1) / heads, in1 = b1 * N * ld + (t + 1) % heads * d;
-            for (int part = 0; part < 3; ++part) next.add(x.qkv + in1 + part * D, N, d, ld);
-            next.add(at + N * N, 1, N * N, 0);
-            next.add(dout + b1 * N * D + (t + 1) % heads * d, N, d, D);
-            if (dqkv)
-                for (int part = 0; part < 3; ++part) next.add(dqkv + in1 + part * D, N, d, ld);
-        }
+        const float* dot = dout + o.columns;
+        float* dq = dqkv ? dqkv + o.in : nullptr;
+        NextHead next = next_head(x, t, t1, a, dout, dqkv);
         const int64_t lines_per_block = next.lines() / ((N + R - 1) / R) + 1;
         transpose_into(vv, ld, N, d, P, vT);
         float part = 0;

@@ -5,6 +5,7 @@
 #include "patchgrad/autograd/cpu/rows/attention_heads.h"
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "patchgrad/autograd/cpu/gemm/gemm.h"
 #include "patchgrad/autograd/cpu/rows/attention_heads_avx512.h"
 #include "patchgrad/autograd/cpu/rows/softmax_rows.h"
+#include "patchgrad/autograd/cpu/threads/parallel.h"
 
 namespace patchgrad {
 
@@ -73,6 +75,16 @@ void prefetch_backward(const Head& next, const real* next_a, const real* dout, c
 bool use_avx512(const AttentionHeads& x) {
     return active_isa() == Isa::Avx512 && gemm_small_is_float32() && attention_heads_avx512_fits(x);
 }
+
+// Runs it, its time counted as matrix products under `bench` (as gemm's is): the softmax runs
+// inside its products' loops and cannot be timed apart.
+template <class Kernel>
+void as_products(Kernel&& kernel) {
+    if (!recording_loops()) return kernel();
+    const auto start = std::chrono::steady_clock::now();
+    kernel();
+    add_product_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
 #endif
 
 }  // namespace
@@ -80,7 +92,7 @@ bool use_avx512(const AttentionHeads& x) {
 void attention_heads_forward(const AttentionHeads& x, int64_t t0, int64_t t1, real* a, real* out) {
     const int64_t heads = x.heads, N = x.N, D = x.D, d = D / heads, ld = 3 * D;
 #if PATCHGRAD_ATTENTION_AVX512
-    if (use_avx512(x)) return attention_heads_forward_avx512(x, t0, t1, a, out);
+    if (use_avx512(x)) return as_products([&] { attention_heads_forward_avx512(x, t0, t1, a, out); });
 #endif
     // [snippet:sdpa-forward-head]
     for (int64_t t = t0; t < t1; ++t) {
@@ -101,7 +113,8 @@ void attention_heads_backward(const AttentionHeads& x, int64_t t0, int64_t t1, c
                               real* dqkv, real beta, real* scale_parts) {
     const int64_t heads = x.heads, N = x.N, D = x.D, d = D / heads, ld = 3 * D;
 #if PATCHGRAD_ATTENTION_AVX512
-    if (use_avx512(x)) return attention_heads_backward_avx512(x, t0, t1, a, dout, dqkv, beta, scale_parts);
+    if (use_avx512(x))
+        return as_products([&] { attention_heads_backward_avx512(x, t0, t1, a, dout, dqkv, beta, scale_parts); });
 #endif
     thread_local std::vector<real> scratch;  // this thread's dA, dS and dS k, reused call after call
     scratch.resize(static_cast<size_t>(2 * N * N + N * d));

@@ -1,7 +1,8 @@
 // attention_heads.cpp — the per-head attention kernel (attention_heads.h): gemm reads q, k and
 // v in place through their leading dimension 3D, and each head asks for the next one's memory
 // while it computes. Its products are gemm_small's (float32 under bf16 where the kernel is AMX).
-// At the AVX-512 level, heads whose products are float32 go to attention_heads_avx512.cpp.
+// At the AVX-512 and AVX2 levels, heads whose products are float32 go to the kernel of
+// attention_heads_simd.h.
 #include "patchgrad/autograd/cpu/rows/attention_heads.h"
 
 #include <algorithm>
@@ -11,7 +12,7 @@
 
 #include "patchgrad/autograd/cpu/cpu_isa.h"
 #include "patchgrad/autograd/cpu/gemm/gemm.h"
-#include "patchgrad/autograd/cpu/rows/attention_heads_avx512.h"
+#include "patchgrad/autograd/cpu/rows/attention_heads_simd.h"
 #include "patchgrad/autograd/cpu/rows/softmax_rows.h"
 #include "patchgrad/autograd/cpu/threads/parallel.h"
 
@@ -69,11 +70,15 @@ void prefetch_backward(const Head& next, const real* next_a, const real* dout, c
 }
 // [/hide:attention-backward]
 
-#if PATCHGRAD_ATTENTION_AVX512
-// Whether the heads go to the AVX-512 kernel (attention_heads_avx512.h): at that level, where
-// its products would be float32 here too (gemm_small's rule) and the shape fits it.
-bool use_avx512(const AttentionHeads& x) {
-    return active_isa() == Isa::Avx512 && gemm_small_is_float32() && attention_heads_avx512_fits(x);
+#if PATCHGRAD_ATTENTION_SIMD
+// Which vector kernel takes the heads (attention_heads_simd.h), if any: at the AVX-512 and AVX2
+// levels, where its products would be float32 here too (gemm_small's rule) and the shape fits.
+Isa vector_kernel(const AttentionHeads& x) {
+    const Isa isa = active_isa();
+    if (!gemm_small_is_float32()) return Isa::Baseline;
+    if (isa == Isa::Avx512 && attention_heads_avx512_fits(x)) return Isa::Avx512;
+    if (isa == Isa::Avx2 && attention_heads_avx2_fits(x)) return Isa::Avx2;
+    return Isa::Baseline;
 }
 
 // Runs it, its time counted as matrix products under `bench` (as gemm's is): the softmax runs
@@ -91,8 +96,15 @@ void as_products(Kernel&& kernel) {
 
 void attention_heads_forward(const AttentionHeads& x, int64_t t0, int64_t t1, real* a, real* out) {
     const int64_t heads = x.heads, N = x.N, D = x.D, d = D / heads, ld = 3 * D;
-#if PATCHGRAD_ATTENTION_AVX512
-    if (use_avx512(x)) return as_products([&] { attention_heads_forward_avx512(x, t0, t1, a, out); });
+#if PATCHGRAD_ATTENTION_SIMD
+    switch (vector_kernel(x)) {
+        case Isa::Avx512:
+            return as_products([&] { attention_heads_forward_avx512(x, t0, t1, a, out); });
+        case Isa::Avx2:
+            return as_products([&] { attention_heads_forward_avx2(x, t0, t1, a, out); });
+        default:
+            break;
+    }
 #endif
     // [snippet:sdpa-forward-head]
     for (int64_t t = t0; t < t1; ++t) {
@@ -112,9 +124,15 @@ void attention_heads_forward(const AttentionHeads& x, int64_t t0, int64_t t1, re
 void attention_heads_backward(const AttentionHeads& x, int64_t t0, int64_t t1, const real* a, const real* dout,
                               real* dqkv, real beta, real* scale_parts) {
     const int64_t heads = x.heads, N = x.N, D = x.D, d = D / heads, ld = 3 * D;
-#if PATCHGRAD_ATTENTION_AVX512
-    if (use_avx512(x))
-        return as_products([&] { attention_heads_backward_avx512(x, t0, t1, a, dout, dqkv, beta, scale_parts); });
+#if PATCHGRAD_ATTENTION_SIMD
+    switch (vector_kernel(x)) {
+        case Isa::Avx512:
+            return as_products([&] { attention_heads_backward_avx512(x, t0, t1, a, dout, dqkv, beta, scale_parts); });
+        case Isa::Avx2:
+            return as_products([&] { attention_heads_backward_avx2(x, t0, t1, a, dout, dqkv, beta, scale_parts); });
+        default:
+            break;
+    }
 #endif
     thread_local std::vector<real> scratch;  // this thread's dA, dS and dS k, reused call after call
     scratch.resize(static_cast<size_t>(2 * N * N + N * d));

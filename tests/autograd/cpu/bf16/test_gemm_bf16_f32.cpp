@@ -428,6 +428,7 @@ TEST_CASE("bf16: gemm_bf16 gives the same bits for any thread count, at every in
     });
 }
 
+// [hide:attention-backward]
 TEST_CASE("bf16: attention's per-head products are float32 with AMX's kernel and bf16 with the others",
           "[op:gemm][bf16][op:attention]") {
     // gemm_small (gemm.h): the fused attention op's output and qkv's gradient under bf16 equal
@@ -451,6 +452,7 @@ TEST_CASE("bf16: attention's per-head products are float32 with AMX's kernel and
         CHECK(bf16.second != fp32.second);
     }
 }
+// [/hide:attention-backward]
 
 TEST_CASE("bf16: one ViT training step in bf16 is within a stated tolerance of float32", "[op:gemm][bf16]") {
     // The loss and every parameter's gradient, bf16 against float32, as relative errors in the

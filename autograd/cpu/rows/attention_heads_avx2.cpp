@@ -3,11 +3,11 @@
 // of accumulators, the columns loaded straight into the multiply-adds), A v two rows at a time,
 // lanes past N masked by vmaskmovps. Compiled with -march=x86-64-v3 (CMakeLists.txt) and called
 // only at the AVX2 level.
-#include <immintrin.h>
-
 #include "patchgrad/autograd/cpu/rows/attention_heads_simd.h"
 
 #if PATCHGRAD_ATTENTION_SIMD
+
+#include <immintrin.h>
 
 #include "patchgrad/autograd/cpu/rows/attention_heads_simd_kernel.h"
 

@@ -2,11 +2,11 @@
 // 16 floats a register, 32 registers, so blocks of 4 query rows carry up to 6 vectors of S
 // each (4 x 6 accumulators + 6 columns + 1 broadcast), lanes past N masked by mask registers.
 // Compiled with -march=x86-64-v4 (CMakeLists.txt) and called only at the AVX-512 level.
-#include <immintrin.h>
-
 #include "patchgrad/autograd/cpu/rows/attention_heads_simd.h"
 
 #if PATCHGRAD_ATTENTION_SIMD
+
+#include <immintrin.h>
 
 #include "patchgrad/autograd/cpu/rows/attention_heads_simd_kernel.h"
 

@@ -18,6 +18,7 @@ namespace patchgrad {
 using namespace patchgrad::test;
 
 // [hide:attention-backward]
+#if PATCHGRAD_ATTENTION_SIMD
 namespace {
 
 struct Heads {
@@ -47,6 +48,7 @@ std::vector<Tensor> run(const Heads& c) {
 }
 
 }  // namespace
+#endif
 
 TEST_CASE("attention: the AVX-512 and AVX2 head kernels agree with the gemm-based loop", "[.][attention-simd]") {
     // Hidden from the default run: CTest runs it as "attention: the AVX-512 and AVX2 head

@@ -4,7 +4,6 @@
 #include "patchgrad/autograd/cpu/gemm/gemm.h"
 
 #include <algorithm>
-#include <chrono>
 #include <limits>
 #include <string>
 #include <vector>
@@ -236,9 +235,8 @@ void gemm_timed(bool allow_bf16, bool trans_a, bool trans_b, int64_t M, int64_t 
     const std::string label = "gemm " + std::to_string(M) + " x " + std::to_string(N) + " x " + std::to_string(K) +
                               (trans_a ? " A^T" : "") + (trans_b ? " B^T" : "");
     const LoopLabel named(label);
-    const auto start = std::chrono::steady_clock::now();
-    gemm_untimed(allow_bf16, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
-    add_product_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    as_products(
+        [&] { gemm_untimed(allow_bf16, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias); });
 }
 
 }  // namespace

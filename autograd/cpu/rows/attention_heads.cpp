@@ -6,7 +6,6 @@
 #include "patchgrad/autograd/cpu/rows/attention_heads.h"
 
 #include <algorithm>
-#include <chrono>
 #include <limits>
 #include <vector>
 
@@ -73,22 +72,13 @@ void prefetch_backward(const Head& next, const real* next_a, const real* dout, c
 #if PATCHGRAD_ATTENTION_SIMD
 // Which vector kernel takes the heads (attention_heads_simd.h), if any: at the AVX-512 and AVX2
 // levels, where its products would be float32 here too (gemm_small's rule) and the shape fits.
+// Its time counts as products' under `bench` (as_products): the softmax runs inside their loops.
 Isa vector_kernel(const AttentionHeads& x) {
     const Isa isa = active_isa();
     if (!gemm_small_is_float32()) return Isa::Baseline;
     if (isa == Isa::Avx512 && attention_heads_avx512_fits(x)) return Isa::Avx512;
     if (isa == Isa::Avx2 && attention_heads_avx2_fits(x)) return Isa::Avx2;
     return Isa::Baseline;
-}
-
-// Runs it, its time counted as matrix products under `bench` (as gemm's is): the softmax runs
-// inside its products' loops and cannot be timed apart.
-template <class Kernel>
-void as_products(Kernel&& kernel) {
-    if (!recording_loops()) return kernel();
-    const auto start = std::chrono::steady_clock::now();
-    kernel();
-    add_product_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 #endif
 

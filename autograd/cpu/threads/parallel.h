@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -107,6 +108,16 @@ private:
 // product) or of one thread inside a parallel loop's chunk (divided by the loop's chunks).
 bool recording_loops();
 void add_product_seconds(double seconds);
+
+// Runs work(), and while a LoopRecorder lives reports its time as a product's: gemm's, and a
+// kernel that does products with what lies between them (attention's heads).
+template <class Work>
+void as_products(Work&& work) {
+    if (!recording_loops()) return work();
+    const auto start = std::chrono::steady_clock::now();
+    work();
+    add_product_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
 
 // The grain for a loop whose every index costs `work_per_index` units of work: chunks of at
 // least `chunk_work` units, below which waking a second thread costs more than it saves.

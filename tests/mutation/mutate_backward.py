@@ -189,6 +189,19 @@ class Build:
         libs = ["-lCatch2Main", "-lCatch2"] if self.v3 else []
         return run([CXX, *objects, "-o", str(output), *LDFLAGS, *libs])
 
+    @property
+    def files(self) -> set[str]:
+        """The files a mutation may edit: the library's op files."""
+        return set(self.ops)
+
+    def rebuild(self, changed: str) -> tuple[subprocess.CompletedProcess, Path]:
+        """The test binary with the changed file recompiled: how it went, and its path."""
+        obj, binary = self.work / "mutant.o", self.work / "mutant64"
+        result = self.compile(changed, obj)
+        if result.returncode == 0:
+            result = self.link(binary, changed, obj)
+        return result, binary
+
 
 class CMakeBuild:
     """The float32 test binary, built by the project's CMake in a copy of the tracked files."""
@@ -221,6 +234,10 @@ class CMakeBuild:
     def build(self) -> subprocess.CompletedProcess:
         return run(["cmake", "--build", str(self.dir), "--target", "patchgrad_tests32", "-j", str(self.jobs)])
 
+    def rebuild(self, changed: str) -> tuple[subprocess.CompletedProcess, Path]:
+        """As Build.rebuild: CMake recompiles what the changed file touches."""
+        return self.build(), self.binary
+
 
 def test_case_count(output: str) -> int:
     """The number of test cases Catch2's summary line reports (v2 and v3 agree on it)."""
@@ -244,14 +261,7 @@ def build_and_test(build: Build | CMakeBuild, m: Mutation, text: str, what: str)
     """Writes text as m.file into the copy, rebuilds, runs m.spec: the exit code, or None
     (and a message) when it does not build; a timeout counts as a failure (1)."""
     (build.src / m.file).write_text(text)
-    if isinstance(build, CMakeBuild):
-        binary = build.binary
-        result = build.build()
-    else:
-        obj, binary = build.work / "mutant.o", build.work / "mutant64"
-        result = build.compile(m.file, obj)
-        if result.returncode == 0:
-            result = build.link(binary, m.file, obj)
+    result, binary = build.rebuild(m.file)
     if result.returncode != 0:
         print(f"\n{m.label}: the {what} does not build:\n{result.stdout}", file=sys.stderr)
         return None
@@ -265,7 +275,7 @@ def run_mutation(build: Build | CMakeBuild, m: Mutation) -> str:
     """caught, MISSED or ERROR. First a control, the same edit with real(1) for real(1.01),
     must pass: then a failure of the mutant is due to the 1% and nothing else. The file is
     restored afterwards whatever happens."""
-    if m.file not in (build.files if isinstance(build, CMakeBuild) else build.ops):
+    if m.file not in build.files:
         raise SetupError(f"{MUTATIONS.name}:{m.line}: {m.file} is not one of the compiled files")
     source = build.src / m.file
     original = source.read_text()

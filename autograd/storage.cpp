@@ -1,5 +1,6 @@
 #include "patchgrad/autograd/storage.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +22,21 @@ constexpr std::align_val_t kAlignment{64};
 // by itself; the cache is for the big activation arrays that malloc would mmap.
 constexpr size_t kSmallBlock = 64 * 1024;
 constexpr size_t kPage = 4096;
+// Blocks of 2 MiB or more start on a 2 MiB boundary and ask Linux for transparent huge pages
+// (MADV_HUGEPAGE; most distributions give them only on request): one TLB entry then maps 2 MiB
+// instead of 4 KiB, and the ops that stride through big activations (attention's heads, the
+// packing of a weight gradient's inputs) stop waiting for page walks. A hint: where it is
+// refused, or unknown (other systems), the block is an ordinary one.
+#ifdef MADV_HUGEPAGE
+constexpr size_t kHugePage = size_t(2) << 20;
+std::align_val_t alignment(size_t bytes) { return bytes >= kHugePage ? std::align_val_t{kHugePage} : kAlignment; }
+void ask_for_huge_pages(void* p, size_t bytes) {
+    if (bytes >= kHugePage) madvise(p, bytes / kHugePage * kHugePage, MADV_HUGEPAGE);
+}
+#else
+std::align_val_t alignment(size_t) { return kAlignment; }
+void ask_for_huge_pages(void*, size_t) {}
+#endif
 
 size_t block_bytes(int64_t size) {
     const size_t bytes = static_cast<size_t>(size) * sizeof(real);
@@ -47,7 +63,9 @@ public:
             }
         }
         try {
-            return ::operator new(bytes, kAlignment);
+            void* p = ::operator new(bytes, alignment(bytes));
+            ask_for_huge_pages(p, bytes);
+            return p;
         } catch (const std::bad_alloc&) {
             std::lock_guard<std::mutex> lock(mutex_);
             stats_.in_use -= static_cast<int64_t>(bytes);
@@ -82,7 +100,7 @@ public:
 private:
     void release_locked() {
         for (auto& [bytes, blocks] : free_)
-            for (void* p : blocks) ::operator delete(p, kAlignment);
+            for (void* p : blocks) ::operator delete(p, alignment(bytes));
         free_.clear();
         stats_.cached = 0;
     }

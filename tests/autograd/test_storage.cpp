@@ -1,5 +1,9 @@
 // The caching allocator under tensor storage (autograd/storage.h), and the tensors that
 // share memory with their input (reshape, and select/slice of a contiguous run).
+#include <sys/mman.h>
+
+#include <cstdio>
+#include <fstream>
 #include <limits>
 #include <string>
 
@@ -31,6 +35,51 @@ TEST_CASE("storage: big blocks are reused for the same size, counted in and out 
     release_cached_memory();
     REQUIRE(memory_stats().cached == 0);
 }
+
+#ifdef MADV_HUGEPAGE
+namespace {
+// The VmFlags line of the mapping in /proc/self/smaps that holds address p ("" if none).
+std::string mapping_flags(const void* p) {
+    std::ifstream smaps("/proc/self/smaps");
+    const auto at = reinterpret_cast<uintptr_t>(p);
+    bool inside = false;
+    for (std::string line; std::getline(smaps, line);) {
+        unsigned long long lo, hi;
+        if (std::sscanf(line.c_str(), "%llx-%llx ", &lo, &hi) == 2)
+            inside = lo <= at && at < hi;
+        else if (inside && line.rfind("VmFlags:", 0) == 0)
+            return line;
+    }
+    return "";
+}
+}  // namespace
+
+TEST_CASE("storage: a block of 2 MiB or more starts on a 2 MiB boundary and asks for huge pages", "[storage]") {
+    release_cached_memory();
+    const int64_t n = (int64_t(3) << 20) / int64_t(sizeof(real));  // 3 MiB: one huge page and a tail
+    const real* first;
+    {
+        Storage a(n, real(2));
+        first = a.data();
+        REQUIRE(reinterpret_cast<uintptr_t>(a.data()) % (uintptr_t(2) << 20) == 0);
+        // madvise marks the mapping ("hg"), whether or not the kernel then finds a huge page.
+        if (std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled")) {
+            const std::string flags = mapping_flags(a.data());
+            INFO("VmFlags of the block's mapping: " << flags);
+            REQUIRE(flags.find(" hg") != std::string::npos);
+        } else {
+            WARN("this kernel has no transparent huge pages: only the alignment is checked");
+        }
+    }
+    Storage b(n);  // back from the cache, still aligned
+    REQUIRE(b.data() == first);
+    b.reset();
+    release_cached_memory();  // freed with the alignment it was allocated with (ASan checks)
+    REQUIRE(memory_stats().cached == 0);
+    Storage small(1000);  // below 2 MiB: a cache line is enough
+    REQUIRE(reinterpret_cast<uintptr_t>(small.data()) % 64 == 0);
+}
+#endif
 
 TEST_CASE("storage: a block larger than the machine's memory is refused at once, saying how large",
           "[storage][errors]") {

@@ -134,6 +134,16 @@ struct EnumNames<GeluApproximation> {  // as checkpoints spell it
 // None: x * Phi(x) with the exact erf; Tanh: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 Tensor gelu(const Tensor& x, GeluApproximation approximation = GeluApproximation::None);
 
+// ---- the MLP of a transformer block (mlp.cpp) --------------------------------------------
+// x [..., D] -> linear(gelu(linear(x, fc1_weight, fc1_bias), approximation), fc2_weight,
+// fc2_bias) [..., E] in one op, the same bits with fewer passes over memory: GELU and its
+// derivative run on rows of the products as gemm finishes them. Biases may be undefined.
+Tensor mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, const Tensor& fc2_weight,
+           const Tensor& fc2_bias, GeluApproximation approximation = GeluApproximation::None);
+// The same from linear, gelu and linear, whose backwards they record (the reference in mlp's tests).
+Tensor mlp_through_ops(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, const Tensor& fc2_weight,
+                       const Tensor& fc2_bias, GeluApproximation approximation = GeluApproximation::None);
+
 // ---- softplus (softplus.cpp) -----------------------------------------------------------
 // x [...] -> log(1 + exp(x)) elementwise, a smooth ReLU; computed without overflow for any x.
 // Chapter 3's exercise softplus-gradcheck writes a gradient check for it (gradcheck.h).

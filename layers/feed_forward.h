@@ -33,6 +33,9 @@ public:
     std::shared_ptr<Dropout> drop1;
     std::shared_ptr<Linear> fc2;  // hidden_dim -> dim
     std::shared_ptr<Dropout> drop2;
+    // forward runs fc1, act and fc2 as one op, mlp (autograd/ops.h), the same values with fewer
+    // passes over memory, unless this is false or drop1 is active (it sits between act and fc2).
+    bool fused = true;
 };
 
 }  // namespace patchgrad

@@ -9,6 +9,7 @@
 #include "patchgrad/autograd/cpu/threads/parallel.h"
 #include "patchgrad/autograd/grad_fast_paths.h"
 #include "patchgrad/autograd/ops.h"
+#include "patchgrad/autograd/ops/fused.h"
 
 namespace patchgrad {
 
@@ -40,29 +41,36 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     gemm(false, true, rows, out, in, 1, x.data(), in, weight.data(), in, 0, y.data(), out,
          bias.defined() ? bias.data() : nullptr);
 
-    // The first gradient to reach x or W is written, later ones are added (grad_for_overwrite's beta).
-    record(y, "linear", {x, weight, bias}, [x, weight, bias, rows, in, out](Tensor& o) mutable {
-        const real* dy = o.grad_data();
-        if (x.requires_grad()) {
-            const GradOverwrite dx = grad_for_overwrite(x);
-            gemm(false, false, rows, in, out, 1, dy, out, weight.data(), in, dx.beta, dx.data, in);
-        }
-        if (weight.requires_grad()) {
-            const GradOverwrite dw = grad_for_overwrite(weight);
-            gemm(true, false, out, in, rows, 1, dy, out, x.data(), in, dw.beta, dw.data, in);
-        }
-        if (bias.defined() && bias.requires_grad()) {
-            const std::vector<real> sum = sum_rows(rows, out, [=](int64_t r0, int64_t r1, real* acc) {
-                for (int64_t r = r0; r < r1; ++r)
-                    for (int64_t j = 0; j < out; ++j) acc[j] += dy[r * out + j];
-            });
-            real* db = bias.grad_data();
-            for (int64_t j = 0; j < out; ++j) db[j] += sum[j];
-        }
+    record(y, "linear", {x, weight, bias}, [x, weight, bias, rows](Tensor& o) mutable {
+        GradOverwrite dx{nullptr, 0};
+        if (x.requires_grad()) dx = grad_for_overwrite(x);
+        linear_backward(x.data(), dx, weight, bias, o.grad_data(), rows);
     });
     return y;
     // [/hide:matmul-backward]
 }
+
+// [hide:matmul-backward]
+// The first gradient to reach x or W is written, later ones are added (grad_for_overwrite's beta).
+void linear_backward(const real* x, GradOverwrite dx, const Tensor& weight, const Tensor& bias, const real* dy,
+                     int64_t rows, const GemmRowsDone* dx_rows_done) {
+    const int64_t in = weight.size(1), out = weight.size(0);
+    if (dx.data)
+        gemm(false, false, rows, in, out, 1, dy, out, weight.data(), in, dx.beta, dx.data, in, nullptr, dx_rows_done);
+    if (weight.requires_grad()) {
+        const GradOverwrite dw = grad_for_overwrite(weight);
+        gemm(true, false, out, in, rows, 1, dy, out, x, in, dw.beta, dw.data, in);
+    }
+    if (bias.defined() && bias.requires_grad()) {
+        const std::vector<real> sum = sum_rows(rows, out, [=](int64_t r0, int64_t r1, real* acc) {
+            for (int64_t r = r0; r < r1; ++r)
+                for (int64_t j = 0; j < out; ++j) acc[j] += dy[r * out + j];
+        });
+        real* db = bias.grad_data();
+        for (int64_t j = 0; j < out; ++j) db[j] += sum[j];
+    }
+}
+// [/hide:matmul-backward]
 
 // The same y as matmul_transposed and a broadcast add, each recording its own backward: the
 // reference of linear's tests, and linear itself in a handout of exercise matmul-backward.

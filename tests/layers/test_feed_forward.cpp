@@ -120,4 +120,43 @@ TEST_CASE("FeedForward: gradcheck w.r.t. input and every parameter, in training 
     }
 }
 
+TEST_CASE("FeedForward: fused and step by step give the same bits, and an active drop1 takes the steps",
+          "[layer:FeedForward]") {
+    Rng rng(51);
+    auto dropout_rng = std::make_shared<Rng>(52);
+    for (const real p : {real(0), real(0.3)}) {
+        FeedForward layer(5, 7, rng, dropout_rng, p);
+        randomize_parameters(layer, rng);
+        const Tensor x = rand_tensor({3, 2, 5}, rng, -2, 2);
+        for (const bool training : {false, true}) {
+            INFO("p " << p << (training ? ", training" : ", eval"));
+            if (training)
+                layer.train();
+            else
+                layer.eval();
+            std::vector<std::vector<real>> results[2];
+            for (const bool fused : {true, false}) {
+                layer.fused = fused;
+                layer.zero_grad();
+                Tensor input = x.detach().requires_grad_();
+                *dropout_rng = Rng(53);
+                const Tensor y = layer.forward(input);
+                // With drop2 inactive the output is the op's own: mlp when fused and drop1 is
+                // inactive, else fc2's linear.
+                if (!(training && p > 0)) CHECK(std::string(y.op()) == (fused ? "mlp" : "linear"));
+                Rng weights(54);
+                weighted_sum(y, rand_tensor(y.shape(), weights, -1, 1, false)).backward();
+                results[fused].push_back(y.to_vector());
+                results[fused].push_back(input.grad().to_vector());
+                for (const Tensor& w : layer.parameters()) results[fused].push_back(w.grad().to_vector());
+            }
+            REQUIRE(results[0].size() == results[1].size());
+            for (size_t k = 0; k < results[0].size(); ++k) {
+                INFO("0: the value, 1: x's gradient, then each parameter's; k = " << k);
+                CHECK(results[0][k] == results[1][k]);
+            }
+        }
+    }
+}
+
 }  // namespace patchgrad

@@ -213,8 +213,8 @@ std::string gemm_bf16_description() {
 #ifndef PATCHGRAD_DOUBLE
 
 void gemm_bf16_emulated(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
-                        int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
-                        const float* bias) {
+                        int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const float* bias,
+                        const GemmRowsDone* rows_done) {
     if (M <= 0 || N <= 0) return;
     // Dense rounded copies of op(A) [M, K] and op(B) [K, N]; a bf16 value is a float whose low
     // 16 bits are zero, so the float32 kernel multiplies exactly the bf16 inputs.
@@ -225,7 +225,7 @@ void gemm_bf16_emulated(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_
     for (int64_t k = 0; k < K; ++k)
         for (int64_t j = 0; j < N; ++j)
             b[k * N + j] = bf16_to_float(round_to_bf16(trans_b ? B[j * ldb + k] : B[k * ldb + j]));
-    gemm_blocked(false, false, M, N, K, alpha, a.data(), K, b.data(), N, beta, C, ldc, bias);
+    gemm_blocked(false, false, M, N, K, alpha, a.data(), K, b.data(), N, beta, C, ldc, bias, rows_done);
 }
 
 namespace {
@@ -274,9 +274,10 @@ private:
 // share the panels of B as gemm_blocks.h says.
 void gemm_bf16_with(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                     float alpha, const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
-                    int64_t ldc, const float* bias) {
+                    int64_t ldc, const float* bias, const GemmRowsDone* rows_done) {
     if (M <= 0 || N <= 0) return;
-    if (K <= 0) return gemm_bf16_emulated(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
+    if (K <= 0)
+        return gemm_bf16_emulated(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, rows_done);
     constexpr int64_t KC = kGemmKC, NC = 1536;
     const int64_t MR = kernels.mr, NR = kernels.nr, V = kernels.vector, PB = kernels.pair_block, MC = kernels.mc;
     const auto column_words = [PB](int64_t kc) { return bf16_pairs(kc, PB); };
@@ -311,9 +312,10 @@ void gemm_bf16_with(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int6
                     micro[(nr + V - 1) / V - 1](pairs, Ap + ir * pairs, Bp + jr * pairs, alpha, beta_block, bias_tile,
                                                 C + (ic + ir) * ldc + jc + jr, ldc, std::min(MR, mc - ir), nr);
             }
+            if (target.rows_done) (*target.rows_done)(ic, ic + mc);
         }
     };
-    for_each_gemm_block<uint32_t>(M, N, K, MR, NR, NC, KC, C, ldc, column_words, pack_panel, multiply);
+    for_each_gemm_block<uint32_t>(M, N, K, MR, NR, NC, KC, C, ldc, column_words, pack_panel, multiply, rows_done);
 }
 
 // AMX's check on first use (amx_status): four small products, one per transpose pair, with a
@@ -381,10 +383,13 @@ const Bf16Kernels* amx_kernels_on_this_cpu(std::string& why_not) {
 }
 
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-               const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const float* bias) {
+               const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const float* bias,
+               const GemmRowsDone* rows_done) {
     const Bf16Kernels* kernels = native_kernels();
-    if (kernels) return gemm_bf16_with(*kernels, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
-    gemm_bf16_emulated(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
+    if (kernels)
+        return gemm_bf16_with(*kernels, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias,
+                              rows_done);
+    gemm_bf16_emulated(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, rows_done);
 }
 
 #endif  // PATCHGRAD_DOUBLE

@@ -22,7 +22,8 @@ namespace patchgrad {
 // ---- reference ---------------------------------------------------------------------------
 
 void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
-                    const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias) {
+                    const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias,
+                    const GemmRowsDone* rows_done) {
     // [snippet:gemm-reference]
     for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < N; ++j) {
@@ -36,6 +37,7 @@ void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
             c = alpha * dot + (beta == 0 ? real(0) : beta * c) + (bias ? bias[j] : real(0));
         }
     // [/snippet:gemm-reference]
+    if (rows_done && M > 0 && N > 0) (*rows_done)(0, M);
 }
 
 // ---- blocked -----------------------------------------------------------------------------
@@ -116,9 +118,13 @@ std::string gemm_kernel_description() {
 }
 
 void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
-                  const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias) {
+                  const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias,
+                  const GemmRowsDone* rows_done) {
     if (M <= 0 || N <= 0) return;
-    if (K <= 0) return scale_c(M, N, beta, C, ldc, bias);
+    if (K <= 0) {
+        scale_c(M, N, beta, C, ldc, bias);
+        return all_rows_done(rows_done, M, N);
+    }
     const GemmKernels& kernels = gemm_kernels(active_isa());
     const int64_t MR = kernels.mr, NR = kernels.nr, V = kernels.vector;
 
@@ -182,9 +188,10 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
                                                 bias_tile, c, ldc, mr, nr);
                 }
             }
+            if (target.rows_done) (*target.rows_done)(ic, ic + mc);
         }
     };
-    for_each_gemm_block<real>(M, N, K, MR, NR, NC, k_block, C, ldc, column_words, pack_panel, multiply);
+    for_each_gemm_block<real>(M, N, K, MR, NR, NC, k_block, C, ldc, column_words, pack_panel, multiply, rows_done);
 }
 
 // ---- dispatch ----------------------------------------------------------------------------
@@ -193,21 +200,24 @@ namespace {
 
 void gemm_untimed(bool allow_bf16, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha,
                   const real* A, int64_t lda, const real* B, int64_t ldb, real beta, real* C, int64_t ldc,
-                  const real* bias) {
+                  const real* bias, const GemmRowsDone* rows_done) {
 #ifdef PATCHGRAD_DOUBLE
     (void)allow_bf16;  // (no bf16 in the float64 build)
 #else
     if (allow_bf16 && matmul_precision() == MatmulPrecision::Bf16)
-        return gemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
+        return gemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, rows_done);
 #endif
 #ifdef PATCHGRAD_USE_OPENBLAS
     if (M <= 0 || N <= 0) return;
     // BLAS rejects a leading dimension of 0, which an empty K would give.
-    if (K <= 0) return scale_c(M, N, beta, C, ldc, bias);
+    if (K <= 0) {
+        scale_c(M, N, beta, C, ldc, bias);
+        return all_rows_done(rows_done, M, N);
+    }
     // CBLAS sizes are int; anything larger stays with our own kernel.
     const int64_t int_max = std::numeric_limits<int>::max();
     if (std::max({M, N, K, lda, ldb, ldc}) > int_max)
-        return gemm_blocked(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
+        return gemm_blocked(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, rows_done);
     // BLAS has no bias: C = beta * C + bias first, then the product adds onto it.
     if (bias) {
         scale_c(M, N, beta, C, ldc, bias);
@@ -221,29 +231,34 @@ void gemm_untimed(bool allow_bf16, bool trans_a, bool trans_b, int64_t M, int64_
         CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(M),
         static_cast<int>(N), static_cast<int>(K), alpha, A, static_cast<int>(lda), B, static_cast<int>(ldb), beta, C,
         static_cast<int>(ldc));
+    all_rows_done(rows_done, M, N);
 #else
-    gemm_blocked(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
+    gemm_blocked(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, rows_done);
 #endif
 }
 
 // gemm_untimed, and under bench --explain its time, its loops named by its shape, e.g.
 // "gemm 8320 x 128 x 384 A^T".
 void gemm_timed(bool allow_bf16, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A,
-                int64_t lda, const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias) {
+                int64_t lda, const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias,
+                const GemmRowsDone* rows_done = nullptr) {
     if (!recording_loops())
-        return gemm_untimed(allow_bf16, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
+        return gemm_untimed(allow_bf16, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias,
+                            rows_done);
     const std::string label = "gemm " + std::to_string(M) + " x " + std::to_string(N) + " x " + std::to_string(K) +
                               (trans_a ? " A^T" : "") + (trans_b ? " B^T" : "");
     const LoopLabel named(label);
-    as_products(
-        [&] { gemm_untimed(allow_bf16, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias); });
+    as_products([&] {
+        gemm_untimed(allow_bf16, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, rows_done);
+    });
 }
 
 }  // namespace
 
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
-          const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias) {
-    gemm_timed(true, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
+          const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias,
+          const GemmRowsDone* rows_done) {
+    gemm_timed(true, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, rows_done);
 }
 
 bool gemm_small_is_float32() {

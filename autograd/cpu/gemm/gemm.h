@@ -12,6 +12,12 @@
 //     C = alpha * op(A) @ op(B) + beta * C + bias
 // The fast kernel adds it while it writes the tile (linear's bias costs no pass of its own).
 //
+// `rows_done`, when given, is called on rows [i0, i1) of C as soon as they hold their final
+// values (every column), while they are still in cache; on several threads at once, for
+// disjoint rows, so it must treat each row on its own. An op fuses what follows its product
+// there: the MLP op (mlp.cpp) computes GELU on the first product's rows and multiplies the
+// rows of dOut W2 by GELU's derivative.
+//
 // Every version is deterministic: each C element is summed over k in a fixed order that
 // depends only on M, N, K and the transposes, never on timing or threads.
 #pragma once
@@ -20,18 +26,21 @@
 #include <string>
 #include <vector>
 
+#include "patchgrad/autograd/cpu/gemm/gemm_kernels.h"  // GemmRowsDone
 #include "patchgrad/autograd/tensor.h"
 
 namespace patchgrad {
 
 // The readable definition: one dot product per C element, k in increasing order.
 void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
-                    const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias = nullptr);
+                    const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias = nullptr,
+                    const GemmRowsDone* rows_done = nullptr);
 
 // patchgrad's own fast kernel: cache blocking, packed panels and a register-tiled
 // micro-kernel in plain C++ that the compiler vectorises (see gemm.cpp).
 void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
-                  const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias = nullptr);
+                  const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias = nullptr,
+                  const GemmRowsDone* rows_done = nullptr);
 
 // The gemm kernel in use (cpu_isa.h's active level) and its tile, e.g. "avx512, tile 12 x 32".
 std::string gemm_kernel_description();
@@ -39,7 +48,8 @@ std::string gemm_kernel_description();
 // What the ops call: gemm_bf16 while the matmul precision is bf16 (gemm_bf16.h); otherwise
 // cblas_sgemm / cblas_dgemm when built with PATCHGRAD_USE_OPENBLAS, gemm_blocked if not.
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
-          const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias = nullptr);
+          const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias = nullptr,
+          const GemmRowsDone* rows_done = nullptr);
 
 // gemm for small products, attention's per head (65 x 65 x 32 in cifar-tiny). Under the bf16
 // precision they stay float32 where the bf16 kernel is AMX's, whose tiles pay only over a long

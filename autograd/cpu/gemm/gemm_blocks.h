@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "patchgrad/autograd/cpu/gemm/gemm_kernels.h"  // GemmRowsDone
 #include "patchgrad/autograd/cpu/threads/parallel.h"
 
 namespace patchgrad {
@@ -49,13 +50,22 @@ inline int64_t gemm_k_groups(int64_t slivers, int64_t blocks) {
 
 // Where multiply() puts a K block's product: C itself (`first`: the caller's beta and bias
 // apply, pc == 0), or a partial sum of a group of K blocks (c = its [M, N] buffer, ldc = N;
-// `first`: the group's first block, which overwrites it).
+// `first`: the group's first block, which overwrites it). `rows_done` (gemm.h) is set when this
+// block leaves C's rows final: multiply() calls it on each block of rows it finishes.
 template <class Real>
 struct GemmTarget {
     Real* c;
     int64_t ldc;
     bool first, partial;
+    const GemmRowsDone* rows_done = nullptr;
 };
+
+// rows_done on all M rows, on the threads: after a product that has no blocks of its own (BLAS,
+// an empty K).
+inline void all_rows_done(const GemmRowsDone* rows_done, int64_t M, int64_t N) {
+    if (rows_done && M > 0)
+        parallel_for(M, grain_for_elements(N), [&](int64_t i0, int64_t i1) { (*rows_done)(i0, i1); });
+}
 
 // Calls, for each panel jc (nc columns of C) and K block pc (kc values of k), on the threads:
 //   pack(pc, kc, jc + c0, cols, panel + c0 * words_per_column(kc)): packs op(B)'s block of
@@ -64,7 +74,8 @@ struct GemmTarget {
 //       (+)= op(A) @ the panel, as GemmTarget says
 template <class Word, class Real, class ColumnWords, class Pack, class Multiply>
 void for_each_gemm_block(int64_t M, int64_t N, int64_t K, int64_t MR, int64_t NR, int64_t NC, int64_t k_block, Real* C,
-                         int64_t ldc, const ColumnWords& words_per_column, const Pack& pack, const Multiply& multiply) {
+                         int64_t ldc, const ColumnWords& words_per_column, const Pack& pack, const Multiply& multiply,
+                         const GemmRowsDone* rows_done = nullptr) {
     const int64_t slivers = (M + MR - 1) / MR;
     // The largest panel (the buffers are reused across calls, and per thread, so that the many
     // small products of attention do not each allocate).
@@ -72,6 +83,7 @@ void for_each_gemm_block(int64_t M, int64_t N, int64_t K, int64_t MR, int64_t NR
         static_cast<size_t>(words_per_column(std::min(k_block, K)) * std::min(NC, (N + NR - 1) / NR * NR));
     for (int64_t jc = 0; jc < N; jc += NC) {
         const int64_t nc = std::min(NC, N - jc);
+        const GemmRowsDone* done = jc + nc == N ? rows_done : nullptr;  // rows are final in the last panel
         if (each_thread_packs_panels(M, nc, K, k_block)) {
             // Each its own, in tasks (group g, sliver s), t = g * slivers + s: a thread's chunk
             // of tasks packs each group's panels once. Group 0 sums into C, the others into
@@ -82,7 +94,8 @@ void for_each_gemm_block(int64_t M, int64_t N, int64_t K, int64_t MR, int64_t NR
             const int64_t groups = (blocks + group_blocks - 1) / group_blocks;  // none of them empty
             std::vector<Real> partials(static_cast<size_t>((groups - 1) * M * N));
             const auto target = [&](int64_t g, int64_t pc) {
-                return g == 0 ? GemmTarget<Real>{C, ldc, pc == 0, false}
+                const bool final = groups == 1 && pc + k_block >= K;
+                return g == 0 ? GemmTarget<Real>{C, ldc, pc == 0, false, final ? done : nullptr}
                               : GemmTarget<Real>{partials.data() + (g - 1) * M * N, N, pc == g * group_blocks * k_block,
                                                  true};
             };
@@ -108,6 +121,7 @@ void for_each_gemm_block(int64_t M, int64_t N, int64_t K, int64_t MR, int64_t NR
                             const Real* p = partials.data() + (g - 1) * M * N + i * N;
                             for (int64_t j = jc; j < jc + nc; ++j) C[i * ldc + j] += p[j];
                         }
+                    if (done) (*done)(i0, i1);
                 });
             continue;
         }
@@ -123,7 +137,8 @@ void for_each_gemm_block(int64_t M, int64_t N, int64_t K, int64_t MR, int64_t NR
                 pack(pc, kc, jc + c0, cols, shared + c0 * words_per_column(kc));
             });
             parallel_for(slivers, grain_for_multiply_adds(MR * nc * kc), [&](int64_t s0, int64_t s1) {
-                multiply(pc, kc, jc, nc, s0, s1, shared, GemmTarget<Real>{C, ldc, pc == 0, false});
+                multiply(pc, kc, jc, nc, s0, s1, shared,
+                         GemmTarget<Real>{C, ldc, pc == 0, false, pc + kc == K ? done : nullptr});
             });
         }
     }

@@ -9,12 +9,16 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "patchgrad/autograd/cpu/cpu_isa.h"
 #include "patchgrad/autograd/storage.h"
 
 namespace patchgrad {
+
+// What gemm calls on rows [i0, i1) of C once they are final (gemm.h).
+using GemmRowsDone = std::function<void(int64_t i0, int64_t i1)>;
 
 // C[mr, nr] = alpha * (A sliver @ B sliver) + beta * C + bias[0 .. nr), over kc terms, for
 // mr <= MR and nr <= the columns the kernel covers. Element (i, p) of the A sliver is
@@ -105,7 +109,7 @@ extern const Bf16Kernels gemm_bf16_kernels_amx;
 // driver, for the tests (an emulation of AMX runs through it) and AMX's first-use check.
 void gemm_bf16_with(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                     float alpha, const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
-                    int64_t ldc, const float* bias = nullptr);
+                    int64_t ldc, const float* bias = nullptr, const GemmRowsDone* rows_done = nullptr);
 // AMX's check on first use (gemm_bf16.cpp): four small products through gemm_bf16_with, one
 // per transpose pair, within a loose multiple of the bf16 error bound. "" when `kernels` pass,
 // else the kernel, the shape, the transposes and the worst element, for a user to report.

@@ -1,0 +1,23 @@
+// fused.h — pieces of linear and GELU that the MLP op (mlp.cpp) runs on its own buffers.
+#pragma once
+
+#include <cstdint>
+
+#include "patchgrad/autograd/cpu/gemm/gemm.h"
+#include "patchgrad/autograd/grad_fast_paths.h"
+#include "patchgrad/autograd/ops.h"
+
+namespace patchgrad {
+
+// linear's backward (linear.cpp) from dOut [rows, out], x's data [rows, in] and weight [out, in]:
+// dx = dOut W into dx (written or added as its beta says; skipped when dx.data is null, with
+// `dx_rows_done` passed to gemm), and W's and b's gradients when they want them.
+void linear_backward(const real* x, GradOverwrite dx, const Tensor& weight, const Tensor& bias, const real* dy,
+                     int64_t rows, const GemmRowsDone* dx_rows_done = nullptr);
+
+// y[i] = GELU(x[i]) for i in [0, n), gelu's own loop (gelu.cpp).
+void gelu_values(const real* x, real* y, int64_t n, GeluApproximation approximation);
+// g[i] *= GELU'(x[i]) for i in [0, n): gelu's backward for a gradient that is written, not added.
+void gelu_derivative_times(const real* x, real* g, int64_t n, GeluApproximation approximation);
+
+}  // namespace patchgrad

@@ -1,0 +1,94 @@
+// mlp.cpp — a transformer block's MLP in one op: linear, GELU, linear. The same bits as
+// linear(gelu(linear(x, W1, b1)), W2, b2), the three ops FeedForward's forward otherwise
+// records (layers/feed_forward.cpp); what differs is the passes over memory.
+#include <algorithm>
+#include <string>
+#include <tuple>
+
+#include "patchgrad/autograd/cpu/gemm/gemm.h"
+#include "patchgrad/autograd/cpu/prefetch.h"
+#include "patchgrad/autograd/grad_fast_paths.h"
+#include "patchgrad/autograd/ops.h"
+#include "patchgrad/autograd/ops/fused.h"
+
+namespace patchgrad {
+
+// x [..., D] -> [..., E], with the leading dimensions flattened into R rows:
+//   h = x W1^T + b1 [R, F]      y = GELU(h) [R, F]      out = y W2^T + b2 [R, E]
+// GELU runs on rows of h as gemm finishes them (gemm.h's rows_done), while they are in cache,
+// instead of in a pass of its own over all of h. The backward is linear's twice with GELU's
+// between, fused the same way: the rows of dOut W2 are multiplied by GELU'(h) as soon as gemm
+// has written them.
+// [hide:matmul-backward]
+// [hide:gelu-backward]
+//   dW2 = dOut^T y    db2 = sum of dOut's rows    dh = (dOut W2) * GELU'(h)
+//   dW1 = dh^T x      db1 = sum of dh's rows      dx = dh W1
+// [/hide:gelu-backward]
+// [/hide:matmul-backward]
+// h and y are kept for the backward, as the three ops keep them.
+Tensor mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, const Tensor& fc2_weight,
+           const Tensor& fc2_bias, GeluApproximation approximation) {
+    // [handout:matmul-backward] return mlp_through_ops(x, fc1_weight, fc1_bias, fc2_weight, fc2_bias, approximation);
+    // [handout:gelu-backward] return mlp_through_ops(x, fc1_weight, fc1_bias, fc2_weight, fc2_bias, approximation);
+    // [hide:matmul-backward]
+    // [hide:gelu-backward]
+    check(x.defined() && fc1_weight.defined() && fc2_weight.defined(),
+          "mlp: the input and both weights must be defined (only the biases may be undefined)");
+    check(fc1_weight.dim() == 2 && fc2_weight.dim() == 2, "mlp: weights must be [out, in], got ", fc1_weight.shape(),
+          " and ", fc2_weight.shape());
+    const int64_t in = fc1_weight.size(1), F = fc1_weight.size(0), E = fc2_weight.size(0);
+    check(x.dim() >= 1 && x.size(-1) == in, "mlp: input ", x.shape(), " does not end in the ", in,
+          " in-features of fc1's weight ", fc1_weight.shape());
+    check(fc2_weight.size(1) == F, "mlp: fc2's weight ", fc2_weight.shape(), " does not take fc1's ", F,
+          " outputs (weight ", fc1_weight.shape(), ")");
+    for (const auto& [bias, n, name] : {std::make_tuple(&fc1_bias, F, "fc1"), std::make_tuple(&fc2_bias, E, "fc2")})
+        if (bias->defined())
+            check(bias->dim() == 1 && bias->size(0) == n, "mlp: ", name, "'s bias ", bias->shape(),
+                  " does not match its weight; expected [", n, "]");
+
+    const int64_t rows = x.numel() / in;
+    Tensor h = Tensor::empty({rows, F}), y = Tensor::empty({rows, F});
+    real *hd = h.data(), *yd = y.data();
+    const GemmRowsDone gelu_rows = [=](int64_t i0, int64_t i1) {
+        gelu_values(hd + i0 * F, yd + i0 * F, (i1 - i0) * F, approximation);
+    };
+    gemm(false, true, rows, F, in, 1, x.data(), in, fc1_weight.data(), in, 0, hd, F,
+         fc1_bias.defined() ? fc1_bias.data() : nullptr, &gelu_rows);
+    Shape out_shape = x.shape();
+    out_shape.back() = E;
+    Tensor out = Tensor::empty(out_shape);
+    gemm(false, true, rows, E, F, 1, yd, F, fc2_weight.data(), F, 0, out.data(), E,
+         fc2_bias.defined() ? fc2_bias.data() : nullptr);
+
+    record(out, "mlp", {x, fc1_weight, fc1_bias, fc2_weight, fc2_bias},
+           [x, fc1_weight, fc1_bias, fc2_weight, fc2_bias, h, y, rows, F, approximation](Tensor& o) mutable {
+               const bool wants_dh =
+                   x.requires_grad() || fc1_weight.requires_grad() || (fc1_bias.defined() && fc1_bias.requires_grad());
+               Tensor dh = wants_dh ? Tensor::empty({rows, F}) : Tensor();
+               real* dhd = wants_dh ? dh.data() : nullptr;
+               const real* hd = h.data();
+               const GemmRowsDone times_derivative = [=](int64_t i0, int64_t i1) {
+                   // h's next block of rows, which gemm's next call will want multiplied: from memory.
+                   prefetch_lines(hd + i1 * F, hd + std::min(rows, 2 * i1 - i0) * F);
+                   gelu_derivative_times(hd + i0 * F, dhd + i0 * F, (i1 - i0) * F, approximation);
+               };
+               linear_backward(y.data(), GradOverwrite{dhd, 0}, fc2_weight, fc2_bias, o.grad_data(), rows,
+                               &times_derivative);
+               if (!wants_dh) return;
+               GradOverwrite dx{nullptr, 0};
+               if (x.requires_grad()) dx = grad_for_overwrite(x);
+               linear_backward(x.data(), dx, fc1_weight, fc1_bias, dhd, rows);
+           });
+    return out;
+    // [/hide:gelu-backward]
+    // [/hide:matmul-backward]
+}
+
+// The reference of mlp's tests, and mlp itself in a handout of exercise matmul-backward or
+// gelu-backward: three ops, each recording its own backward.
+Tensor mlp_through_ops(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, const Tensor& fc2_weight,
+                       const Tensor& fc2_bias, GeluApproximation approximation) {
+    return linear(gelu(linear(x, fc1_weight, fc1_bias), approximation), fc2_weight, fc2_bias);
+}
+
+}  // namespace patchgrad

@@ -46,7 +46,7 @@ Tensor mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, co
             check(bias->dim() == 1 && bias->size(0) == n, "mlp: ", name, "'s bias ", bias->shape(),
                   " does not match its weight; expected [", n, "]");
 
-    const int64_t rows = x.numel() / in;
+    const int64_t rows = shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));
     Tensor h = Tensor::empty({rows, F}), y = Tensor::empty({rows, F});
     real *hd = h.data(), *yd = y.data();
     const GemmRowsDone gelu_rows = [=](int64_t i0, int64_t i1) {

@@ -15,7 +15,8 @@ struct MlpCase {
     Shape x;
     int64_t hidden, out;
 };
-const MlpCase kCases[] = {{{2, 3, 5}, 7, 4}, {{1, 6}, 1, 6}, {{13, 2}, 9, 3}, {{2, 2, 1, 3}, 4, 1}, {{40, 8}, 33, 8}};
+const MlpCase kCases[] = {{{2, 3, 5}, 7, 4},    {{1, 6}, 1, 6},   {{13, 2}, 9, 3},
+                          {{2, 2, 1, 3}, 4, 1}, {{40, 8}, 33, 8}, {{3, 0}, 4, 2}};  // no in-features: h = b1
 
 // mlp's value and the gradients of x and the four parameters (undefined where not asked for),
 // from the fused op or from the three ops, on the same inputs.

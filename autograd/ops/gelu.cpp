@@ -1,4 +1,5 @@
 // gelu.cpp — the Gaussian error linear unit, exact and tanh-approximated.
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -62,40 +63,24 @@ PATCHGRAD_ALWAYS_INLINE void gelu_backward_loop(const real* xd, const real* dy, 
 PATCHGRAD_MULTIVERSION(gelu_backward, (const real* x, const real* dy, real* dx, int64_t n, bool exact),
                        (x, dy, dx, n, exact))
 
-// [hide:gelu-backward]
-// g[i] *= GELU'(x[i]): the loop above for a gradient written in place, as the MLP op's backward
-// needs (mlp.cpp); the same expressions, so the same bits as adding into zeros.
-PATCHGRAD_ALWAYS_INLINE void gelu_derivative_times_rows_loop(const real* xd, real* g, int64_t n, bool exact) {
-    if (exact) {
-        for (int64_t i = 0; i < n; ++i) {
-            const real v = xd[i];
-            real gaussian;
-            const real cdf = real(0.5) * (1 + fast_erf(v * kSqrtHalf, &gaussian));
-            const real pdf = kInvSqrt2Pi * gaussian;
-            g[i] = g[i] * (cdf + v * pdf);
-        }
-    } else {
-        for (int64_t i = 0; i < n; ++i) {
-            const real v = xd[i];
-            const real t = std::tanh(kSqrt2OverPi * (v + kCubic * v * v * v));
-            const real du = kSqrt2OverPi * (1 + 3 * kCubic * v * v);
-            g[i] = g[i] * (real(0.5) * (1 + t) + real(0.5) * v * (1 - t * t) * du);
-        }
-    }
-}
-PATCHGRAD_MULTIVERSION(gelu_derivative_times_rows, (const real* x, real* g, int64_t n, bool exact), (x, g, n, exact))
-// [/hide:gelu-backward]
 }  // namespace
 
 void gelu_values(const real* x, real* y, int64_t n, GeluApproximation approximation) {
     gelu_forward(x, y, n, approximation == GeluApproximation::None);
 }
 
-// [hide:gelu-backward]
+// The backward loop above into zeros, a slice at a time, copied over g: the same bits as a fresh
+// gradient, from the one copy of the derivative.
 void gelu_derivative_times(const real* x, real* g, int64_t n, GeluApproximation approximation) {
-    gelu_derivative_times_rows(x, g, n, approximation == GeluApproximation::None);
+    constexpr int64_t kSlice = 1024;  // 4 KiB of float32: stays in L1
+    real product[kSlice];
+    for (int64_t i = 0; i < n; i += kSlice) {
+        const int64_t m = std::min(kSlice, n - i);
+        std::fill(product, product + m, real(0));
+        gelu_backward(x + i, g + i, product, m, approximation == GeluApproximation::None);
+        std::copy(product, product + m, g + i);
+    }
 }
-// [/hide:gelu-backward]
 
 // x [...] -> y [...], elementwise. None, with Phi / phi the standard normal cdf / pdf:
 //   y = x Phi(x) = 0.5 x (1 + erf(x / sqrt 2))

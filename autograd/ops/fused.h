@@ -9,6 +9,11 @@
 
 namespace patchgrad {
 
+// linear's checks of its arguments (linear.cpp), each message starting with `op` ("linear",
+// "mlp: fc1"): weight [out, in] (defined), an input of shape [..., in], bias [out] or undefined.
+// Returns the input's rows, the product of its leading dimensions.
+int64_t check_linear_arguments(const char* op, const Shape& input, const Tensor& weight, const Tensor& bias);
+
 // linear's backward (linear.cpp) from dOut [rows, out], x's data [rows, in] and weight [out, in]:
 // dx = dOut W into dx (written or added as its beta says; skipped when dx.data is null, with
 // `dx_rows_done` passed to gemm), and W's and b's gradients when they want them.

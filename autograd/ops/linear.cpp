@@ -18,21 +18,26 @@ namespace patchgrad {
 //   with the leading dimensions flattened into R rows, x [R, in], dOut [R, out]:
 //   dx = dOut @ W      dW = dOut^T @ x      db = sum over the R rows of dOut
 // [/hide:matmul-backward]
+int64_t check_linear_arguments(const char* op, const Shape& input, const Tensor& weight, const Tensor& bias) {
+    check(weight.dim() == 2, op, ": weight must be [out, in], got ", weight.shape());
+    const int64_t in = weight.size(1), out = weight.size(0);
+    check(!input.empty() && input.back() == in, op, ": input ", input, " does not end in the ", in,
+          " in-features of weight ", weight.shape());
+    if (bias.defined())  // bias.shape() may only be asked for then
+        check(bias.dim() == 1 && bias.size(0) == out, op, ": bias ", bias.shape(), " does not match weight ",
+              weight.shape(), "; expected [", out, "]");
+    return shape_numel(Shape(input.begin(), input.end() - 1));
+}
+
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     if (!x.defined() || !weight.defined())
         throw std::invalid_argument(
             "linear: the input and the weight must be defined (only the bias may be undefined)");
-    check(weight.dim() == 2, "linear: weight must be [out, in], got ", weight.shape());
+    const int64_t rows = check_linear_arguments("linear", x.shape(), weight, bias);
     const int64_t in = weight.size(1), out = weight.size(0);
-    check(x.dim() >= 1 && x.size(-1) == in, "linear: input ", x.shape(), " does not end in the ", in,
-          " in-features of weight ", weight.shape());
-    if (bias.defined())  // bias.shape() may only be asked for then
-        check(bias.dim() == 1 && bias.size(0) == out, "linear: bias ", bias.shape(), " does not match weight ",
-              weight.shape(), "; expected [", out, "]");
 
     // [handout:matmul-backward] return linear_through_matmul(x, weight, bias);  // backward: your matmul's
     // [hide:matmul-backward]
-    const int64_t rows = shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));
     Shape y_shape = x.shape();
     y_shape.back() = out;
     Tensor y = Tensor::empty(y_shape);

@@ -3,7 +3,6 @@
 // records (layers/feed_forward.cpp); what differs is the passes over memory.
 #include <algorithm>
 #include <string>
-#include <tuple>
 
 #include "patchgrad/autograd/cpu/gemm/gemm.h"
 #include "patchgrad/autograd/cpu/prefetch.h"
@@ -34,19 +33,12 @@ Tensor mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, co
     // [hide:gelu-backward]
     check(x.defined() && fc1_weight.defined() && fc2_weight.defined(),
           "mlp: the input and both weights must be defined (only the biases may be undefined)");
-    check(fc1_weight.dim() == 2 && fc2_weight.dim() == 2, "mlp: weights must be [out, in], got ", fc1_weight.shape(),
-          " and ", fc2_weight.shape());
-    const int64_t in = fc1_weight.size(1), F = fc1_weight.size(0), E = fc2_weight.size(0);
-    check(x.dim() >= 1 && x.size(-1) == in, "mlp: input ", x.shape(), " does not end in the ", in,
-          " in-features of fc1's weight ", fc1_weight.shape());
-    check(fc2_weight.size(1) == F, "mlp: fc2's weight ", fc2_weight.shape(), " does not take fc1's ", F,
-          " outputs (weight ", fc1_weight.shape(), ")");
-    for (const auto& [bias, n, name] : {std::make_tuple(&fc1_bias, F, "fc1"), std::make_tuple(&fc2_bias, E, "fc2")})
-        if (bias->defined())
-            check(bias->dim() == 1 && bias->size(0) == n, "mlp: ", name, "'s bias ", bias->shape(),
-                  " does not match its weight; expected [", n, "]");
-
-    const int64_t rows = shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));
+    const int64_t rows = check_linear_arguments("mlp: fc1", x.shape(), fc1_weight, fc1_bias);
+    const int64_t in = fc1_weight.size(1), F = fc1_weight.size(0);
+    Shape hidden_shape = x.shape();
+    hidden_shape.back() = F;
+    check_linear_arguments("mlp: fc2", hidden_shape, fc2_weight, fc2_bias);
+    const int64_t E = fc2_weight.size(0);
     Tensor h = Tensor::empty({rows, F}), y = Tensor::empty({rows, F});
     real *hd = h.data(), *yd = y.data();
     const GemmRowsDone gelu_rows = [=](int64_t i0, int64_t i1) {

@@ -77,7 +77,7 @@ public:
         std::lock_guard<std::mutex> lock(mutex_);
         stats_.in_use -= static_cast<int64_t>(bytes);
         if (bytes < kSmallBlock) {
-            ::operator delete(p, kAlignment);
+            ::operator delete(p, alignment(bytes));
             return;
         }
         free_[bytes].push_back(p);

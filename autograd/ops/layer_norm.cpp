@@ -1,4 +1,5 @@
 // layer_norm.cpp — layer normalisation over the last dimension.
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
@@ -116,8 +117,9 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, rea
     parallel_for(rows, grain,
                  [=](int64_t r0, int64_t r1) { forward_rows(xd, w, b, eps, D, r0, r1, yd, mean_d, rstd_d); });
 
-    // Rows go to threads for dx, and for dweight and dbias in sum_rows's fixed blocks, so
-    // their sums over the rows run in one order whatever the thread count.
+    // Rows go to threads in sum_rows's fixed blocks, so that the sums of dweight and dbias over
+    // the rows run in one order whatever the thread count. One pass gives both gradients: a few
+    // rows' dx, then their dweight and dbias terms while x and dy are still in cache.
     record(out, "layer_norm", {x, weight, bias},
            [x, weight, bias, rows, D, grain, mean = std::move(mean), rstd = std::move(rstd)](Tensor& o) mutable {
                const real* dy = o.grad_data();
@@ -125,17 +127,23 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, rea
                const real* w = weight.defined() ? weight.data() : nullptr;
                const real* mu = mean.data();
                const real* rs = rstd.data();
-               if (x.requires_grad()) {
-                   real* dx = x.grad_data();
-                   parallel_for(rows, grain,
-                                [=](int64_t r0, int64_t r1) { backward_rows(xd, dy, w, mu, rs, D, r0, r1, dx); });
-               }
+               real* dx = x.requires_grad() ? x.grad_data() : nullptr;
                real* dw = weight.defined() && weight.requires_grad() ? weight.grad_data() : nullptr;
                real* db = bias.defined() && bias.requires_grad() ? bias.grad_data() : nullptr;
-               if (!dw && !db) return;
+               if (!dw && !db) {
+                   if (dx)
+                       parallel_for(rows, grain,
+                                    [=](int64_t r0, int64_t r1) { backward_rows(xd, dy, w, mu, rs, D, r0, r1, dx); });
+                   return;
+               }
+               const int64_t cached_rows = std::max<int64_t>(1, 4096 / D);  // 16 KiB of each of x, dy, dx
                // [dweight terms | dbias terms] summed over the rows
                const std::vector<real> sum = sum_rows(rows, 2 * D, [=](int64_t r0, int64_t r1, real* acc) {
-                   backward_affine(xd, dy, mu, rs, D, r0, r1, acc, acc + D);
+                   for (int64_t s = r0; s < r1; s += cached_rows) {
+                       const int64_t e = std::min(r1, s + cached_rows);
+                       if (dx) backward_rows(xd, dy, w, mu, rs, D, s, e, dx);
+                       backward_affine(xd, dy, mu, rs, D, s, e, acc, acc + D);
+                   }
                });
                for (int64_t j = 0; j < D; ++j) {
                    if (dw) dw[j] += sum[j];

@@ -1,10 +1,12 @@
 // linear.cpp — the op under the Linear layer (layers/linear.cpp): y = x @ W^T + b in one gemm
 // call, the bias added as the product is written, and its backward as two more gemm calls
 // and a column sum.
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "patchgrad/autograd/cpu/cpu_isa.h"
 #include "patchgrad/autograd/cpu/gemm/gemm.h"
 #include "patchgrad/autograd/cpu/threads/parallel.h"
 #include "patchgrad/autograd/grad_fast_paths.h"
@@ -56,21 +58,47 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 }
 
 // [hide:matmul-backward]
+namespace {
+// acc[j] += rows [r0, r1) of dy [rows, out] in column j, row after row: a strip of 64 columns at a
+// time, whose sums stay close (registers, L1) down the rows. Compiled for each instruction-set
+// level (cpu_isa.h), as layer_norm's loops are.
+PATCHGRAD_ALWAYS_INLINE void add_rows_loop(const real* dy, int64_t out, int64_t r0, int64_t r1, real* acc) {
+    constexpr int64_t kColumns = 64;
+    for (int64_t j0 = 0; j0 < out; j0 += kColumns) {
+        const int64_t n = std::min(kColumns, out - j0);
+        real sums[kColumns];
+        for (int64_t j = 0; j < n; ++j) sums[j] = acc[j0 + j];
+        for (int64_t r = r0; r < r1; ++r)
+            for (int64_t j = 0; j < n; ++j) sums[j] += dy[r * out + j0 + j];
+        for (int64_t j = 0; j < n; ++j) acc[j0 + j] = sums[j];
+    }
+}
+PATCHGRAD_MULTIVERSION(add_rows, (const real* dy, int64_t out, int64_t r0, int64_t r1, real* acc),
+                       (dy, out, r0, r1, acc))
+}  // namespace
+
 // The first gradient to reach x or W is written, later ones are added (grad_for_overwrite's beta).
 void linear_backward(const real* x, GradOverwrite dx, const Tensor& weight, const Tensor& bias, const real* dy,
                      int64_t rows, const GemmRowsDone* dx_rows_done) {
     const int64_t in = weight.size(1), out = weight.size(0);
-    if (dx.data)
-        gemm(false, false, rows, in, out, 1, dy, out, weight.data(), in, dx.beta, dx.data, in, nullptr, dx_rows_done);
+    // db's column sums of dOut, in sum_rows's blocks; taken as the product dx = dOut W finishes
+    // each block of rows, while those rows of dOut are still in cache (RowSums, parallel.h).
+    const bool wants_db = bias.defined() && bias.requires_grad();
+    RowSums db_sums(rows, wants_db ? out : 0,
+                    [=](int64_t r0, int64_t r1, real* acc) { add_rows(dy, out, r0, r1, acc); });
+    if (dx.data) {
+        const GemmRowsDone rows_done = [&](int64_t r0, int64_t r1) {
+            db_sums.take(r0, r1);
+            if (dx_rows_done) (*dx_rows_done)(r0, r1);
+        };
+        gemm(false, false, rows, in, out, 1, dy, out, weight.data(), in, dx.beta, dx.data, in, nullptr, &rows_done);
+    }
     if (weight.requires_grad()) {
         const GradOverwrite dw = grad_for_overwrite(weight);
         gemm(true, false, out, in, rows, 1, dy, out, x, in, dw.beta, dw.data, in);
     }
-    if (bias.defined() && bias.requires_grad()) {
-        const std::vector<real> sum = sum_rows(rows, out, [=](int64_t r0, int64_t r1, real* acc) {
-            for (int64_t r = r0; r < r1; ++r)
-                for (int64_t j = 0; j < out; ++j) acc[j] += dy[r * out + j];
-        });
+    if (wants_db) {
+        const std::vector<real> sum = db_sums.total();
         real* db = bias.grad_data();
         for (int64_t j = 0; j < out; ++j) db[j] += sum[j];
     }

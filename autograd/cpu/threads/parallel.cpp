@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "patchgrad/autograd/check.h"
@@ -259,17 +260,62 @@ void add_product_seconds(double seconds) {
 }
 
 std::vector<real> sum_rows(int64_t rows, int64_t width,
-                           const std::function<void(int64_t r0, int64_t r1, real* acc)>& add_rows) {
+                           const std::function<void(int64_t r0, int64_t r1, real* acc)>& add_rows, LoopSite site) {
     std::vector<real> total(static_cast<size_t>(std::max<int64_t>(width, 0)), real(0));
     if (rows <= 0 || width <= 0) return total;
     const int64_t block = sum_row_block(rows), blocks = (rows + block - 1) / block;
     std::vector<real> partial(static_cast<size_t>(blocks * width), real(0));  // [blocks, width]
-    parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
-        for (int64_t b = b0; b < b1; ++b)
-            add_rows(b * block, std::min(rows, (b + 1) * block), partial.data() + b * width);
-    });
+    parallel_for(
+        blocks, 1,
+        [&](int64_t b0, int64_t b1) {
+            for (int64_t b = b0; b < b1; ++b)
+                add_rows(b * block, std::min(rows, (b + 1) * block), partial.data() + b * width);
+        },
+        site);
     for (int64_t b = 0; b < blocks; ++b)
         for (int64_t j = 0; j < width; ++j) total[j] += partial[b * width + j];
+    return total;
+}
+
+RowSums::RowSums(int64_t rows, int64_t width, std::function<void(int64_t, int64_t, real*)> add_rows)
+    : rows_(std::max<int64_t>(rows, 0)),
+      width_(std::max<int64_t>(width, 0)),
+      block_(sum_row_block(rows_)),
+      add_rows_(std::move(add_rows)),
+      partial_(static_cast<size_t>((rows_ + block_ - 1) / block_ * width_), real(0)),
+      reached_(static_cast<size_t>((rows_ + block_ - 1) / block_)) {
+    for (size_t b = 0; b < reached_.size(); ++b) reached_[b].store(static_cast<int64_t>(b) * block_);
+}
+
+void RowSums::take(int64_t r0, int64_t r1) {
+    if (width_ == 0) return;
+    for (int64_t b = std::max<int64_t>(r0, 0) / block_; b * block_ < std::min(r1, rows_); ++b) {
+        const int64_t lo = std::max(r0, b * block_), hi = std::min({r1, (b + 1) * block_, rows_});
+        // Only the range that starts where the block's sum has reached goes on with it; the
+        // release below makes its partial visible to the thread that takes the next range.
+        if (reached_[b].load(std::memory_order_acquire) != lo) continue;
+        add_rows_(lo, hi, partial_.data() + b * width_);
+        reached_[b].store(hi, std::memory_order_release);
+    }
+}
+
+std::vector<real> RowSums::total(LoopSite site) {
+    const int64_t blocks = static_cast<int64_t>(reached_.size());
+    parallel_for(
+        blocks, 1,
+        [&](int64_t b0, int64_t b1) {
+            for (int64_t b = b0; b < b1; ++b) {
+                const int64_t r0 = b * block_, r1 = std::min(rows_, r0 + block_);
+                if (reached_[b].load() == r1) continue;
+                real* acc = partial_.data() + b * width_;  // begun out of order, or rows never taken: again
+                std::fill(acc, acc + width_, real(0));
+                add_rows_(r0, r1, acc);
+            }
+        },
+        site);
+    std::vector<real> total(static_cast<size_t>(width_), real(0));
+    for (int64_t b = 0; b < blocks; ++b)
+        for (int64_t j = 0; j < width_; ++j) total[j] += partial_[b * width_ + j];
     return total;
 }
 

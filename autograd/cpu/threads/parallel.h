@@ -150,6 +150,26 @@ constexpr int64_t kElementGrain = int64_t(1) << 15;
 constexpr int64_t kSumRowBlocks = 64, kSumRowMin = 8;
 inline int64_t sum_row_block(int64_t rows) { return std::max(kSumRowMin, (rows + kSumRowBlocks - 1) / kSumRowBlocks); }
 std::vector<real> sum_rows(int64_t rows, int64_t width,
-                           const std::function<void(int64_t r0, int64_t r1, real* acc)>& add_rows);
+                           const std::function<void(int64_t r0, int64_t r1, real* acc)>& add_rows,
+                           LoopSite site = {__builtin_FILE(), __builtin_LINE()});
+
+// sum_rows's sums, bit for bit, taken while another loop visits the rows: a matrix product's
+// rows_done (gemm.h) says which rows of dOut it has just read, and a bias gradient sums them then,
+// from cache, instead of reading dOut again. take(r0, r1), from any thread, for disjoint ranges:
+// the rows go into their blocks if they continue a block in row order (one thread's blocks of
+// rows arrive in order; a block split between two threads may not), and total() sums again every
+// block left unfinished, then adds the blocks in order, as sum_rows does.
+class RowSums {
+public:
+    RowSums(int64_t rows, int64_t width, std::function<void(int64_t r0, int64_t r1, real* acc)> add_rows);
+    void take(int64_t r0, int64_t r1);
+    std::vector<real> total(LoopSite site = {__builtin_FILE(), __builtin_LINE()});
+
+private:
+    int64_t rows_, width_, block_;
+    std::function<void(int64_t, int64_t, real*)> add_rows_;
+    std::vector<real> partial_;                  // [blocks, width]
+    std::vector<std::atomic<int64_t>> reached_;  // [blocks]: the row each block's sum has reached
+};
 
 }  // namespace patchgrad

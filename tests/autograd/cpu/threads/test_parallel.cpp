@@ -75,6 +75,73 @@ TEST_CASE("parallel: sum_rows adds each row once, in fixed blocks of rows added 
         }
 }
 
+TEST_CASE(
+    "parallel: RowSums gives sum_rows's bits however its rows arrive: in order, split over threads, "
+    "out of order, in part or not at all",
+    "[parallel]") {
+    Rng rng(23);
+    for (int64_t rows : {int64_t(0), int64_t(1), kSumRowMin + 3, int64_t(1000), int64_t(8320)})
+        for (int64_t width : {0, 1, 5}) {
+            std::vector<real> x(static_cast<size_t>(rows * width));
+            for (real& v : x) v = static_cast<real>(rng.uniform(-1, 1));
+            const auto add_rows = [&](int64_t r0, int64_t r1, real* acc) {
+                for (int64_t r = r0; r < r1; ++r)
+                    for (int64_t j = 0; j < width; ++j) acc[j] += x[r * width + j];
+            };
+            const std::vector<real> expected = sum_rows(rows, width, add_rows);
+            // Ranges of 7 rows (not a divisor of any block), taken in the orders below.
+            const int64_t ranges = (rows + 6) / 7;
+            const auto take_range = [&](RowSums& sums, int64_t i) { sums.take(7 * i, std::min(rows, 7 * i + 7)); };
+            for (int threads : {1, 2, 3, 8, 16}) {
+                INFO(rows << " rows of width " << width << ", " << threads << " threads");
+                ThreadCount guard(threads);
+                RowSums in_order(rows, width, add_rows), split(rows, width, add_rows), backwards(rows, width, add_rows),
+                    half(rows, width, add_rows), none(rows, width, add_rows), once(rows, width, add_rows);
+                for (int64_t i = 0; i < ranges; ++i) take_range(in_order, i);
+                parallel_for(ranges, 1, [&](int64_t i0, int64_t i1) {  // as a matrix product's rows_done
+                    for (int64_t i = i0; i < i1; ++i) take_range(split, i);
+                });
+                for (int64_t i = ranges - 1; i >= 0; --i) take_range(backwards, i);
+                for (int64_t i = 0; i < ranges; i += 2) take_range(half, i);
+                once.take(0, rows);
+                CHECK(in_order.total() == expected);
+                CHECK(split.total() == expected);
+                CHECK(backwards.total() == expected);
+                CHECK(half.total() == expected);
+                CHECK(none.total() == expected);
+                CHECK(once.total() == expected);
+            }
+        }
+}
+
+TEST_CASE("parallel: RowSums takes the rows of a block that arrive in order, and sums again only the rest",
+          "[parallel]") {
+    const int64_t rows = 100, block = sum_row_block(rows);
+    std::vector<int> added(static_cast<size_t>(rows), 0);
+    RowSums sums(rows, 1, [&](int64_t r0, int64_t r1, real* acc) {
+        for (int64_t r = r0; r < r1; ++r) ++added[r], acc[0] += real(1);
+    });
+    sums.take(0, block + 1);          // the first block, and the second's first row
+    sums.take(block + 2, 2 * block);  // the rest of the second block, out of order: left for total()
+    for (int64_t r = 0; r < block + 1; ++r) REQUIRE(added[r] == 1);
+    for (int64_t r = block + 1; r < rows; ++r) REQUIRE(added[r] == 0);
+    REQUIRE(sums.total() == std::vector<real>{real(rows)});
+    for (int64_t r = 0; r < block; ++r) REQUIRE(added[r] == 1);
+    for (int64_t r = block; r < 2 * block; ++r) REQUIRE(added[r] == (r == block ? 2 : 1));
+    for (int64_t r = 2 * block; r < rows; ++r) REQUIRE(added[r] == 1);
+}
+
+TEST_CASE("parallel: a LoopRecorder names a sum_rows loop by the line that called sum_rows", "[parallel]") {
+    ThreadCount guard(2);
+    LoopRecorder recorder;
+    const int line = __LINE__ + 1;
+    const std::vector<real> sum = sum_rows(100, 1, [](int64_t r0, int64_t r1, real* acc) { acc[0] += real(r1 - r0); });
+    REQUIRE(sum == std::vector<real>{100});
+    REQUIRE(recorder.loops().size() == 1);
+    CHECK(recorder.loops()[0].file.find("test_parallel.cpp") != std::string::npos);
+    CHECK(recorder.loops()[0].line == line);
+}
+
 TEST_CASE("parallel: a nested parallel_for runs inside its chunk, exceptions reach the caller",
           "[parallel][errors][ex:parallel-chunks]") {
     ThreadCount guard(2);

@@ -183,9 +183,9 @@ const std::vector<TrainOption> kOptions = {
                        "must be auto (0) or in [1, " + std::to_string(kMaxThreads) + "]", o.threads);
      }},
     {"precision", "P", OptionKind::Running,
-     "fp32 (the default) or bf16: matrix products with bf16 inputs and float32\nsums, everything else in float32, "
-     "with AMX attention's per-head products\ntoo (faster only where the CPU multiplies bf16 faster than float32:\n"
-     "chapter 12; with a native kernel the header says how a sample of the\nstep compared with float32 here)",
+     "fp32 (the default) or bf16: matrix products with bf16 inputs and float32\nsums, everything else in float32 "
+     "(on a CPU with AMX, attention's per-head\nproducts too); faster only where the CPU multiplies bf16 faster than\n"
+     "float32 (chapter 12; with a native kernel the header says how a sample\nof the step compared with float32 here)",
      [](TrainOptions& o) -> OptionField { return &o.precision; }, nullptr},
     {"max-steps", "N", OptionKind::Running, "stop after N optimizer steps of the run, saving a checkpoint",
      [](TrainOptions& o) -> OptionField { return Count{&o.max_steps}; },

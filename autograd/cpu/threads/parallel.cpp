@@ -261,20 +261,7 @@ void add_product_seconds(double seconds) {
 
 std::vector<real> sum_rows(int64_t rows, int64_t width,
                            const std::function<void(int64_t r0, int64_t r1, real* acc)>& add_rows, LoopSite site) {
-    std::vector<real> total(static_cast<size_t>(std::max<int64_t>(width, 0)), real(0));
-    if (rows <= 0 || width <= 0) return total;
-    const int64_t block = sum_row_block(rows), blocks = (rows + block - 1) / block;
-    std::vector<real> partial(static_cast<size_t>(blocks * width), real(0));  // [blocks, width]
-    parallel_for(
-        blocks, 1,
-        [&](int64_t b0, int64_t b1) {
-            for (int64_t b = b0; b < b1; ++b)
-                add_rows(b * block, std::min(rows, (b + 1) * block), partial.data() + b * width);
-        },
-        site);
-    for (int64_t b = 0; b < blocks; ++b)
-        for (int64_t j = 0; j < width; ++j) total[j] += partial[b * width + j];
-    return total;
+    return RowSums(rows, width, add_rows).total(site);  // no rows taken: total() sums every block
 }
 
 RowSums::RowSums(int64_t rows, int64_t width, std::function<void(int64_t, int64_t, real*)> add_rows)
@@ -300,6 +287,8 @@ void RowSums::take(int64_t r0, int64_t r1) {
 }
 
 std::vector<real> RowSums::total(LoopSite site) {
+    std::vector<real> total(static_cast<size_t>(width_), real(0));
+    if (width_ == 0) return total;
     const int64_t blocks = static_cast<int64_t>(reached_.size());
     parallel_for(
         blocks, 1,
@@ -313,7 +302,6 @@ std::vector<real> RowSums::total(LoopSite site) {
             }
         },
         site);
-    std::vector<real> total(static_cast<size_t>(width_), real(0));
     for (int64_t b = 0; b < blocks; ++b)
         for (int64_t j = 0; j < width_; ++j) total[j] += partial_[b * width_ + j];
     return total;

@@ -100,14 +100,26 @@ struct AmxKernel {
 
     // C tiles += A sliver @ B sliver. Tile loads are fast from L1 only, and the driver's next
     // call multiplies the next B sliver, which follows this one: each step asks for its part.
-    // (An address, not a pointer: after the panel's last sliver it points past the buffer, and
-    // a prefetch of it is harmless, but forming such a pointer is not allowed in C++.)
-    static void multiply_all(int64_t pairs, const uint32_t* a, const uint32_t* b) {
+    // Stores to C wait for memory unless C's lines are already in cache, and at K = 128 a call's
+    // four steps take less than one trip to memory: so each step also asks for a few rows of
+    // the block of C 32 rows down (below_c, rows ldc floats apart; 0 for none), which the
+    // driver writes when it reaches the next sliver of A, once this row of blocks is done.
+    // (Addresses, not pointers: after the panel's last sliver or C's last rows they point past
+    // the buffers, and a prefetch of them is harmless, but forming such a pointer is not allowed
+    // in C++.)
+    static void multiply_all(int64_t pairs, const uint32_t* a, const uint32_t* b, uintptr_t below_c = 0,
+                             int64_t ldc = 0) {
         const uintptr_t next = reinterpret_cast<uintptr_t>(b) + NR * pairs * sizeof(uint32_t);
+        const int64_t c_rows = (MR * KP + pairs - 1) / pairs;  // of below_c per step
         for (int64_t q = 0; q < pairs; q += KP) {
             Tiles::multiply(a + q * MR, KP, b + q * NR, NR);
             for (int64_t byte = 0; byte < KP * NR * 4; byte += 64)
                 __builtin_prefetch(reinterpret_cast<const void*>(next + (q * NR * 4 + byte)));
+            for (int64_t i = q / KP * c_rows; below_c && i < smaller(MR, (q / KP + 1) * c_rows); ++i) {
+                const uintptr_t row = below_c + i * ldc * sizeof(float);
+                __builtin_prefetch(reinterpret_cast<const void*>(row), 1);
+                __builtin_prefetch(reinterpret_cast<const void*>(row + NR * sizeof(float) - 1), 1);
+            }
         }
     }
 
@@ -125,7 +137,7 @@ struct AmxKernel {
                 Tiles::load(bias, 0);
             else
                 Tiles::zero();
-            multiply_all(pairs, a, b);
+            multiply_all(pairs, a, b, reinterpret_cast<uintptr_t>(c) + MR * ldc * sizeof(float), ldc);
             Tiles::store(c, ldc);
             return;
         }

@@ -91,7 +91,9 @@ void linear_backward(const real* x, GradOverwrite dx, const Tensor& weight, cons
             db_sums.take(r0, r1);
             if (dx_rows_done) (*dx_rows_done)(r0, r1);
         };
-        gemm(false, false, rows, in, out, 1, dy, out, weight.data(), in, dx.beta, dx.data, in, nullptr, &rows_done);
+        // (Only if something wants the rows: after BLAS, gemm visits them all in a pass of their own.)
+        gemm(false, false, rows, in, out, 1, dy, out, weight.data(), in, dx.beta, dx.data, in, nullptr,
+             wants_db || dx_rows_done ? &rows_done : nullptr);
     }
     if (weight.requires_grad()) {
         const GradOverwrite dw = grad_for_overwrite(weight);

@@ -114,6 +114,16 @@ inline void report_to_grader(const std::function<Tensor(const std::vector<Tensor
     out << Catch::getResultCapture().getCurrentTestName() << ' ' << error << '\n';
 }
 
+// For an f that sums hundreds of outputs (|f| ~ 10 to 100): at the default h = 1e-6 the
+// round-off term eps |f| / h of chapter 3 reaches a few 1e-8, above atol for small gradients,
+// and how far depends on the order of the sums (so on the BLAS). h = 1e-5 balances it with
+// the truncation term h^2 |f'''| / 6.
+inline GradcheckOptions options_for_large_sums() {
+    GradcheckOptions options;
+    options.step = 1e-5;
+    return options;
+}
+
 // Gradient check of a tensor-valued op: checks the scalar weighted_sum(op(inputs), W) for a
 // random W, with the default tight tolerances (relative error <= 1e-6, or the PyTorch rule
 // atol 1e-8, rtol 1e-6). Fails the test with the per-input report.

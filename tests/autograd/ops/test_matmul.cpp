@@ -111,7 +111,7 @@ TEST_CASE("matmul: gradcheck past the gemm cache blocks", "[op:matmul][gradcheck
     // The forward has K = 300 > gemm's K block (256); the forward and dA have M = 150 and dB
     // has M = 300 > its A block (144). 200 sampled elements per input keep it fast.
     Rng rng(4);
-    GradcheckOptions options;
+    GradcheckOptions options = options_for_large_sums();  // f sums 300 outputs of 300 products each
     options.max_elements_per_input = 200;
     check_gradients(matmul_of, {rand_tensor({150, 300}, rng), rand_tensor({300, 2}, rng)}, 30, options);
 }

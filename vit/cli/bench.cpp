@@ -4,6 +4,7 @@
 //   patchgrad bench [--config NAME] [--dim D] [--depth L] [--heads H] [--mlp M] [--patch P]
 //                   [--pool NAME] [--patch-dropout P] [--batch B] [--steps S] [--warmup W] [--threads T]
 //   patchgrad bench matmul [M N K] [--repeats R] [--threads T]
+//   patchgrad bench memory [--mib M] [--repeats R] [--threads T]   (bench_memory.cpp)
 //
 // The first times full training steps on one random batch: forward, cross-entropy,
 // backward, AdamW step, zero_grad, exactly what a training loop does minus the data loading.
@@ -56,6 +57,7 @@ void print_help() {
                  "                       [--batch B] [--steps S] [--warmup W] [--threads T] [--precision P]\n"
                  "                       [--paired on|off] [--explain]\n"
                  "       patchgrad bench matmul [M N K] [--repeats R] [--threads T]\n"
+                 "       patchgrad bench memory [--mib M] [--repeats R] [--threads T]\n"
                  "\n"
                  "Times full training steps of a Vision Transformer on one random batch (forward,\n"
                  "cross-entropy, backward, AdamW step, zero_grad) and prints images per second, ms per\n"
@@ -105,7 +107,10 @@ void print_help() {
                  "BLAS; auto picks as above). With OpenBLAS, gemm_blocked and cblas_sgemm run in turn and\n"
                  "'ours/BLAS' is the median, over the R pairs, of cblas_sgemm's time over gemm_blocked's\n"
                  "(above 1: gemm_blocked is faster). First it prints one core's peak: the rate of\n"
-                 "independent multiply-adds with no memory traffic (float32 FMA; bf16 where the CPU has it).\n";
+                 "independent multiply-adds with no memory traffic (float32 FMA; bf16 where the CPU has it).\n"
+                 "\n"
+                 "'memory' times reading, writing and copying buffers far larger than the caches: the\n"
+                 "bytes per second that bound a pass over a step's tensors ('bench memory --help').\n";
 }
 
 // ---- what the machine and the build are ----------------------------------------------------
@@ -699,6 +704,8 @@ int run_one_matmul(int64_t M, int64_t N, int64_t K, int64_t repeats) {
 
 int bench_command(const std::vector<std::string>& args) {
     if (!args.empty() && args[0] == "matmul") return run_matmul(std::vector<std::string>(args.begin() + 1, args.end()));
+    if (!args.empty() && args[0] == "memory")
+        return bench_memory_command(std::vector<std::string>(args.begin() + 1, args.end()));
     // --explain is a switch: the only flag of bench without a value.
     std::vector<std::string> rest;
     bool explain = false;

@@ -108,6 +108,7 @@ bool stop_signal_received();
 // The subcommands.
 int summary_command(const std::vector<std::string>& args);
 int bench_command(const std::vector<std::string>& args);
+int bench_memory_command(const std::vector<std::string>& args);  // bench memory (bench_memory.cpp)
 int train_command(const std::vector<std::string>& args);
 int eval_command(const std::vector<std::string>& args);
 int predict_command(const std::vector<std::string>& args);

@@ -2,7 +2,8 @@
 # measure_machine.sh — every speed figure chapter 12's tables keep per machine, taken in
 # one go on the machine at hand: its identity, patchgrad against PyTorch on cifar-tiny and
 # cifar-micro (the default build, the native build if given, and forced AVX2 on an AVX-512
-# CPU), gemm against OpenBLAS on one thread, a step's share of the gemm rate, and, where the CPU
+# CPU), gemm against OpenBLAS on one thread, the memory's read, write and copy rates, a step's
+# share of the gemm rate, and, where the CPU
 # has bf16 instructions, bf16 against PyTorch's autocast and against patchgrad's own float32.
 #
 #   bash vit/scripts/measure_machine.sh [--patchgrad build/patchgrad] [--native PATH] [--rounds 2]
@@ -135,6 +136,9 @@ if [ -n "$openblas" ]; then
 fi
 section "one core's multiply-add ceiling and bf16 products"
 "$binary" bench matmul --repeats 5
+section "memory: the bytes per second that bound a pass over a step's tensors (1 and 2 threads)"
+"$binary" bench memory --threads 1
+"$binary" bench memory --threads 2
 section "a step's share of this machine's gemm rate (threads chosen by --threads auto)"
 for i in 1 2 3; do
     run "step / gemm, run $i" "$binary" bench --config cifar-tiny --steps 8 --warmup 2

@@ -380,7 +380,7 @@ void print_loops(const std::vector<LoopRecord>& loops, double step_seconds) {
     // chunks of the grain (waking a thread costs more than such a chunk saves), or a shape that
     // has fewer than 16 indices of a grain of one each.
     double few_seconds = 0, all_seconds = 0;
-    int64_t few = 0, serial = 0, small = 0;
+    int64_t few = 0, serial = 0, small = 0, shaped = 0;
     std::string cut_by_shape;
     for (const Group& g : groups) {
         const LoopRecord& r = *g.first;
@@ -403,16 +403,16 @@ void print_loops(const std::vector<LoopRecord>& loops, double step_seconds) {
             else if (r.grain > 1 || r.n >= 16)
                 ++small;
             else
-                cut_by_shape += " " + where + (r.label.empty() ? "" : " (" + r.label + ")");
+                ++shaped, cut_by_shape += " " + where + (r.label.empty() ? "" : " (" + r.label + ")");
         }
     }
     std::printf("%lld of %zu loops offer fewer than 16 tasks: %.1f of the %.1f ms in loops (the step: %.1f ms);\n",
                 static_cast<long long>(few), groups.size(), 1e3 * few_seconds, 1e3 * all_seconds, 1e3 * step_seconds);
     std::printf(
-        "  %lld run on one thread by design, %lld have less work than 16 chunks of their grain, cut by "
-        "their shape:%s\n",
-        static_cast<long long>(serial), static_cast<long long>(small),
-        cut_by_shape.empty() ? " none" : cut_by_shape.c_str());
+        "  %lld run on one thread by design, %lld have less work than 16 chunks of their grain, %lld have "
+        "fewer than 16 indices (their shape)%s%s\n",
+        static_cast<long long>(serial), static_cast<long long>(small), static_cast<long long>(shaped),
+        cut_by_shape.empty() ? "" : ":", cut_by_shape.c_str());
 }
 
 int run_training(const Flags& flags, bool explain) {

@@ -6,6 +6,9 @@
 //                           beta: g = value (beta == 0), g = g + value (beta == 1), as gemm's
 //                           beta does. Never plain `+=`: when no gradient has arrived yet, the
 //                           buffer is uninitialised (NaN in the PATCHGRAD_POISON_EMPTY builds).
+//   grad_for_overwrite_if_wanted(x)
+//                           the same, or {nullptr, 0} when x takes no gradient: the backward
+//                           then skips x (gemm is not called for it).
 //   add_to_grad(x, g)       x.grad += g[0 .. numel), for a backward that passes dOut on as it
 //                           is (a same-shape add): a plain copy for the first gradient.
 //   add_into_grad(x, grain, add)
@@ -36,6 +39,7 @@ struct GradOverwrite {
     real beta;  // 0: the buffer is uninitialised, write every element; 1: add
 };
 GradOverwrite grad_for_overwrite(const Tensor& x);
+GradOverwrite grad_for_overwrite_if_wanted(const Tensor& x);
 
 void add_to_grad(const Tensor& x, const real* g);
 

@@ -334,6 +334,10 @@ GradOverwrite grad_for_overwrite(const Tensor& x) {
     return {g.data(), real(0)};
 }
 
+GradOverwrite grad_for_overwrite_if_wanted(const Tensor& x) {
+    return x.requires_grad() ? grad_for_overwrite(x) : GradOverwrite{nullptr, 0};
+}
+
 void add_to_grad(const Tensor& x, const real* g) {
     const GradOverwrite target = grad_for_overwrite(x);
     real* dx = target.data;

@@ -78,8 +78,8 @@ Tensor scaled_dot_product_attention(const Tensor& qkv, int64_t heads, const Tens
     // [hide:attention-backward]
     record(out, op, {qkv, head_scale}, [qkv, head_scale, key_bias, a, x, B, heads, grain](Tensor& o) mutable {
         // (x points into qkv, head_scale and key_bias, which the closure keeps alive.)
-        const bool want_qkv = qkv.requires_grad(), want_scale = x.scales && head_scale.requires_grad();
-        const GradOverwrite g = want_qkv ? grad_for_overwrite(qkv) : GradOverwrite{nullptr, 0};
+        const bool want_scale = x.scales && head_scale.requires_grad();
+        const GradOverwrite g = grad_for_overwrite_if_wanted(qkv);
         std::vector<real> scale_parts(want_scale ? B * heads : 0);  // <q, dS k> per (b, h)
         const real* dout = o.grad_data();
         parallel_for(B * heads, grain, [&](int64_t t0, int64_t t1) {

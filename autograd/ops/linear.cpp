@@ -49,9 +49,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
          bias.defined() ? bias.data() : nullptr);
 
     record(y, "linear", {x, weight, bias}, [x, weight, bias, rows](Tensor& o) mutable {
-        GradOverwrite dx{nullptr, 0};
-        if (x.requires_grad()) dx = grad_for_overwrite(x);
-        linear_backward(x.data(), dx, weight, bias, o.grad_data(), rows);
+        linear_backward(x.data(), grad_for_overwrite_if_wanted(x), weight, bias, o.grad_data(), rows);
     });
     return y;
     // [/hide:matmul-backward]

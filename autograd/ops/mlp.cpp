@@ -67,9 +67,7 @@ Tensor mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, co
                linear_backward(y.data(), GradOverwrite{dhd, 0}, fc2_weight, fc2_bias, o.grad_data(), rows,
                                &times_derivative);
                if (!wants_dh) return;
-               GradOverwrite dx{nullptr, 0};
-               if (x.requires_grad()) dx = grad_for_overwrite(x);
-               linear_backward(x.data(), dx, fc1_weight, fc1_bias, dhd, rows);
+               linear_backward(x.data(), grad_for_overwrite_if_wanted(x), fc1_weight, fc1_bias, dhd, rows);
            });
     return out;
     // [/hide:gelu-backward]

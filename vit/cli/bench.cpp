@@ -109,7 +109,7 @@ void print_help() {
                  "(above 1: gemm_blocked is faster). First it prints one core's peak: the rate of\n"
                  "independent multiply-adds with no memory traffic (float32 FMA; bf16 where the CPU has it).\n"
                  "\n"
-                 "'memory' times reading, writing and copying buffers far larger than the caches: the\n"
+                 "'memory' times reading, writing and copying tensors far larger than the caches: the\n"
                  "bytes per second that bound a pass over a step's tensors ('bench memory --help').\n";
 }
 
@@ -183,13 +183,17 @@ double median_of_sorted(const std::vector<double>& v) {
     return v.size() % 2 ? v[half] : (v[half - 1] + v[half]) / 2;
 }
 
-// The fastest of `repeats` runs, after one warm-up run.
+}  // namespace
+
+// cli.h: the fastest of `repeats` runs, after one warm-up run (bench and bench memory).
 double best_seconds(int64_t repeats, const std::function<void()>& run) {
     run();
     double best = 1e30;
     for (int64_t r = 0; r < repeats; ++r) best = std::min(best, seconds_of(run));
     return best;
 }
+
+namespace {
 
 #ifdef PATCHGRAD_USE_OPENBLAS
 // Two ways to compute the same product, run in turn `repeats` times after one warm-up each.
@@ -380,7 +384,7 @@ void print_loops(const std::vector<LoopRecord>& loops, double step_seconds) {
     // chunks of the grain (waking a thread costs more than such a chunk saves), or a shape that
     // has fewer than 16 indices of a grain of one each.
     double few_seconds = 0, all_seconds = 0;
-    int64_t few = 0, serial = 0, small = 0, shaped = 0;
+    int64_t few = 0, serial = 0, small = 0;
     std::string cut_by_shape;
     for (const Group& g : groups) {
         const LoopRecord& r = *g.first;
@@ -403,7 +407,7 @@ void print_loops(const std::vector<LoopRecord>& loops, double step_seconds) {
             else if (r.grain > 1 || r.n >= 16)
                 ++small;
             else
-                ++shaped, cut_by_shape += " " + where + (r.label.empty() ? "" : " (" + r.label + ")");
+                cut_by_shape += " " + where + (r.label.empty() ? "" : " (" + r.label + ")");
         }
     }
     std::printf("%lld of %zu loops offer fewer than 16 tasks: %.1f of the %.1f ms in loops (the step: %.1f ms);\n",
@@ -411,7 +415,7 @@ void print_loops(const std::vector<LoopRecord>& loops, double step_seconds) {
     std::printf(
         "  %lld run on one thread by design, %lld have less work than 16 chunks of their grain, %lld have "
         "fewer than 16 indices (their shape)%s%s\n",
-        static_cast<long long>(serial), static_cast<long long>(small), static_cast<long long>(shaped),
+        static_cast<long long>(serial), static_cast<long long>(small), static_cast<long long>(few - serial - small),
         cut_by_shape.empty() ? "" : ":", cut_by_shape.c_str());
 }
 

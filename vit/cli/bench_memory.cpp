@@ -4,12 +4,9 @@
 // arithmetic is written: its memory floor (chapter 12.10). It prints numbers; it checks nothing.
 //
 //   patchgrad bench memory [--mib M] [--repeats R] [--threads T]
-#include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <functional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -23,8 +20,6 @@
 namespace patchgrad::cli {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // Numbers per chunk at least: a thread's share is megabytes, as the step's passes over
 // [8320, 128] tensors are.
@@ -53,18 +48,6 @@ PATCHGRAD_ALWAYS_INLINE void copy_pass_loop(const real* x, real* y, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] = x[i] + real(0);
 }
 PATCHGRAD_MULTIVERSION(copy_pass, (const real* x, real* y, int64_t n), (x, y, n))
-
-// The fastest of `repeats` runs after one warm-up, in seconds.
-double fastest(int64_t repeats, const std::function<void()>& pass) {
-    pass();
-    double best = 1e30;
-    for (int64_t r = 0; r < repeats; ++r) {
-        const auto t0 = Clock::now();
-        pass();
-        best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
-    }
-    return best;
-}
 
 void print_help() {
     std::printf(
@@ -108,14 +91,14 @@ int bench_memory_command(const std::vector<std::string>& args) {
     });
 
     std::vector<Bits> folded(static_cast<size_t>(n / kGrain + 1), 0);  // one per chunk
-    const double read = fastest(repeats, [&] {
+    const double read = best_seconds(repeats, [&] {
         Bits* out = folded.data();
         parallel_for(n, kGrain, [=](int64_t i0, int64_t i1) { read_pass(x + i0, i1 - i0, out + i0 / kGrain); });
     });
-    const double write = fastest(repeats, [&] {
+    const double write = best_seconds(repeats, [&] {
         parallel_for(n, kGrain, [=](int64_t i0, int64_t i1) { write_pass(y + i0, i1 - i0, real(1.5)); });
     });
-    const double copy = fastest(
+    const double copy = best_seconds(
         repeats, [&] { parallel_for(n, kGrain, [=](int64_t i0, int64_t i1) { copy_pass(x + i0, y + i0, i1 - i0); }); });
     volatile Bits sink = 0;  // the reads' result has a use, so no compiler drops them
     for (Bits f : folded) sink = sink ^ f;

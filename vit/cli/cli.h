@@ -6,6 +6,7 @@
 
 #include <csignal>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <stdexcept>
@@ -109,6 +110,8 @@ bool stop_signal_received();
 int summary_command(const std::vector<std::string>& args);
 int bench_command(const std::vector<std::string>& args);
 int bench_memory_command(const std::vector<std::string>& args);  // bench memory (bench_memory.cpp)
+// The fastest of `repeats` runs of `run`, in seconds, after one warm-up run (bench.cpp).
+double best_seconds(int64_t repeats, const std::function<void()>& run);
 int train_command(const std::vector<std::string>& args);
 int eval_command(const std::vector<std::string>& args);
 int predict_command(const std::vector<std::string>& args);

@@ -126,16 +126,18 @@ void pack_a_rows(const float* A, int64_t lda, int64_t r0, int64_t k0, int64_t ro
 // P[s][q][i] = the pair X[k0 + 2q .. 2q+1, r0 + s*W + i] for slivers of W columns of X: rows
 // k and k + 1 of X interleaved, zero-padded to whole slivers (and the second value of the
 // last pair of an odd kc, and the pairs up to a multiple of PB). The packing of a transposed A
-// (W = MR) and of a row-major B (W = NR).
+// (W = MR) and of a row-major B (W = NR). Pair row by pair row, each across all slivers: the two
+// rows are read whole, in order, rather than a sliver's width of every row per sliver (a weight
+// gradient's products faster: tutorials/12_speed/measurements.md#kernel-notes).
 template <int64_t W, int64_t PB>
 void pack_interleaved(const float* X, int64_t ld, int64_t r0, int64_t k0, int64_t cols, int64_t kc, uint32_t* P) {
     const int64_t pairs = bf16_pairs(kc, PB);
-    for (int64_t s = 0; s < cols; s += W) {
-        const int64_t n = smaller(W, cols - s);
-        uint32_t* dst = P + s * pairs;
-        for (int64_t q = 0; q < pairs; ++q) {
-            // Past kc: zero pairs, nothing read; at an odd kc's end: the zero that pads it.
-            const bool past_end = 2 * q >= kc, odd_end = 2 * q + 1 == kc;
+    for (int64_t q = 0; q < pairs; ++q) {
+        // Past kc: zero pairs, nothing read; at an odd kc's end: the zero that pads it.
+        const bool past_end = 2 * q >= kc, odd_end = 2 * q + 1 == kc;
+        for (int64_t s = 0; s < cols; s += W) {
+            const int64_t n = smaller(W, cols - s);
+            uint32_t* dst = P + s * pairs;
             const float* lo = X + (k0 + (past_end ? 0 : 2 * q)) * ld + r0 + s;
             for (int64_t i = 0; i < W; i += L) {
                 const __mmask16 valid = past_end ? 0 : first_lanes(n - i);

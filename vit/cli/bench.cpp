@@ -576,7 +576,7 @@ int run_training(const Flags& flags, bool explain) {
     const double products = std::min(recorder.product_seconds(), step_seconds);
     std::printf(
         "%-16s %.0f%% of a step (%.1f of %.1f ms, timed in one more step: the rest is products; "
-        "attention's vector kernel counts as one, softmax included, and the MLP's GELU runs inside its "
+        "attention's head kernel counts as one, softmax included, and the MLP's GELU runs inside its "
         "products)\n",
         "outside products", 100 * (1 - products / step_seconds), 1e3 * (step_seconds - products), 1e3 * step_seconds);
     if (explain) print_loops(recorder.loops(), step_seconds);

@@ -198,7 +198,7 @@ std::string gemm_bf16_description() {
             bf16_choice() != Bf16Choice::Best ? "PATCHGRAD_BF16=" + enum_name(bf16_choice()) : amx_refusal();
         return std::string("bf16 ") + k->name + ", tile " + std::to_string(k->mr) + " x " + std::to_string(k->nr) +
                (note.empty() ? "" : " (" + note + ")") +
-               (gemm_bf16_is_amx() ? "; attention's per-head products in float32" : "");
+               (gemm_bf16_is_amx() ? "; attention's heads on tiles of their own" : "");
     }
     std::string why = "this CPU has no bf16 instructions";
     if (bf16_choice() == Bf16Choice::Emulated)

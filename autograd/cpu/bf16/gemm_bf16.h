@@ -8,8 +8,10 @@
 // `torch.autocast("cpu", dtype=torch.bfloat16)` for a model whose only low-precision ops are
 // matmul and linear. Why the rest stays float32 is in chapter 12: sums of thousands of terms
 // lose everything below 2^-8 of their size in bf16, and so would weights receiving updates
-// a thousand times smaller than themselves. One exception: with AMX's kernel, attention's
-// small per-head products stay float32 (gemm_small, gemm.h), where tiles do not pay.
+// a thousand times smaller than themselves. With AMX's kernel, attention's heads have a tile
+// kernel of their own (autograd/cpu/rows/attention_heads_amx.h: its products in bf16 too, for
+// heads of 32 or 64); the small products gemm_small (gemm.h) is given stay float32 there,
+// where gemm's tiles do not pay.
 //
 // Where the CPU has a bf16 dot-product instruction (x86-64 AVX512_BF16: vdpbf16ps, two
 // multiply-adds per float32 lane per instruction, twice float32's FMA; Intel Xeon since Cooper
@@ -71,7 +73,7 @@ double gemm_bf16_sum_roundoff();
 bool gemm_bf16_is_amx();
 
 // The kernel a bf16 product uses now, e.g. "bf16 avx512_bf16 (vdpbf16ps), tile 12 x 32",
-// "bf16 amx (tdpbf16ps), tile 32 x 32; attention's per-head products in float32" or
+// "bf16 amx (tdpbf16ps), tile 32 x 32; attention's heads on tiles of their own" or
 // "bf16 emulated in float32 (this CPU has no bf16 instructions: not faster than fp32)".
 std::string gemm_bf16_description();
 

@@ -26,21 +26,8 @@ namespace {
 inline void compiler_fence() { asm volatile("" ::: "memory"); }
 
 struct AmxTiles {
-    static void configure() {
-        thread_local bool configured = false;
-        if (configured) return;
-        alignas(64) uint8_t config[64] = {};
-        config[0] = 1;  // palette 1: eight tiles of up to 16 rows x 64 bytes
-        for (int t = 0; t < 8; ++t) {
-            config[16 + 2 * t] = 64;  // bytes per row (colsb, a 16-bit field)
-            config[48 + t] = 16;      // rows
-        }
-        compiler_fence();
-        _tile_loadconfig(config);
-        configured = true;
-    }
     static void load(const float* c, int64_t ldc) {  // ldc in floats; 0 repeats one row
-        configure();
+        amx_configure_tiles();
         compiler_fence();
         _tile_loadd(0, c, ldc * 4);
         _tile_loadd(1, c + 16, ldc * 4);
@@ -48,7 +35,7 @@ struct AmxTiles {
         _tile_loadd(3, c + 16 * ldc + 16, ldc * 4);
     }
     static void zero() {
-        configure();
+        amx_configure_tiles();
         _tile_zero(0);
         _tile_zero(1);
         _tile_zero(2);
@@ -70,10 +57,25 @@ struct AmxTiles {
         _tile_stored(1, c + 16, ldc * 4);
         _tile_stored(2, c + 16 * ldc, ldc * 4);
         _tile_stored(3, c + 16 * ldc + 16, ldc * 4);
+        compiler_fence();  // (the edge's copy out of a buffer reads what the stores wrote)
     }
 };
 
 }  // namespace
+
+void amx_configure_tiles() {
+    thread_local bool configured = false;
+    if (configured) return;
+    alignas(64) uint8_t config[64] = {};
+    config[0] = 1;  // palette 1: eight tiles of up to 16 rows x 64 bytes
+    for (int t = 0; t < 8; ++t) {
+        config[16 + 2 * t] = 64;  // bytes per row (colsb, a 16-bit field)
+        config[48 + t] = 16;      // rows
+    }
+    compiler_fence();
+    _tile_loadconfig(config);
+    configured = true;
+}
 
 // Packed by AVX512_BF16's conversion (gemm_bf16_avx512.cpp), which every CPU with AMX-BF16 has.
 const Bf16Kernels gemm_bf16_kernels_amx =

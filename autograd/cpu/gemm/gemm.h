@@ -52,8 +52,9 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alph
           const GemmRowsDone* rows_done = nullptr);
 
 // gemm for small products, attention's per head (65 x 65 x 32 in cifar-tiny). Under the bf16
-// precision they stay float32 where the bf16 kernel is AMX's, whose tiles pay only over a long
-// K (in the step they were slower than float32: chapter 12.9); the other bf16 kernels
+// precision they stay float32 where the bf16 kernel is AMX's, whose gemm tiles pay only over a
+// long K (in the step they were slower than float32: chapter 12.9; attention's heads of 32 or
+// 64 go to a tile kernel of their own there, attention_heads_amx.h); the other bf16 kernels
 // (vdpbf16ps, BFDOT, the emulation) multiply them in bf16, as gemm does.
 void gemm_small(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
                 const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias = nullptr);

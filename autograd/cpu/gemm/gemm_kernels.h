@@ -105,6 +105,10 @@ void gemm_bf16_amx_pack_b(bool trans_b, const float* B, int64_t ldb, int64_t k0,
 // Defined in gemm_bf16_amx.cpp where the compiler knows AMX (the build defines PATCHGRAD_AMX
 // then); use only where the CPU has AMX-BF16 and the operating system allows it.
 extern const Bf16Kernels gemm_bf16_kernels_amx;
+// Loads, once per thread, the tile configuration every AMX kernel here uses: palette 1, all
+// eight tiles 16 rows of 64 bytes (loading it zeroes the tiles, so it comes before a kernel's
+// first tile, never between two). Defined in gemm_bf16_amx.cpp, with the same conditions.
+void amx_configure_tiles();
 // gemm_bf16 (gemm_bf16.h) with the given kernels, whatever the CPU: the dispatch's own
 // driver, for the tests (an emulation of AMX runs through it) and AMX's first-use check.
 void gemm_bf16_with(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,

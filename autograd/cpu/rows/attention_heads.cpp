@@ -1,16 +1,19 @@
 // attention_heads.cpp — the per-head attention kernel (attention_heads.h): gemm reads q, k and
 // v in place through their leading dimension 3D, and each head asks for the next one's memory
 // while it computes. Its products are gemm_small's (float32 under bf16 where the kernel is AMX).
-// At the AVX-512 and AVX2 levels, heads whose products are float32 go to the kernel of
-// attention_heads_simd.h.
+// Under bf16 with AMX's kernel, heads of 32 or 64 go to the tile kernel of
+// attention_heads_amx.h; at the AVX-512 and AVX2 levels, heads whose products are float32 go to
+// the kernel of attention_heads_simd.h.
 #include "patchgrad/autograd/cpu/rows/attention_heads.h"
 
 #include <algorithm>
 #include <limits>
 #include <vector>
 
+#include "patchgrad/autograd/cpu/bf16/gemm_bf16.h"
 #include "patchgrad/autograd/cpu/cpu_isa.h"
 #include "patchgrad/autograd/cpu/gemm/gemm.h"
+#include "patchgrad/autograd/cpu/rows/attention_heads_amx.h"
 #include "patchgrad/autograd/cpu/rows/attention_heads_simd.h"
 #include "patchgrad/autograd/cpu/rows/softmax_rows.h"
 #include "patchgrad/autograd/cpu/threads/parallel.h"
@@ -70,15 +73,22 @@ void prefetch_backward(const Head& next, const real* next_a, const real* dout, c
 // [/hide:attention-backward]
 
 #if PATCHGRAD_ATTENTION_SIMD
-// Which vector kernel takes the heads (attention_heads_simd.h), if any: at the AVX-512 and AVX2
-// levels, where its products would be float32 here too (gemm_small's rule) and the shape fits.
-// Its time counts as products' under `bench` (as_products): the softmax runs inside their loops.
-Isa vector_kernel(const AttentionHeads& x) {
+// Which kernel takes the heads instead of the gemm-based loop below: under the bf16 precision
+// with AMX's kernel, the tiles' (attention_heads_amx.h), where the shape fits; else at the
+// AVX-512 and AVX2 levels the float32 vector kernel (attention_heads_simd.h), where the products
+// would be float32 here too (gemm_small's rule) and the shape fits. Their time counts as
+// products' under `bench` (as_products): the softmax runs inside their loops.
+enum class HeadKernel { Gemm, Amx, Avx512, Avx2 };
+HeadKernel head_kernel(const AttentionHeads& x) {
+#ifdef PATCHGRAD_AMX
+    if (matmul_precision() == MatmulPrecision::Bf16 && gemm_bf16_is_amx() && attention_heads_amx_fits(x))
+        return HeadKernel::Amx;
+#endif
     const Isa isa = active_isa();
-    if (!gemm_small_is_float32()) return Isa::Baseline;
-    if (isa == Isa::Avx512 && attention_heads_avx512_fits(x)) return Isa::Avx512;
-    if (isa == Isa::Avx2 && attention_heads_avx2_fits(x)) return Isa::Avx2;
-    return Isa::Baseline;
+    if (!gemm_small_is_float32()) return HeadKernel::Gemm;
+    if (isa == Isa::Avx512 && attention_heads_avx512_fits(x)) return HeadKernel::Avx512;
+    if (isa == Isa::Avx2 && attention_heads_avx2_fits(x)) return HeadKernel::Avx2;
+    return HeadKernel::Gemm;
 }
 #endif
 
@@ -87,10 +97,14 @@ Isa vector_kernel(const AttentionHeads& x) {
 void attention_heads_forward(const AttentionHeads& x, int64_t t0, int64_t t1, real* a, real* out) {
     const int64_t heads = x.heads, N = x.N, D = x.D, d = D / heads, ld = 3 * D;
 #if PATCHGRAD_ATTENTION_SIMD
-    switch (vector_kernel(x)) {
-        case Isa::Avx512:
+    switch (head_kernel(x)) {
+#ifdef PATCHGRAD_AMX
+        case HeadKernel::Amx:
+            return as_products([&] { attention_heads_forward_amx(x, t0, t1, a, out); });
+#endif
+        case HeadKernel::Avx512:
             return as_products([&] { attention_heads_forward_avx512(x, t0, t1, a, out); });
-        case Isa::Avx2:
+        case HeadKernel::Avx2:
             return as_products([&] { attention_heads_forward_avx2(x, t0, t1, a, out); });
         default:
             break;
@@ -115,10 +129,14 @@ void attention_heads_backward(const AttentionHeads& x, int64_t t0, int64_t t1, c
                               real* dqkv, real beta, real* scale_parts) {
     const int64_t heads = x.heads, N = x.N, D = x.D, d = D / heads, ld = 3 * D;
 #if PATCHGRAD_ATTENTION_SIMD
-    switch (vector_kernel(x)) {
-        case Isa::Avx512:
+    switch (head_kernel(x)) {
+#ifdef PATCHGRAD_AMX
+        case HeadKernel::Amx:
+            return as_products([&] { attention_heads_backward_amx(x, t0, t1, a, dout, dqkv, beta, scale_parts); });
+#endif
+        case HeadKernel::Avx512:
             return as_products([&] { attention_heads_backward_avx512(x, t0, t1, a, dout, dqkv, beta, scale_parts); });
-        case Isa::Avx2:
+        case HeadKernel::Avx2:
             return as_products([&] { attention_heads_backward_avx2(x, t0, t1, a, dout, dqkv, beta, scale_parts); });
         default:
             break;

@@ -1,6 +1,6 @@
-// Chapter 7, "Multi-head self-attention": rebuilds MultiHeadSelfAttention::forward op by op
-// (the fused qkv projection, the split into heads, softmax(q k^T / sqrt(d_head)) v, the
-// concatenation and the output projection) and checks it against the layer; measures why the
+// Chapter 7, "Multi-head self-attention": lists MultiHeadSelfAttention's parameters, runs the
+// layer on one short sequence and prints its shapes, reads the column layout of the fused qkv
+// projection off it by moving the weight rows of one head's q, k and v; measures why the
 // scale belongs before the softmax and to d_head (against Visual Transformer in CV and the
 // ViT notebook); shows what a patch mask does; and draws two heads' attention maps for a
 // synthetic sequence (attention.png in --out DIR).
@@ -23,7 +23,7 @@ namespace {
 
 using tutorial::max_abs_difference;
 
-// Rows of the [rows, cols] block starting at element `offset` of t, "%6.3f" each, plus each row's sum.
+// Rows of the [rows, cols] block starting at element `offset` of t, "%7.3f" each, plus each row's sum.
 void print_rows(const Tensor& t, int64_t offset, int64_t rows, int64_t cols) {
     for (int64_t r = 0; r < rows; ++r) {
         std::string line = " ";

@@ -1,12 +1,14 @@
 // tutorial_09_vit — the program of chapter 9, the whole Vision Transformer.
 //
-// It assembles a small VisionTransformer and runs its forward pass piece by piece (patcher ->
-// E -> class token -> position embedding -> blocks -> pooling -> norm -> head), compares
-// cls, mean and timm's avg pooling on the same weights, looks at the two heads (and ViT from
-// scratch's three-Linear pre-training head), counts the parameters of the paper's variants with
-// a formula checked against summarize() and against real models, and gradient-checks a
-// whole small model. Everything is float64 and seeded; nothing big is allocated (ViT-H/14
-// in float64 would need 5 GB: its count comes from the formula and summarize()).
+// It assembles a small VisionTransformer and lists its parameters and parts, runs its forward
+// pass as one call, prints the shapes on the way (images -> patches -> x_p E -> logits) and checks
+// that each image's logits ignore the other images, compares cls and mean pooling on the same
+// weights and checks that seq pooling with w = 0 is mean pooling, looks at the two heads (and
+// ViT from scratch's three-Linear pre-training head), counts the parameters of the paper's
+// variants with a formula checked against summarize() and against real models, and
+// gradient-checks a whole small model. Everything is float64 and seeded; nothing big is
+// allocated (ViT-H/14 in float64 would need 5 GB: its count comes from the formula and
+// summarize()).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

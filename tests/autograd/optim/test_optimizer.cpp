@@ -483,7 +483,8 @@ TEST_CASE("clip_grad_norm: max_norm must be positive", "[optimizer][errors]") {
 
 // ---- split_weight_decay -----------------------------------------------------------------------
 
-TEST_CASE("split_weight_decay: matrices decay, biases, LayerNorm, cls_token, pos_embed do not", "[optimizer]") {
+TEST_CASE("split_weight_decay: matrices decay, biases, LayerNorm, cls_token, pos_embed do not",
+          "[optimizer][documents]") {
     auto p = [](const Shape& s) { return Tensor::zeros(s, true); };
     const std::vector<std::pair<std::string, Tensor>> named{
         {"cls_token", p({1, 1, 8})},

@@ -11,7 +11,8 @@
 // reads q, k and v in place through their leading dimension 3D, writes the head's output
 // straight into its columns of [B, N, D], and its N x N block of scores stays in cache from
 // the product to the softmax to the next product. The same in backward, where dA and dS never
-// leave a per-thread scratch buffer.
+// leave a per-thread scratch buffer. Where the heads run on AMX's tiles, A itself is not kept:
+// the backward computes it again (attention_heads_recompute).
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -68,11 +69,15 @@ Tensor scaled_dot_product_attention(const Tensor& qkv, int64_t heads, const Tens
                            learned ? head_scale.data() : nullptr,
                            fixed_scale,
                            key_bias.defined() ? key_bias.data() : nullptr};
-    Tensor a = Tensor::empty({B, heads, N, N});  // A, kept for backward
+    // A, kept for backward; not stored where the kernel computes it again in the backward
+    // (attention_heads_recompute), unless the caller asks for it.
+    const bool recompute = !attention && attention_heads_recompute(x);
+    Tensor a = recompute ? Tensor() : Tensor::empty({B, heads, N, N});
+    real* a_data = recompute ? nullptr : a.data();
     Tensor out = Tensor::empty({B, N, D});
     const int64_t grain = grain_for_multiply_adds(2 * N * N * d);  // two products per head
     parallel_for(B * heads, grain,
-                 [&](int64_t t0, int64_t t1) { attention_heads_forward(x, t0, t1, a.data(), out.data()); });
+                 [&](int64_t t0, int64_t t1) { attention_heads_forward(x, t0, t1, a_data, out.data()); });
     if (attention) *attention = a.detach();  // a copy: backward's A stays as it is
 
     // [hide:attention-backward]
@@ -83,7 +88,7 @@ Tensor scaled_dot_product_attention(const Tensor& qkv, int64_t heads, const Tens
         std::vector<real> scale_parts(want_scale ? B * heads : 0);  // <q, dS k> per (b, h)
         const real* dout = o.grad_data();
         parallel_for(B * heads, grain, [&](int64_t t0, int64_t t1) {
-            attention_heads_backward(x, t0, t1, a.data(), dout, g.data, g.beta,
+            attention_heads_backward(x, t0, t1, a.defined() ? a.data() : nullptr, dout, g.data, g.beta,
                                      want_scale ? scale_parts.data() : nullptr);
         });
         if (want_scale) {  // each head's parts added in batch order: the same for any thread count

@@ -10,6 +10,7 @@
 #include <limits>
 #include <vector>
 
+#include "patchgrad/autograd/check.h"
 #include "patchgrad/autograd/cpu/bf16/gemm_bf16.h"
 #include "patchgrad/autograd/cpu/cpu_isa.h"
 #include "patchgrad/autograd/cpu/gemm/gemm.h"
@@ -72,6 +73,17 @@ void prefetch_backward(const Head& next, const real* next_a, const real* dout, c
 }
 // [/hide:attention-backward]
 
+// Whether the heads go to the tiles' kernel (attention_heads_amx.h): under the bf16 precision
+// with AMX's kernel, for a shape it takes.
+bool on_tiles(const AttentionHeads& x) {
+#if PATCHGRAD_ATTENTION_AMX
+    return matmul_precision() == MatmulPrecision::Bf16 && gemm_bf16_is_amx() && attention_heads_amx_fits(x);
+#else
+    (void)x;
+    return false;
+#endif
+}
+
 #if PATCHGRAD_ATTENTION_SIMD
 // Which kernel takes the heads instead of the gemm-based loop below: under the bf16 precision
 // with AMX's kernel, the tiles' (attention_heads_amx.h), where the shape fits; else at the
@@ -80,10 +92,7 @@ void prefetch_backward(const Head& next, const real* next_a, const real* dout, c
 // products' under `bench` (as_products): the softmax runs inside their loops.
 enum class HeadKernel { Gemm, Amx, Avx512, Avx2 };
 HeadKernel head_kernel(const AttentionHeads& x) {
-#ifdef PATCHGRAD_AMX
-    if (matmul_precision() == MatmulPrecision::Bf16 && gemm_bf16_is_amx() && attention_heads_amx_fits(x))
-        return HeadKernel::Amx;
-#endif
+    if (on_tiles(x)) return HeadKernel::Amx;
     const Isa isa = active_isa();
     if (!gemm_small_is_float32()) return HeadKernel::Gemm;
     if (isa == Isa::Avx512 && attention_heads_avx512_fits(x)) return HeadKernel::Avx512;
@@ -94,11 +103,17 @@ HeadKernel head_kernel(const AttentionHeads& x) {
 
 }  // namespace
 
+bool attention_heads_recompute(const AttentionHeads& x) { return on_tiles(x); }
+
 void attention_heads_forward(const AttentionHeads& x, int64_t t0, int64_t t1, real* a, real* out) {
     const int64_t heads = x.heads, N = x.N, D = x.D, d = D / heads, ld = 3 * D;
+#if PATCHGRAD_ATTENTION_AMX
+    if (!a) return as_products([&] { attention_heads_forward_amx(x, t0, t1, a, out); });  // (recompute)
+#endif
+    check(a != nullptr, "attention_heads_forward: no A to write, and no kernel here that computes it again");
 #if PATCHGRAD_ATTENTION_SIMD
     switch (head_kernel(x)) {
-#ifdef PATCHGRAD_AMX
+#if PATCHGRAD_ATTENTION_AMX
         case HeadKernel::Amx:
             return as_products([&] { attention_heads_forward_amx(x, t0, t1, a, out); });
 #endif
@@ -128,9 +143,14 @@ void attention_heads_forward(const AttentionHeads& x, int64_t t0, int64_t t1, re
 void attention_heads_backward(const AttentionHeads& x, int64_t t0, int64_t t1, const real* a, const real* dout,
                               real* dqkv, real beta, real* scale_parts) {
     const int64_t heads = x.heads, N = x.N, D = x.D, d = D / heads, ld = 3 * D;
+#if PATCHGRAD_ATTENTION_AMX
+    // A null A: the tiles' kernel computes it again, whatever the precision is now.
+    if (!a) return as_products([&] { attention_heads_backward_amx(x, t0, t1, a, dout, dqkv, beta, scale_parts); });
+#endif
+    check(a != nullptr, "attention_heads_backward: no A, and no kernel here that computes it again");
 #if PATCHGRAD_ATTENTION_SIMD
     switch (head_kernel(x)) {
-#ifdef PATCHGRAD_AMX
+#if PATCHGRAD_ATTENTION_AMX
         case HeadKernel::Amx:
             return as_products([&] { attention_heads_backward_amx(x, t0, t1, a, dout, dqkv, beta, scale_parts); });
 #endif

@@ -21,13 +21,19 @@ struct AttentionHeads {
 };
 
 // Pairs t in [t0, t1) (t = b * heads + h): A [t] = softmax(S) into a [B * heads, N, N], and
-// O = A v into the head's columns of out [B, N, D].
+// O = A v into the head's columns of out [B, N, D]. Where attention_heads_recompute(x), a may
+// be null: A is then not stored, and the backward, given a null A too, computes it again.
 void attention_heads_forward(const AttentionHeads& x, int64_t t0, int64_t t1, real* a, real* out);
 
+// Whether the heads run where computing A again in the backward is cheaper than storing it and
+// reading it back: on AMX's tiles (attention_heads_amx.h) under the bf16 precision, whose q k^T
+// is a few tile instructions while A is 17 KB a head of cifar-tiny to write and read again.
+bool attention_heads_recompute(const AttentionHeads& x);
+
 // [hide:attention-backward]
-// Their backward, given A and dOut [B, N, D]: dq, dk, dv into dqkv (gemm's beta: 0 writes, 1
-// adds; dqkv null when qkv takes no gradient) and, with learned scales, <q, dS k> per pair into
-// scale_parts[t].
+// Their backward, given A (or null, as the forward was given) and dOut [B, N, D]: dq, dk, dv
+// into dqkv (gemm's beta: 0 writes, 1 adds; dqkv null when qkv takes no gradient) and, with
+// learned scales, <q, dS k> per pair into scale_parts[t].
 void attention_heads_backward(const AttentionHeads& x, int64_t t0, int64_t t1, const real* a, const real* dout,
                               real* dqkv, real beta, real* scale_parts);
 // [/hide:attention-backward]

@@ -14,13 +14,16 @@
 //                (q k^T; dA = dO v^T)                over d for 16 tokens a row
 //   rows_times:  Z [16T, d] = P [16T, 32KT] Y       P's rows as pairs over tokens, Y's rows
 //                (A v; dS k; dS^T q; A^T dO)         interleaved by pairs of tokens
+// Given no A (a null, attention_heads_recompute), the forward does not store it and the backward
+// computes it again from q and k: 25 tile instructions and a softmax a head, against 17 KB of A
+// written, read for ownership and read back.
 // GCC's tile intrinsics name the tiles by number in the instruction and do not tell the compiler
 // which memory they read or write, so the tile numbers are written out, and compiler_fence()
 // orders the vector stores before a tile load and the tile stores before a vector load
 // (gemm_bf16_amx.cpp says the same of its kernel).
 #include "patchgrad/autograd/cpu/rows/attention_heads_amx.h"
 
-#if defined(PATCHGRAD_AMX) && !defined(PATCHGRAD_DOUBLE)
+#if PATCHGRAD_ATTENTION_AMX
 #include <algorithm>
 #include <cmath>
 
@@ -293,6 +296,34 @@ void zero_padding_rows(Buffers& b, int64_t N) {
     }
 }
 
+// Row i of A = softmax(s S + bias) from row i of b.s, as T vectors (zero past N); with a learned
+// scale the diagonal is masked.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // (row's vectors past T: as row_to_pairs)
+#endif
+void softmax_row(const AttentionHeads& x, const Shape& sh, const float (&bias)[kMaxTokens], __m512 s,
+                 const float* s_row, int64_t i, __m512 (&row)[kMaxTiles]) {
+    __m512 m = _mm512_set1_ps(-INFINITY);
+    for (int64_t c = 0; c < sh.T; ++c) {
+        row[c] = _mm512_fmadd_ps(_mm512_load_ps(s_row + 16 * c), s, _mm512_load_ps(bias + 16 * c));
+        if (x.scales && i / 16 == c)
+            row[c] = _mm512_mask_mov_ps(row[c], static_cast<__mmask16>(1u << (i % 16)), _mm512_set1_ps(-INFINITY));
+        m = _mm512_max_ps(m, row[c]);
+    }
+    const __m512 row_max = _mm512_set1_ps(_mm512_reduce_max_ps(m));
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t c = 0; c < sh.T; ++c) {
+        row[c] = exp<Avx512>(_mm512_sub_ps(row[c], row_max));
+        sum = _mm512_add_ps(sum, row[c]);
+    }
+    const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
+    for (int64_t c = 0; c < sh.T; ++c) row[c] = _mm512_mul_ps(row[c], inv);
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
 }  // namespace
 
 bool attention_heads_amx_fits(const AttentionHeads& x) {
@@ -312,7 +343,6 @@ void attention_heads_forward_amx(const AttentionHeads& x, int64_t t0, int64_t t1
         const HeadOffsets o = head_offsets(x, t);
         const float *q = x.qkv + o.in, *k = q + D, *v = q + 2 * D;
         const __m512 s = _mm512_set1_ps(x.scales ? x.scales[o.h] : x.fixed_scale);
-        float* at = a + t * N * N;
         // (Asked for a few lines a row of the softmax.)
         NextHead next = next_head(x, t, t1, a, out, nullptr);
         const int64_t lines_per_row = next.lines() / N + 1;
@@ -320,29 +350,14 @@ void attention_heads_forward_amx(const AttentionHeads& x, int64_t t0, int64_t t1
         pack_transposed(k, ld, sh, b.y_t);
         pack_interleaved(v, ld, sh, b.y_inter[0]);
         scores(sh, b.x_pairs, b.y_t, b.s);  // S = q k^T
-        // A = softmax(s S + bias) per row, into at and p_pairs.
+        // A = softmax(s S + bias) per row, into p_pairs and, unless a is null, into A's block.
         for (int64_t i = 0; i < N; ++i) {
             next.fetch(lines_per_row);
             __m512 row[kMaxTiles];
-            __m512 m = _mm512_set1_ps(-INFINITY);
-            for (int64_t c = 0; c < sh.T; ++c) {
-                row[c] = _mm512_fmadd_ps(_mm512_load_ps(&b.s[i][16 * c]), s, _mm512_load_ps(bias + 16 * c));
-                if (x.scales && i / 16 == c)  // a learned scale masks the diagonal
-                    row[c] =
-                        _mm512_mask_mov_ps(row[c], static_cast<__mmask16>(1u << (i % 16)), _mm512_set1_ps(-INFINITY));
-                m = _mm512_max_ps(m, row[c]);
-            }
-            const __m512 row_max = _mm512_set1_ps(_mm512_reduce_max_ps(m));
-            __m512 sum = _mm512_setzero_ps();
-            for (int64_t c = 0; c < sh.T; ++c) {
-                row[c] = exp<Avx512>(_mm512_sub_ps(row[c], row_max));
-                sum = _mm512_add_ps(sum, row[c]);
-            }
-            const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
-            for (int64_t c = 0; c < sh.T; ++c) {
-                row[c] = _mm512_mul_ps(row[c], inv);
-                _mm512_mask_storeu_ps(at + i * N + 16 * c, first_lanes(N - 16 * c), row[c]);
-            }
+            softmax_row(x, sh, bias, s, b.s[i], i, row);
+            if (a)
+                for (int64_t c = 0; c < sh.T; ++c)
+                    _mm512_mask_storeu_ps(a + t * N * N + i * N + 16 * c, first_lanes(N - 16 * c), row[c]);
             row_to_pairs(row, sh, b.p_pairs[i]);
         }
         next.fetch(next.lines());                                             // (what is left)
@@ -358,29 +373,47 @@ void attention_heads_backward_amx(const AttentionHeads& x, int64_t t0, int64_t t
     const int64_t N = sh.N, D = x.D, ld = 3 * D;
     Buffers& b = buffers();
     zero_padding_rows(b, N);
+    alignas(64) float bias[kMaxTokens];
+    key_bias(x, bias);
     for (int64_t t = t0; t < t1; ++t) {
         const HeadOffsets o = head_offsets(x, t);
         const float *q = x.qkv + o.in, *k = q + D, *v = q + 2 * D;
         const float s = x.scales ? x.scales[o.h] : x.fixed_scale;
-        const float* at = a + t * N * N;
         const float* dot = dout + o.columns;
-        // (Asked for a few lines a row in the two loops over the rows below.)
+        // (Asked for a few lines a row in the loops over the rows below.)
         NextHead next = next_head(x, t, t1, a, dout, dqkv);
-        const int64_t lines_per_row = next.lines() / (2 * N) + 1;
+        const int64_t lines_per_row = next.lines() / (3 * N) + 1;
+        // A's rows into b.a: read from A's block, or, where a is null, computed again as the
+        // forward did (the same instructions on the same q and k: the same bits).
+        if (a) {
+            for (int64_t i = 0; i < N; ++i)
+                for (int64_t c = 0; c < sh.T; ++c)
+                    _mm512_store_ps(&b.a[i][16 * c],
+                                    _mm512_maskz_loadu_ps(first_lanes(N - 16 * c), a + t * N * N + i * N + 16 * c));
+        } else {
+            pack_rows(q, ld, sh, b.x_pairs);
+            pack_transposed(k, ld, sh, b.y_t);
+            scores(sh, b.x_pairs, b.y_t, b.s);  // S = q k^T
+            for (int64_t i = 0; i < N; ++i) {
+                next.fetch(lines_per_row);
+                __m512 row[kMaxTiles];
+                softmax_row(x, sh, bias, _mm512_set1_ps(s), b.s[i], i, row);
+                for (int64_t c = 0; c < sh.T; ++c) _mm512_store_ps(&b.a[i][16 * c], row[c]);
+            }
+        }
         pack_rows(dot, D, sh, b.x_pairs);
         pack_transposed(v, ld, sh, b.y_t);
         pack_interleaved(k, ld, sh, b.y_inter[0]);
         pack_interleaved(q, ld, sh, b.y_inter[1]);
         pack_interleaved(dot, D, sh, b.y_inter[2]);
         scores(sh, b.x_pairs, b.y_t, b.s);  // dA = dO v^T (rows past N: zero, as dO's)
-        // dS = A * (dA - rowsum(dA * A)) in place of dA, A into b.a; dS's pairs.
+        // dS = A * (dA - rowsum(dA * A)) in place of dA; dS's pairs.
         for (int64_t i = 0; i < N; ++i) {
             next.fetch(lines_per_row);
             __m512 av[kMaxTiles], row[kMaxTiles];
             __m512 dot_sum = _mm512_setzero_ps();
             for (int64_t c = 0; c < sh.T; ++c) {
-                av[c] = _mm512_maskz_loadu_ps(first_lanes(N - 16 * c), at + i * N + 16 * c);
-                _mm512_store_ps(&b.a[i][16 * c], av[c]);
+                av[c] = _mm512_load_ps(&b.a[i][16 * c]);
                 dot_sum = _mm512_fmadd_ps(_mm512_load_ps(&b.s[i][16 * c]), av[c], dot_sum);
             }
             const __m512 row_dot = _mm512_set1_ps(_mm512_reduce_add_ps(dot_sum));

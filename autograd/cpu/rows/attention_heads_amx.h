@@ -8,6 +8,13 @@
 
 #include "patchgrad/autograd/cpu/rows/attention_heads.h"
 
+// Whether this file's kernel is built here: the float32 build, by a compiler that knows AMX.
+#if defined(PATCHGRAD_AMX) && !defined(PATCHGRAD_DOUBLE)
+#define PATCHGRAD_ATTENTION_AMX 1
+#else
+#define PATCHGRAD_ATTENTION_AMX 0
+#endif
+
 #if defined(__x86_64__) && !defined(PATCHGRAD_DOUBLE)
 namespace patchgrad {
 
@@ -15,7 +22,7 @@ namespace patchgrad {
 // where the compiler does not know AMX).
 bool attention_heads_amx_fits(const AttentionHeads& x);
 
-#ifdef PATCHGRAD_AMX
+#if PATCHGRAD_ATTENTION_AMX
 
 // attention_heads.h's functions with q k^T, A v and the backward's four products in bf16 (inputs
 // rounded to bf16, sums in float32, as gemm_bf16); the softmax and dS in float32.

@@ -66,8 +66,9 @@ HeadOffsets head_offsets(const AttentionHeads& x, int64_t t) {
     return {h, b * x.N * 3 * x.D + h * d, b * x.N * x.D + h * d};
 }
 
-// What head t + 1 reads and writes, if it is before t1: its q, k and v, its N x N block of A,
-// its columns of `columns` (the output, or dOut) and of dqkv (when not null).
+// What head t + 1 reads and writes, if it is before t1: its q, k and v, its N x N block of A
+// (when a is not null), its columns of `columns` (the output, or dOut) and of dqkv (when not
+// null).
 NextHead next_head(const AttentionHeads& x, int64_t t, int64_t t1, const float* a, const float* columns,
                    const float* dqkv) {
     NextHead next;
@@ -75,7 +76,7 @@ NextHead next_head(const AttentionHeads& x, int64_t t, int64_t t1, const float* 
     const int64_t N = x.N, D = x.D, d = D / x.heads;
     const HeadOffsets o = head_offsets(x, t + 1);
     for (int64_t part = 0; part < 3; ++part) next.add(x.qkv + o.in + part * D, N, d, 3 * D);
-    next.add(a + (t + 1) * N * N, 1, N * N, 0);
+    if (a) next.add(a + (t + 1) * N * N, 1, N * N, 0);
     next.add(columns + o.columns, N, d, D);
     if (dqkv)
         for (int64_t part = 0; part < 3; ++part) next.add(dqkv + o.in + part * D, N, d, 3 * D);

@@ -147,6 +147,20 @@ void check_heads(const Heads& c) {
             INFO("head_scale's gradient, head " << h);
             CHECK(std::abs(scale.grad().data()[h] - dscale[h]) <= 1e-3 * (1 + std::abs(dscale[h])));
         }
+
+    // Again, not asking for A: the forward does not store it, the backward computes it again
+    // (attention_heads_recompute), and every result has the same bits.
+    Rng same(N * 100 + d);
+    Tensor qkv2 = rand_tensor({B, N, ld}, same, -2, 2);
+    Tensor scale2 = c.learned ? rand_tensor({H}, same, real(0.2), real(0.8)) : Tensor();
+    REQUIRE(attention_heads_recompute({qkv2.data(), H, N, D, nullptr, 1, nullptr}));
+    const Tensor out2 = scaled_dot_product_attention(qkv2, H, key_bias, scale2);
+    Tensor loss2 = weighted_sum(out2, dout);
+    if (c.grad_already_there) loss2 = loss2 + weighted_sum(qkv2, extra);
+    loss2.backward();
+    CHECK(out2.to_vector() == out.to_vector());
+    CHECK(qkv2.grad().to_vector() == grad.to_vector());
+    if (c.learned) CHECK(scale2.grad().to_vector() == scale.grad().to_vector());
 }
 
 }  // namespace

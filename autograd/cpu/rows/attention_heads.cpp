@@ -85,19 +85,16 @@ bool on_tiles(const AttentionHeads& x) {
 }
 
 #if PATCHGRAD_ATTENTION_SIMD
-// Which kernel takes the heads instead of the gemm-based loop below: under the bf16 precision
-// with AMX's kernel, the tiles' (attention_heads_amx.h), where the shape fits; else at the
-// AVX-512 and AVX2 levels the float32 vector kernel (attention_heads_simd.h), where the products
-// would be float32 here too (gemm_small's rule) and the shape fits. Their time counts as
-// products' under `bench` (as_products): the softmax runs inside their loops.
-enum class HeadKernel { Gemm, Amx, Avx512, Avx2 };
-HeadKernel head_kernel(const AttentionHeads& x) {
-    if (on_tiles(x)) return HeadKernel::Amx;
+// Which vector kernel takes the heads (attention_heads_simd.h), if any, where the tiles do not:
+// at the AVX-512 and AVX2 levels, where its products would be float32 here too (gemm_small's
+// rule) and the shape fits. Its time counts as products' under `bench` (as_products), as the
+// tiles' does: the softmax runs inside their loops.
+Isa vector_kernel(const AttentionHeads& x) {
     const Isa isa = active_isa();
-    if (!gemm_small_is_float32()) return HeadKernel::Gemm;
-    if (isa == Isa::Avx512 && attention_heads_avx512_fits(x)) return HeadKernel::Avx512;
-    if (isa == Isa::Avx2 && attention_heads_avx2_fits(x)) return HeadKernel::Avx2;
-    return HeadKernel::Gemm;
+    if (!gemm_small_is_float32()) return Isa::Baseline;
+    if (isa == Isa::Avx512 && attention_heads_avx512_fits(x)) return Isa::Avx512;
+    if (isa == Isa::Avx2 && attention_heads_avx2_fits(x)) return Isa::Avx2;
+    return Isa::Baseline;
 }
 #endif
 
@@ -108,18 +105,15 @@ bool attention_heads_recompute(const AttentionHeads& x) { return on_tiles(x); }
 void attention_heads_forward(const AttentionHeads& x, int64_t t0, int64_t t1, real* a, real* out) {
     const int64_t heads = x.heads, N = x.N, D = x.D, d = D / heads, ld = 3 * D;
 #if PATCHGRAD_ATTENTION_AMX
-    if (!a) return as_products([&] { attention_heads_forward_amx(x, t0, t1, a, out); });  // (recompute)
+    // The tiles, where they take the heads, and for a null A whatever the precision is now.
+    if (!a || on_tiles(x)) return as_products([&] { attention_heads_forward_amx(x, t0, t1, a, out); });
 #endif
     check(a != nullptr, "attention_heads_forward: no A to write, and no kernel here that computes it again");
 #if PATCHGRAD_ATTENTION_SIMD
-    switch (head_kernel(x)) {
-#if PATCHGRAD_ATTENTION_AMX
-        case HeadKernel::Amx:
-            return as_products([&] { attention_heads_forward_amx(x, t0, t1, a, out); });
-#endif
-        case HeadKernel::Avx512:
+    switch (vector_kernel(x)) {
+        case Isa::Avx512:
             return as_products([&] { attention_heads_forward_avx512(x, t0, t1, a, out); });
-        case HeadKernel::Avx2:
+        case Isa::Avx2:
             return as_products([&] { attention_heads_forward_avx2(x, t0, t1, a, out); });
         default:
             break;
@@ -144,19 +138,16 @@ void attention_heads_backward(const AttentionHeads& x, int64_t t0, int64_t t1, c
                               real* dqkv, real beta, real* scale_parts) {
     const int64_t heads = x.heads, N = x.N, D = x.D, d = D / heads, ld = 3 * D;
 #if PATCHGRAD_ATTENTION_AMX
-    // A null A: the tiles' kernel computes it again, whatever the precision is now.
-    if (!a) return as_products([&] { attention_heads_backward_amx(x, t0, t1, a, dout, dqkv, beta, scale_parts); });
+    // The tiles, as in the forward; a null A is computed again there.
+    if (!a || on_tiles(x))
+        return as_products([&] { attention_heads_backward_amx(x, t0, t1, a, dout, dqkv, beta, scale_parts); });
 #endif
     check(a != nullptr, "attention_heads_backward: no A, and no kernel here that computes it again");
 #if PATCHGRAD_ATTENTION_SIMD
-    switch (head_kernel(x)) {
-#if PATCHGRAD_ATTENTION_AMX
-        case HeadKernel::Amx:
-            return as_products([&] { attention_heads_backward_amx(x, t0, t1, a, dout, dqkv, beta, scale_parts); });
-#endif
-        case HeadKernel::Avx512:
+    switch (vector_kernel(x)) {
+        case Isa::Avx512:
             return as_products([&] { attention_heads_backward_avx512(x, t0, t1, a, dout, dqkv, beta, scale_parts); });
-        case HeadKernel::Avx2:
+        case Isa::Avx2:
             return as_products([&] { attention_heads_backward_avx2(x, t0, t1, a, dout, dqkv, beta, scale_parts); });
         default:
             break;

@@ -324,6 +324,24 @@ void softmax_row(const AttentionHeads& x, const Shape& sh, const float (&bias)[k
 #pragma GCC diagnostic pop
 #endif
 
+// What every call sets up: the tile configuration, this thread's buffers with their padding rows
+// zeroed for N, and the key bias.
+Buffers& prepare_call(const AttentionHeads& x, float (&bias)[kMaxTokens]) {
+    amx_configure_tiles();
+    Buffers& b = buffers();
+    zero_padding_rows(b, x.N);
+    key_bias(x, bias);
+    return b;
+}
+
+// b.s = q k^T for a head whose q starts at q (k D further, rows ld apart): the forward's scores,
+// and the backward's when it computes A again.
+void scores_of_head(const float* q, int64_t D, int64_t ld, const Shape& sh, Buffers& b) {
+    pack_rows(q, ld, sh, b.x_pairs);
+    pack_transposed(q + D, ld, sh, b.y_t);
+    scores(sh, b.x_pairs, b.y_t, b.s);
+}
+
 }  // namespace
 
 bool attention_heads_amx_fits(const AttentionHeads& x) {
@@ -332,24 +350,19 @@ bool attention_heads_amx_fits(const AttentionHeads& x) {
 }
 
 void attention_heads_forward_amx(const AttentionHeads& x, int64_t t0, int64_t t1, float* a, float* out) {
-    amx_configure_tiles();
     const Shape sh = shape_of(x);
     const int64_t N = sh.N, D = x.D, ld = 3 * D;
-    Buffers& b = buffers();
-    zero_padding_rows(b, N);
     alignas(64) float bias[kMaxTokens];
-    key_bias(x, bias);
+    Buffers& b = prepare_call(x, bias);
     for (int64_t t = t0; t < t1; ++t) {
         const HeadOffsets o = head_offsets(x, t);
-        const float *q = x.qkv + o.in, *k = q + D, *v = q + 2 * D;
+        const float *q = x.qkv + o.in, *v = q + 2 * D;
         const __m512 s = _mm512_set1_ps(x.scales ? x.scales[o.h] : x.fixed_scale);
         // (Asked for a few lines a row of the softmax.)
         NextHead next = next_head(x, t, t1, a, out, nullptr);
         const int64_t lines_per_row = next.lines() / N + 1;
-        pack_rows(q, ld, sh, b.x_pairs);
-        pack_transposed(k, ld, sh, b.y_t);
         pack_interleaved(v, ld, sh, b.y_inter[0]);
-        scores(sh, b.x_pairs, b.y_t, b.s);  // S = q k^T
+        scores_of_head(q, D, ld, sh, b);  // S = q k^T
         // A = softmax(s S + bias) per row, into p_pairs and, unless a is null, into A's block.
         for (int64_t i = 0; i < N; ++i) {
             next.fetch(lines_per_row);
@@ -368,13 +381,10 @@ void attention_heads_forward_amx(const AttentionHeads& x, int64_t t0, int64_t t1
 // [hide:attention-backward]
 void attention_heads_backward_amx(const AttentionHeads& x, int64_t t0, int64_t t1, const float* a, const float* dout,
                                   float* dqkv, float beta, float* scale_parts) {
-    amx_configure_tiles();
     const Shape sh = shape_of(x);
     const int64_t N = sh.N, D = x.D, ld = 3 * D;
-    Buffers& b = buffers();
-    zero_padding_rows(b, N);
     alignas(64) float bias[kMaxTokens];
-    key_bias(x, bias);
+    Buffers& b = prepare_call(x, bias);
     for (int64_t t = t0; t < t1; ++t) {
         const HeadOffsets o = head_offsets(x, t);
         const float *q = x.qkv + o.in, *k = q + D, *v = q + 2 * D;
@@ -391,9 +401,7 @@ void attention_heads_backward_amx(const AttentionHeads& x, int64_t t0, int64_t t
                     _mm512_store_ps(&b.a[i][16 * c],
                                     _mm512_maskz_loadu_ps(first_lanes(N - 16 * c), a + t * N * N + i * N + 16 * c));
         } else {
-            pack_rows(q, ld, sh, b.x_pairs);
-            pack_transposed(k, ld, sh, b.y_t);
-            scores(sh, b.x_pairs, b.y_t, b.s);  // S = q k^T
+            scores_of_head(q, D, ld, sh, b);  // S = q k^T
             for (int64_t i = 0; i < N; ++i) {
                 next.fetch(lines_per_row);
                 __m512 row[kMaxTiles];

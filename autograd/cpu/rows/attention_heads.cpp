@@ -84,6 +84,15 @@ bool on_tiles(const AttentionHeads& x) {
 #endif
 }
 
+#if PATCHGRAD_ATTENTION_AMX
+// Whether the tiles' kernel takes these heads now: where on_tiles says so, and for a null A
+// (which only that kernel computes again) wherever AMX runs and the shape fits, whatever the
+// precision is now. A null A anywhere else is refused by the callers below.
+bool to_tiles(const AttentionHeads& x, const real* a) {
+    return on_tiles(x) || (a == nullptr && gemm_bf16_is_amx() && attention_heads_amx_fits(x));
+}
+#endif
+
 #if PATCHGRAD_ATTENTION_SIMD
 // Which vector kernel takes the heads (attention_heads_simd.h), if any, where the tiles do not:
 // at the AVX-512 and AVX2 levels, where its products would be float32 here too (gemm_small's
@@ -105,8 +114,7 @@ bool attention_heads_recompute(const AttentionHeads& x) { return on_tiles(x); }
 void attention_heads_forward(const AttentionHeads& x, int64_t t0, int64_t t1, real* a, real* out) {
     const int64_t heads = x.heads, N = x.N, D = x.D, d = D / heads, ld = 3 * D;
 #if PATCHGRAD_ATTENTION_AMX
-    // The tiles, where they take the heads, and for a null A whatever the precision is now.
-    if (!a || on_tiles(x)) return as_products([&] { attention_heads_forward_amx(x, t0, t1, a, out); });
+    if (to_tiles(x, a)) return as_products([&] { attention_heads_forward_amx(x, t0, t1, a, out); });
 #endif
     check(a != nullptr, "attention_heads_forward: no A to write, and no kernel here that computes it again");
 #if PATCHGRAD_ATTENTION_SIMD
@@ -138,8 +146,7 @@ void attention_heads_backward(const AttentionHeads& x, int64_t t0, int64_t t1, c
                               real* dqkv, real beta, real* scale_parts) {
     const int64_t heads = x.heads, N = x.N, D = x.D, d = D / heads, ld = 3 * D;
 #if PATCHGRAD_ATTENTION_AMX
-    // The tiles, as in the forward; a null A is computed again there.
-    if (!a || on_tiles(x))
+    if (to_tiles(x, a))
         return as_products([&] { attention_heads_backward_amx(x, t0, t1, a, dout, dqkv, beta, scale_parts); });
 #endif
     check(a != nullptr, "attention_heads_backward: no A, and no kernel here that computes it again");

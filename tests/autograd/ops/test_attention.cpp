@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "catch.h"
+#include "patchgrad/autograd/cpu/rows/attention_heads.h"
 #include "patchgrad/autograd/ops.h"
 #include "test_util.h"
 
@@ -210,6 +211,20 @@ TEST_CASE("scaled_dot_product_attention: errors name the op, the shapes and what
                                          Tensor::ones({2}));
         },
         {op, "another", "1 of the 3 keys are visible"});
+}
+
+TEST_CASE("attention_heads: a null A is refused where no kernel computes it again",
+          "[op:scaled_dot_product_attention][errors]") {
+    // Heads of 24, which AMX's tiles never take (attention_heads_amx.h): so no kernel here
+    // computes A again, on any CPU and in either precision.
+    std::vector<real> qkv(3 * 3 * 48, real(0.5)), out(3 * 48), dout(3 * 48, real(1)), dqkv(qkv.size());
+    const AttentionHeads x{qkv.data(), 2, 3, 48, nullptr, real(0.2), nullptr};
+    CHECK_FALSE(attention_heads_recompute(x));
+    require_error([&] { attention_heads_forward(x, 0, 2, nullptr, out.data()); }, {"attention_heads_forward", "no A"});
+    // [hide:attention-backward]
+    require_error([&] { attention_heads_backward(x, 0, 2, nullptr, dout.data(), dqkv.data(), 0, nullptr); },
+                  {"attention_heads_backward", "no A"});
+    // [/hide:attention-backward]
 }
 
 }  // namespace patchgrad

@@ -26,6 +26,7 @@
 #if PATCHGRAD_ATTENTION_AMX
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "patchgrad/autograd/cpu/bf16/bf16_avx512.h"
 #include "patchgrad/autograd/cpu/gemm/gemm_kernels.h"
@@ -195,21 +196,34 @@ void pack_interleaved(const float* y, int64_t ld, const Shape& sh, uint32_t (*y_
     }
 }
 
-// p_pairs[i] = row i of the float rows v [16T] as pairs over tokens, zero pairs up to 16 KT.
-// (v's vectors past T are never read, which GCC cannot tell once this is inlined.)
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-void row_to_pairs(const __m512 (&v)[kMaxTiles], const Shape& sh, uint32_t* p_pairs) {
-    for (int64_t c = 0; c < 2 * sh.KT; c += 2) {
-        const __m512 lo = c < sh.T ? v[c] : _mm512_setzero_ps(), hi = c + 1 < sh.T ? v[c + 1] : _mm512_setzero_ps();
+// p_pairs = a row of T float vectors as pairs over tokens, zero pairs up to 16 KT.
+template <int T>
+void row_to_pairs(const __m512 (&v)[T], uint32_t* p_pairs) {
+    for (int c = 0; c < T; c += 2) {
+        const __m512 lo = v[c], hi = c + 1 < T ? v[c + 1] : _mm512_setzero_ps();
         _mm512_store_si512(p_pairs + 8 * c, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
     }
 }
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+
+// Calls f(std::integral_constant<int, T>) for T = sh.T (1 to kMaxTiles): the row loops below
+// with a row's vectors in registers.
+template <class F>
+void with_token_tiles(const Shape& sh, F&& f) {
+    switch (sh.T) {
+        case 1:
+            return f(std::integral_constant<int, 1>{});
+        case 2:
+            return f(std::integral_constant<int, 2>{});
+        case 3:
+            return f(std::integral_constant<int, 3>{});
+        case 4:
+            return f(std::integral_constant<int, 4>{});
+        case 5:
+            return f(std::integral_constant<int, 5>{});
+        default:
+            return f(std::integral_constant<int, kMaxTiles>{});
+    }
+}
 
 // p_t[j][q] = (m[2q][j], m[2q + 1][j]) for tokens j < 16T: m^T's rows as pairs (rows of m past
 // N must be zero up to 32 KT).
@@ -296,33 +310,54 @@ void zero_padding_rows(Buffers& b, int64_t N) {
     }
 }
 
-// Row i of A = softmax(s S + bias) from row i of b.s, as T vectors (zero past N); with a learned
-// scale the diagonal is masked.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // (row's vectors past T: as row_to_pairs)
-#endif
-void softmax_row(const AttentionHeads& x, const Shape& sh, const float (&bias)[kMaxTokens], __m512 s,
-                 const float* s_row, int64_t i, __m512 (&row)[kMaxTiles]) {
-    __m512 m = _mm512_set1_ps(-INFINITY);
-    for (int64_t c = 0; c < sh.T; ++c) {
-        row[c] = _mm512_fmadd_ps(_mm512_load_ps(s_row + 16 * c), s, _mm512_load_ps(bias + 16 * c));
-        if (x.scales && i / 16 == c)
-            row[c] = _mm512_mask_mov_ps(row[c], static_cast<__mmask16>(1u << (i % 16)), _mm512_set1_ps(-INFINITY));
-        m = _mm512_max_ps(m, row[c]);
+// Rows i .. i + R - 1 of A = softmax(s S + bias) from S's rows, each as T vectors (zero past
+// N); with a learned scale the diagonal is masked. R rows side by side: a row's max and sum end
+// in chains of dependent instructions, and the other row's instructions fill their waits. (Each
+// row's operations are those of one row alone, in the same order: the same bits for any R.)
+template <int T, int R>
+inline __attribute__((always_inline)) void softmax_rows(const AttentionHeads& x, const float (&bias)[kMaxTokens],
+                                                        __m512 s, const float (*S)[kMaxTokens], int64_t i,
+                                                        __m512 (&row)[R][T]) {
+    __m512 m[R], sum[R];
+    for (int r = 0; r < R; ++r) m[r] = _mm512_set1_ps(-INFINITY), sum[r] = _mm512_setzero_ps();
+    for (int c = 0; c < T; ++c)
+        for (int r = 0; r < R; ++r) {
+            row[r][c] = _mm512_fmadd_ps(_mm512_load_ps(S[i + r] + 16 * c), s, _mm512_load_ps(bias + 16 * c));
+            if (x.scales && (i + r) / 16 == c)
+                row[r][c] = _mm512_mask_mov_ps(row[r][c], static_cast<__mmask16>(1u << ((i + r) % 16)),
+                                               _mm512_set1_ps(-INFINITY));
+            m[r] = _mm512_max_ps(m[r], row[r][c]);
+        }
+    for (int r = 0; r < R; ++r) m[r] = _mm512_set1_ps(_mm512_reduce_max_ps(m[r]));
+    for (int c = 0; c < T; ++c)
+        for (int r = 0; r < R; ++r) {
+            row[r][c] = exp<Avx512>(_mm512_sub_ps(row[r][c], m[r]));
+            sum[r] = _mm512_add_ps(sum[r], row[r][c]);
+        }
+    for (int r = 0; r < R; ++r) {
+        const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum[r]));
+        for (int c = 0; c < T; ++c) row[r][c] = _mm512_mul_ps(row[r][c], inv);
     }
-    const __m512 row_max = _mm512_set1_ps(_mm512_reduce_max_ps(m));
-    __m512 sum = _mm512_setzero_ps();
-    for (int64_t c = 0; c < sh.T; ++c) {
-        row[c] = exp<Avx512>(_mm512_sub_ps(row[c], row_max));
-        sum = _mm512_add_ps(sum, row[c]);
-    }
-    const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
-    for (int64_t c = 0; c < sh.T; ++c) row[c] = _mm512_mul_ps(row[c], inv);
 }
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+
+// Calls row_done(i, row) for every row i < N of A (b.s holding S), row being its T vectors; two
+// rows at a time.
+template <int T, class RowDone>
+void softmax_of_rows(const AttentionHeads& x, const float (&bias)[kMaxTokens], __m512 s, const Buffers& b,
+                     RowDone&& row_done) {
+    int64_t i = 0;
+    for (; i + 2 <= x.N; i += 2) {
+        __m512 row[2][T];
+        softmax_rows<T, 2>(x, bias, s, b.s, i, row);
+        row_done(i, row[0]);
+        row_done(i + 1, row[1]);
+    }
+    if (i < x.N) {
+        __m512 row[1][T];
+        softmax_rows<T, 1>(x, bias, s, b.s, i, row);
+        row_done(i, row[0]);
+    }
+}
 
 // What every call sets up: the tile configuration, this thread's buffers with their padding rows
 // zeroed for N, and the key bias.
@@ -364,15 +399,16 @@ void attention_heads_forward_amx(const AttentionHeads& x, int64_t t0, int64_t t1
         pack_interleaved(v, ld, sh, b.y_inter[0]);
         scores_of_head(q, D, ld, sh, b);  // S = q k^T
         // A = softmax(s S + bias) per row, into p_pairs and, unless a is null, into A's block.
-        for (int64_t i = 0; i < N; ++i) {
-            next.fetch(lines_per_row);
-            __m512 row[kMaxTiles];
-            softmax_row(x, sh, bias, s, b.s[i], i, row);
-            if (a)
-                for (int64_t c = 0; c < sh.T; ++c)
-                    _mm512_mask_storeu_ps(a + t * N * N + i * N + 16 * c, first_lanes(N - 16 * c), row[c]);
-            row_to_pairs(row, sh, b.p_pairs[i]);
-        }
+        with_token_tiles(sh, [&](auto tiles) {
+            constexpr int T = decltype(tiles)::value;
+            softmax_of_rows<T>(x, bias, s, b, [&](int64_t i, const __m512(&row)[T]) {
+                next.fetch(lines_per_row);
+                if (a)
+                    for (int c = 0; c < T; ++c)
+                        _mm512_mask_storeu_ps(a + t * N * N + i * N + 16 * c, first_lanes(N - 16 * c), row[c]);
+                row_to_pairs(row, b.p_pairs[i]);
+            });
+        });
         next.fetch(next.lines());                                             // (what is left)
         rows_times(sh, b.p_pairs, b.y_inter[0], b.z[0], out + o.columns, D);  // O = A v
     }
@@ -402,12 +438,13 @@ void attention_heads_backward_amx(const AttentionHeads& x, int64_t t0, int64_t t
                                     _mm512_maskz_loadu_ps(first_lanes(N - 16 * c), a + t * N * N + i * N + 16 * c));
         } else {
             scores_of_head(q, D, ld, sh, b);  // S = q k^T
-            for (int64_t i = 0; i < N; ++i) {
-                next.fetch(lines_per_row);
-                __m512 row[kMaxTiles];
-                softmax_row(x, sh, bias, _mm512_set1_ps(s), b.s[i], i, row);
-                for (int64_t c = 0; c < sh.T; ++c) _mm512_store_ps(&b.a[i][16 * c], row[c]);
-            }
+            with_token_tiles(sh, [&](auto tiles) {
+                constexpr int T = decltype(tiles)::value;
+                softmax_of_rows<T>(x, bias, _mm512_set1_ps(s), b, [&](int64_t i, const __m512(&row)[T]) {
+                    next.fetch(lines_per_row);
+                    for (int c = 0; c < T; ++c) _mm512_store_ps(&b.a[i][16 * c], row[c]);
+                });
+            });
         }
         pack_rows(dot, D, sh, b.x_pairs);
         pack_transposed(v, ld, sh, b.y_t);
@@ -416,21 +453,24 @@ void attention_heads_backward_amx(const AttentionHeads& x, int64_t t0, int64_t t
         pack_interleaved(dot, D, sh, b.y_inter[2]);
         scores(sh, b.x_pairs, b.y_t, b.s);  // dA = dO v^T (rows past N: zero, as dO's)
         // dS = A * (dA - rowsum(dA * A)) in place of dA; dS's pairs.
-        for (int64_t i = 0; i < N; ++i) {
-            next.fetch(lines_per_row);
-            __m512 av[kMaxTiles], row[kMaxTiles];
-            __m512 dot_sum = _mm512_setzero_ps();
-            for (int64_t c = 0; c < sh.T; ++c) {
-                av[c] = _mm512_load_ps(&b.a[i][16 * c]);
-                dot_sum = _mm512_fmadd_ps(_mm512_load_ps(&b.s[i][16 * c]), av[c], dot_sum);
+        with_token_tiles(sh, [&](auto tiles) {
+            constexpr int T = decltype(tiles)::value;
+            for (int64_t i = 0; i < N; ++i) {
+                next.fetch(lines_per_row);
+                __m512 av[T], row[T];
+                __m512 dot_sum = _mm512_setzero_ps();
+                for (int c = 0; c < T; ++c) {
+                    av[c] = _mm512_load_ps(&b.a[i][16 * c]);
+                    dot_sum = _mm512_fmadd_ps(_mm512_load_ps(&b.s[i][16 * c]), av[c], dot_sum);
+                }
+                const __m512 row_dot = _mm512_set1_ps(_mm512_reduce_add_ps(dot_sum));
+                for (int c = 0; c < T; ++c) {
+                    row[c] = _mm512_mul_ps(av[c], _mm512_sub_ps(_mm512_load_ps(&b.s[i][16 * c]), row_dot));
+                    _mm512_store_ps(&b.s[i][16 * c], row[c]);
+                }
+                row_to_pairs(row, b.p_pairs[i]);
             }
-            const __m512 row_dot = _mm512_set1_ps(_mm512_reduce_add_ps(dot_sum));
-            for (int64_t c = 0; c < sh.T; ++c) {
-                row[c] = _mm512_mul_ps(av[c], _mm512_sub_ps(_mm512_load_ps(&b.s[i][16 * c]), row_dot));
-                _mm512_store_ps(&b.s[i][16 * c], row[c]);
-            }
-            row_to_pairs(row, sh, b.p_pairs[i]);
-        }
+        });
         transpose_to_pairs(b.s, sh, b.p_t_pairs[0]);           // dS^T
         transpose_to_pairs(b.a, sh, b.p_t_pairs[1]);           // A^T
         rows_times(sh, b.p_pairs, b.y_inter[0], b.z[0]);       // dS k

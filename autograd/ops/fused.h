@@ -22,7 +22,11 @@ void linear_backward(const real* x, GradOverwrite dx, const Tensor& weight, cons
 
 // y[i] = GELU(x[i]) for i in [0, n), gelu's own loop (gelu.cpp).
 void gelu_values(const real* x, real* y, int64_t n, GeluApproximation approximation);
-// g[i] *= GELU'(x[i]) for i in [0, n): gelu's backward for a gradient that is written, not added.
-void gelu_derivative_times(const real* x, real* g, int64_t n, GeluApproximation approximation);
+// y[i] = GELU(x[i]) and d[i] = GELU'(x[i]) for i in [0, n), the same bits as gelu's forward and
+// backward; d may be x itself, overwritten.
+void gelu_values_and_derivatives(const real* x, real* y, real* d, int64_t n, GeluApproximation approximation);
+// g[i] *= d[i] for i in [0, n), d from gelu_values_and_derivatives: gelu's backward for a
+// gradient that is written, not added.
+void times_gelu_derivatives(const real* d, real* g, int64_t n);
 
 }  // namespace patchgrad

@@ -69,18 +69,49 @@ void gelu_values(const real* x, real* y, int64_t n, GeluApproximation approximat
     gelu_forward(x, y, n, approximation == GeluApproximation::None);
 }
 
-// The backward loop above into zeros, a slice at a time, copied over g: the same bits as a fresh
-// gradient, from the one copy of the derivative.
-void gelu_derivative_times(const real* x, real* g, int64_t n, GeluApproximation approximation) {
-    constexpr int64_t kSlice = 1024;  // 4 KiB of float32: stays in L1
-    real product[kSlice];
-    for (int64_t i = 0; i < n; i += kSlice) {
-        const int64_t m = std::min(kSlice, n - i);
-        std::fill(product, product + m, real(0));
-        gelu_backward(x + i, g + i, product, m, approximation == GeluApproximation::None);
-        std::copy(product, product + m, g + i);
+namespace {
+// y[i] = GELU(x[i]) and d[i] = GELU'(x[i]) for i in [0, n), in one pass: the derivative takes
+// erf (or tanh) from the value, which computes it anyway. d may be x itself (x[i] is read before
+// d[i] is written). The same expressions as the two loops above: the same bits.
+PATCHGRAD_ALWAYS_INLINE void gelu_with_derivative_loop(const real* xd, real* y, real* d, int64_t n, bool exact) {
+    // [hide:gelu-backward]
+    if (exact) {
+        for (int64_t i = 0; i < n; ++i) {
+            const real v = xd[i];
+            real gaussian;
+            const real erf = fast_erf(v * kSqrtHalf, &gaussian);
+            y[i] = real(0.5) * v * (1 + erf);
+            const real cdf = real(0.5) * (1 + erf);
+            const real pdf = kInvSqrt2Pi * gaussian;
+            d[i] = cdf + v * pdf;
+        }
+    } else {
+        for (int64_t i = 0; i < n; ++i) {
+            const real v = xd[i];
+            const real t = std::tanh(kSqrt2OverPi * (v + kCubic * v * v * v));
+            const real du = kSqrt2OverPi * (1 + 3 * kCubic * v * v);
+            y[i] = real(0.5) * v * (1 + t);
+            d[i] = real(0.5) * (1 + t) + real(0.5) * v * (1 - t * t) * du;
+        }
     }
+    // [/hide:gelu-backward]
+    // [handout:gelu-backward] (void)xd, (void)y, (void)d, (void)n, (void)exact;
 }
+PATCHGRAD_MULTIVERSION(gelu_with_derivative, (const real* x, real* y, real* d, int64_t n, bool exact),
+                       (x, y, d, n, exact))
+
+// g[i] = 0 + g[i] d[i]: what gelu's backward adds into a zero gradient (0 + -0 is +0).
+PATCHGRAD_ALWAYS_INLINE void times_loop(const real* d, real* g, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) g[i] = real(0) + g[i] * d[i];
+}
+PATCHGRAD_MULTIVERSION(times, (const real* d, real* g, int64_t n), (d, g, n))
+}  // namespace
+
+void gelu_values_and_derivatives(const real* x, real* y, real* d, int64_t n, GeluApproximation approximation) {
+    gelu_with_derivative(x, y, d, n, approximation == GeluApproximation::None);
+}
+
+void times_gelu_derivatives(const real* d, real* g, int64_t n) { times(d, g, n); }
 
 // x [...] -> y [...], elementwise. None, with Phi / phi the standard normal cdf / pdf:
 //   y = x Phi(x) = 0.5 x (1 + erf(x / sqrt 2))

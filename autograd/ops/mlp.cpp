@@ -15,16 +15,18 @@ namespace patchgrad {
 // x [..., D] -> [..., E], with the leading dimensions flattened into R rows:
 //   h = x W1^T + b1 [R, F]      y = GELU(h) [R, F]      out = y W2^T + b2 [R, E]
 // GELU runs on rows of h as gemm finishes them (gemm.h's rows_done), while they are in cache,
-// instead of in a pass of its own over all of h. The backward is linear's twice with GELU's
-// between, fused the same way: the rows of dOut W2 are multiplied by GELU'(h) as soon as gemm
-// has written them.
+// instead of in a pass of its own over all of h. Where a backward may follow, the same pass
+// writes GELU'(h) over h: the derivative takes erf from GELU's value, which computes it anyway,
+// and h itself is needed for nothing else. The backward is linear's twice with GELU's between,
+// fused the same way: the rows of dOut W2 are multiplied by GELU'(h) as soon as gemm has
+// written them.
 // [hide:matmul-backward]
 // [hide:gelu-backward]
 //   dW2 = dOut^T y    db2 = sum of dOut's rows    dh = (dOut W2) * GELU'(h)
 //   dW1 = dh^T x      db1 = sum of dh's rows      dx = dh W1
 // [/hide:gelu-backward]
 // [/hide:matmul-backward]
-// h and y are kept for the backward, as the three ops keep them.
+// GELU'(h) and y are kept for the backward (the three ops keep h and y).
 Tensor mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, const Tensor& fc2_weight,
            const Tensor& fc2_bias, GeluApproximation approximation) {
     // [handout:matmul-backward] return mlp_through_ops(x, fc1_weight, fc1_bias, fc2_weight, fc2_bias, approximation);
@@ -41,8 +43,14 @@ Tensor mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, co
     const int64_t E = fc2_weight.size(0);
     Tensor h = Tensor::empty({rows, F}), y = Tensor::empty({rows, F});
     real *hd = h.data(), *yd = y.data();
+    bool backward_may_follow = false;  // (as record() below decides)
+    for (const Tensor* t : {&x, &fc1_weight, &fc1_bias, &fc2_weight, &fc2_bias})
+        backward_may_follow = backward_may_follow || (grad_enabled() && t->defined() && t->requires_grad());
     const GemmRowsDone gelu_rows = [=](int64_t i0, int64_t i1) {
-        gelu_values(hd + i0 * F, yd + i0 * F, (i1 - i0) * F, approximation);
+        if (backward_may_follow)  // h's rows become GELU'(h)
+            gelu_values_and_derivatives(hd + i0 * F, yd + i0 * F, hd + i0 * F, (i1 - i0) * F, approximation);
+        else
+            gelu_values(hd + i0 * F, yd + i0 * F, (i1 - i0) * F, approximation);
     };
     gemm(false, true, rows, F, in, 1, x.data(), in, fc1_weight.data(), in, 0, hd, F,
          fc1_bias.defined() ? fc1_bias.data() : nullptr, &gelu_rows);
@@ -53,16 +61,16 @@ Tensor mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, co
          fc2_bias.defined() ? fc2_bias.data() : nullptr);
 
     record(out, "mlp", {x, fc1_weight, fc1_bias, fc2_weight, fc2_bias},
-           [x, fc1_weight, fc1_bias, fc2_weight, fc2_bias, h, y, rows, F, approximation](Tensor& o) mutable {
+           [x, fc1_weight, fc1_bias, fc2_weight, fc2_bias, h, y, rows, F](Tensor& o) mutable {
                const bool wants_dh =
                    x.requires_grad() || fc1_weight.requires_grad() || (fc1_bias.defined() && fc1_bias.requires_grad());
                Tensor dh = wants_dh ? Tensor::empty({rows, F}) : Tensor();
                real* dhd = wants_dh ? dh.data() : nullptr;
-               const real* hd = h.data();
+               const real* derivative = h.data();  // GELU'(h), written over h by the forward
                const GemmRowsDone times_derivative = [=](int64_t i0, int64_t i1) {
-                   // h's next block of rows, which gemm's next call will want multiplied: from memory.
-                   prefetch_lines(hd + i1 * F, hd + std::min(rows, 2 * i1 - i0) * F);
-                   gelu_derivative_times(hd + i0 * F, dhd + i0 * F, (i1 - i0) * F, approximation);
+                   // The next block of rows, which gemm's next call will want multiplied: from memory.
+                   prefetch_lines(derivative + i1 * F, derivative + std::min(rows, 2 * i1 - i0) * F);
+                   times_gelu_derivatives(derivative + i0 * F, dhd + i0 * F, (i1 - i0) * F);
                };
                linear_backward(y.data(), GradOverwrite{dhd, 0}, fc2_weight, fc2_bias, o.grad_data(), rows,
                                &times_derivative);

@@ -1,5 +1,6 @@
 // The MLP op (autograd/ops/mlp.cpp): the three ops it stands for, bit for bit, and its own
 // gradient checks.
+#include <optional>
 #include <vector>
 
 #include "catch.h"
@@ -53,6 +54,28 @@ TEST_CASE("mlp: the same bits as linear, gelu and linear, values and gradients",
                         if (fused[k].defined()) CHECK(fused[k].to_vector() == steps[k].to_vector());
                     }
                 }
+}
+
+// Without a backward to follow, the forward computes GELU alone (no GELU' over h).
+TEST_CASE("mlp: the same value as the three ops when no backward can follow", "[op:mlp][forward]") {
+    for (const MlpCase& c : kCases)
+        for (const GeluApproximation a : {GeluApproximation::None, GeluApproximation::Tanh})
+            for (const bool no_grad_mode : {true, false}) {
+                INFO("x " << shape_str(c.x) << ", hidden " << c.hidden << ", tanh " << (a == GeluApproximation::Tanh)
+                          << ", NoGradGuard " << no_grad_mode << " (else no input requires grad)");
+                Rng rng(12);
+                const bool grad = no_grad_mode;  // under the guard, inputs that require grad record nothing
+                const Tensor x = rand_tensor(c.x, rng, -2, 2, grad),
+                             w1 = rand_tensor({c.hidden, c.x.back()}, rng, -1, 1, grad),
+                             b1 = rand_tensor({c.hidden}, rng, -1, 1, grad),
+                             w2 = rand_tensor({c.out, c.hidden}, rng, -1, 1, grad),
+                             b2 = rand_tensor({c.out}, rng, -1, 1, grad);
+                std::optional<NoGradGuard> guard;
+                if (no_grad_mode) guard.emplace();
+                const Tensor fused = mlp(x, w1, b1, w2, b2, a);
+                CHECK_FALSE(fused.requires_grad());
+                CHECK(fused.to_vector() == mlp_through_ops(x, w1, b1, w2, b2, a).to_vector());
+            }
 }
 
 TEST_CASE("mlp: gradcheck with and without biases, both GELU forms", "[op:mlp][gradcheck]") {

@@ -26,21 +26,23 @@ namespace {
 
 // The cache lines of the next head, asked for a few at a time while this one computes: up to 8
 // regions of `rows` rows of `width` floats, `ld` apart. Asked for all at once, hundreds of
-// prefetches would queue behind the few lines a core can have in flight.
+// prefetches would queue behind the few lines a core can have in flight. A row whose start is
+// not on a 64-byte boundary spans one line more than its floats fill.
 class NextHead {
 public:
     void add(const float* start, int64_t rows, int64_t width, int64_t ld) {
-        regions_[count_++] = {start, rows, width, ld};
-        lines_ += rows * ((width + 15) / 16 + 1);
+        const bool aligned = reinterpret_cast<uintptr_t>(start) % 64 == 0 && ld % 16 == 0;
+        const int64_t lines_per_row = (width + 15) / 16 + (aligned ? 0 : 1);
+        regions_[count_++] = {start, rows, width, ld, lines_per_row};
+        lines_ += rows * lines_per_row;
     }
     int64_t lines() const { return lines_; }
     void fetch(int64_t lines) {
         for (; lines > 0 && region_ < count_; --lines) {
             const Region& g = regions_[region_];
-            __builtin_prefetch(g.start + row_ * g.ld + (column_ < g.width ? column_ : g.width - 1));
-            column_ += 16;
-            if (column_ >= g.width + 16) {  // one line past the row's floats: its end when unaligned
-                column_ = 0;
+            __builtin_prefetch(g.start + row_ * g.ld + std::min(16 * line_, g.width - 1));
+            if (++line_ == g.lines_per_row) {  // (the last line: the row's last float)
+                line_ = 0;
                 if (++row_ == g.rows) row_ = 0, ++region_;
             }
         }
@@ -49,11 +51,11 @@ public:
 private:
     struct Region {
         const float* start;
-        int64_t rows, width, ld;
+        int64_t rows, width, ld, lines_per_row;
     };
     Region regions_[8];
     int count_ = 0, region_ = 0;
-    int64_t lines_ = 0, row_ = 0, column_ = 0;
+    int64_t lines_ = 0, row_ = 0, line_ = 0;
 };
 
 // Where head t (t = b * heads + h) finds q in qkv (k and v D and 2D further, rows 3D apart),

@@ -278,8 +278,9 @@ void gemm_bf16_with(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int6
     if (M <= 0 || N <= 0) return;
     if (K <= 0)
         return gemm_bf16_emulated(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, rows_done);
-    constexpr int64_t KC = kGemmKC, NC = 1536;
-    const int64_t MR = kernels.mr, NR = kernels.nr, V = kernels.vector, PB = kernels.pair_block, MC = kernels.mc;
+    constexpr int64_t NC = 1536;
+    const int64_t KC = kernels.kc, MR = kernels.mr, NR = kernels.nr, V = kernels.vector, PB = kernels.pair_block,
+                  MC = kernels.mc;
     const auto column_words = [PB](int64_t kc) { return bf16_pairs(kc, PB); };
     const auto pack_panel = [&](int64_t pc, int64_t kc, int64_t c0, int64_t cols, uint32_t* Bp) {
         kernels.pack_b(trans_b, B, ldb, pc, c0, kc, cols, Bp);

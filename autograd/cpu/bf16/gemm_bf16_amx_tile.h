@@ -49,6 +49,7 @@ inline int64_t smaller(int64_t a, int64_t b) { return a < b ? a : b; }
 template <class Tiles>
 struct AmxKernel {
     static constexpr int64_t MR = 32, NR = 32, KP = 16;  // KP: pairs per tile row
+    static constexpr int64_t kKC = 512;                  // K values per block (Bf16Kernels::kc)
 
     // A pair of bf16 values, k = 2q in the low half and 2q + 1 in the high half.
     static uint32_t pair(float lo, float hi) {
@@ -164,6 +165,7 @@ struct AmxKernel {
                            NR,
                            KP,
                            MR,
+                           kKC,
                            0x1p-24,
                            packs_a,
                            packs_b,

@@ -108,6 +108,7 @@ const Bf16Kernels gemm_bf16_kernels_neon = {
     L,
     1,
     144 / MR* MR,
+    kGemmKC,
     0x1p-23,
     &pack_a,
     &pack_b,

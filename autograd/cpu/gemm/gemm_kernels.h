@@ -82,6 +82,11 @@ struct Bf16Kernels {
     // Rows of A packed at a time, whole slivers: 144 for the 12-row kernels, one 32-row sliver
     // for AMX, which then stays in L1 for its whole row of C (tile loads are slow from L2).
     int64_t mc;
+    // K values per block (the kc of pack_a and pack_b at most): kGemmKC, or 512 for AMX, whose
+    // tiles then take the K of a ViT layer's forward and input-gradient products (up to 512)
+    // in one block, with no C stored and loaded again in between (faster at every shape that
+    // bench matmul tried, chapter 12's measurements).
+    int64_t kc;
     // The relative error of one float32 addition in the kernel's sums: 2^-24 where it rounds
     // to nearest (vdpbf16ps), 2^-23 where it rounds to odd (ARM's BFDOT).
     double sum_roundoff;

@@ -97,16 +97,17 @@ struct Sizes {
     int64_t M, N, K;
 };
 // Whole tiles, edge tiles (M, N not multiples of 12 and 32), an odd K (the pair padded with
-// zero), a K longer than one K block (odd again: 257 = 256 + 1), and the ViT's attention
-// products (65 tokens, head 32).
-const Sizes kSizes[] = {{24, 64, 16}, {13, 33, 7},  {1, 1, 1},      {30, 70, 257},
-                        {65, 65, 32}, {65, 32, 65}, {130, 384, 128}};
+// zero), a K longer than one K block (odd again: 257 = 256 + 1, and 513 = 512 + 1 for AMX's
+// blocks of 512), and the ViT's attention products (65 tokens, head 32).
+const Sizes kSizes[] = {{24, 64, 16},  {13, 33, 7},  {1, 1, 1},    {30, 70, 257},
+                        {20, 40, 513}, {65, 65, 32}, {65, 32, 65}, {130, 384, 128}};
 
 // The kernel's product of op(A) [M, K] and op(B) [K, N] on 1, 2, 3, 8 and 16 threads: the same bits
-// each time. The default, 300 x 300 by 300 x 200, has several row slivers per thread and two K
-// blocks, which each thread runs with panels of its own (gemm_blocks.h).
+// each time. The default, 300 x 600 by 600 x 200, has several row slivers per thread and two K
+// blocks or more (of 512 for AMX, 256 otherwise), which each thread runs with panels of its own
+// (gemm_blocks.h).
 void check_same_bits_for_any_thread_count(Bf16Fn kernel, bool trans_a, bool trans_b, uint64_t seed, int64_t M = 300,
-                                          int64_t N = 200, int64_t K = 300) {
+                                          int64_t N = 200, int64_t K = 600) {
     Rng rng(seed);
     std::vector<float> A(M * K), B(K * N);
     for (auto& v : A) v = static_cast<float>(rng.uniform(-1, 1));
@@ -427,8 +428,10 @@ TEST_CASE("bf16: gemm follows the matmul precision, and the guard restores it", 
 
 TEST_CASE("bf16: gemm_bf16 gives the same bits for any thread count, at every instruction-set level",
           "[op:gemm][bf16][parallel]") {
-    REQUIRE(each_thread_packs_panels(300, 200, 300, kGemmKC));
-    REQUIRE_FALSE(each_thread_packs_panels(512, 520, 300, kGemmKC));  // panels packed by all threads together
+    for (const int64_t kc : {kGemmKC, AmxKernel<EmulatedAmxTiles>::kKC}) {
+        REQUIRE(each_thread_packs_panels(300, 200, 600, kc));
+        REQUIRE_FALSE(each_thread_packs_panels(512, 520, 300, kc));  // panels packed by all threads together
+    }
     for_each_isa([&](Isa) {
         for (bool trans_a : {false, true})
             for (bool trans_b : {false, true}) check_same_bits_for_any_thread_count(&gemm_bf16, trans_a, trans_b, 11);

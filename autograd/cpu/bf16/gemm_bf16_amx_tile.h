@@ -166,6 +166,7 @@ struct AmxKernel {
                            KP,
                            MR,
                            kKC,
+                           true,
                            0x1p-24,
                            packs_a,
                            packs_b,

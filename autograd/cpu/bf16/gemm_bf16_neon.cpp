@@ -109,6 +109,7 @@ const Bf16Kernels gemm_bf16_kernels_neon = {
     1,
     144 / MR* MR,
     kGemmKC,
+    false,
     0x1p-23,
     &pack_a,
     &pack_b,

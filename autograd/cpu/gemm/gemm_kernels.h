@@ -87,6 +87,11 @@ struct Bf16Kernels {
     // in one block, with no C stored and loaded again in between (faster at every shape that
     // bench matmul tried, chapter 12's measurements).
     int64_t kc;
+    // Whether C = A^T B with more rows than columns (a weight gradient dOut^T x of a layer with
+    // more outputs than inputs) runs as C^T = B^T A, added transposed: the packing of a
+    // transposed A (16 x 16 transposes) then reads the narrower matrix. Faster for AMX, slower
+    // for the vdpbf16ps kernel (chapter 12's measurements).
+    bool transpose_wide_weight_gradients;
     // The relative error of one float32 addition in the kernel's sums: 2^-24 where it rounds
     // to nearest (vdpbf16ps), 2^-23 where it rounds to odd (ARM's BFDOT).
     double sum_roundoff;

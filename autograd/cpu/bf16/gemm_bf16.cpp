@@ -1,5 +1,6 @@
 // gemm_bf16.cpp — the matmul precision setting, and the driver of the bf16 kernels.
 #include "patchgrad/autograd/cpu/bf16/gemm_bf16.h"
+#include "patchgrad/autograd/cpu/aligned_vector.h"
 
 #include <algorithm>
 #include <atomic>
@@ -280,7 +281,7 @@ void gemm_bf16_with(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int6
         return gemm_bf16_emulated(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, rows_done);
     if (kernels.transpose_wide_weight_gradients && trans_a && !trans_b && M > N && !bias && !rows_done) {
         // C^T = B^T A [N, M] into this thread's buffer, then C = C^T's transpose + beta C.
-        thread_local std::vector<float> product;
+        thread_local AlignedVector<float> product;
         product.resize(static_cast<size_t>(M * N));
         const float* p = product.data();
         gemm_bf16_with(kernels, true, false, N, M, K, alpha, B, ldb, A, lda, 0, product.data(), M);
@@ -307,7 +308,7 @@ void gemm_bf16_with(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int6
         const float* bias_block = target.first && !target.partial && bias ? bias + jc : nullptr;
         float* const C = target.c;
         const int64_t ldc = target.ldc;
-        thread_local std::vector<uint32_t> a_pack;
+        thread_local AlignedVector<uint32_t> a_pack;
         a_pack.resize(static_cast<size_t>(bf16_pairs(KC, PB) * MC));
         uint32_t* Ap = a_pack.data();
         const int64_t row_end = std::min(M, s1 * MR);

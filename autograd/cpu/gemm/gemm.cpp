@@ -2,6 +2,7 @@
 // loop, the cache-blocked driver that calls the per-CPU micro-kernels (gemm_tile.h), and the
 // dispatch to OpenBLAS when the build asks for it.
 #include "patchgrad/autograd/cpu/gemm/gemm.h"
+#include "patchgrad/autograd/cpu/aligned_vector.h"
 
 #include <algorithm>
 #include <limits>
@@ -160,7 +161,7 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
         const bool by_rows = !direct && !trans_a;
         const int64_t sliver_stride = by_rows ? KC : kc;  // between rows of Ap's slivers
         const MicroKernel* packed_kernels = by_rows ? kernels.row_packed : kernels.packed;
-        thread_local std::vector<real> a_pack;
+        thread_local AlignedVector<real> a_pack;
         a_pack.resize(static_cast<size_t>(KC * MC));
         real* Ap = a_pack.data();
         const int64_t row_end = std::min(M, s1 * MR);

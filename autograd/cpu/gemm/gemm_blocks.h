@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "patchgrad/autograd/cpu/aligned_vector.h"
 #include "patchgrad/autograd/cpu/gemm/gemm_kernels.h"  // GemmRowsDone
 #include "patchgrad/autograd/cpu/threads/parallel.h"
 
@@ -92,7 +93,7 @@ void for_each_gemm_block(int64_t M, int64_t N, int64_t K, int64_t MR, int64_t NR
             const int64_t wanted = gemm_k_groups(slivers, blocks);
             const int64_t group_blocks = (blocks + wanted - 1) / wanted;
             const int64_t groups = (blocks + group_blocks - 1) / group_blocks;  // none of them empty
-            std::vector<Real> partials(static_cast<size_t>((groups - 1) * M * N));
+            AlignedVector<Real> partials(static_cast<size_t>((groups - 1) * M * N));
             const auto target = [&](int64_t g, int64_t pc) {
                 const bool final = groups == 1 && pc + k_block >= K;
                 return g == 0 ? GemmTarget<Real>{C, ldc, pc == 0, false, final ? done : nullptr}
@@ -101,7 +102,7 @@ void for_each_gemm_block(int64_t M, int64_t N, int64_t K, int64_t MR, int64_t NR
             };
             parallel_for(groups * slivers, grain_for_multiply_adds(MR * nc * group_blocks * k_block),
                          [&](int64_t t0, int64_t t1) {
-                             thread_local std::vector<Word> own;
+                             thread_local AlignedVector<Word> own;
                              own.resize(panel_words);
                              for (int64_t g = t0 / slivers; g * slivers < t1; ++g) {
                                  const int64_t s0 = std::max(t0, g * slivers) - g * slivers;
@@ -127,7 +128,7 @@ void for_each_gemm_block(int64_t M, int64_t N, int64_t K, int64_t MR, int64_t NR
         }
         // Together. (Chunks of 2^13 words: a panel of 128 columns still packs on two threads.)
         // (The pointer is taken here: a worker that named the thread_local would get its own.)
-        thread_local std::vector<Word> shared_buffer;
+        thread_local AlignedVector<Word> shared_buffer;
         shared_buffer.resize(panel_words);
         Word* shared = shared_buffer.data();
         for (int64_t pc = 0; pc < K; pc += k_block) {

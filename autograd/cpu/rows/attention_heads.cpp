@@ -5,6 +5,7 @@
 // attention_heads_amx.h; at the AVX-512 and AVX2 levels, heads whose products are float32 go to
 // the kernel of attention_heads_simd.h.
 #include "patchgrad/autograd/cpu/rows/attention_heads.h"
+#include "patchgrad/autograd/cpu/aligned_vector.h"
 
 #include <algorithm>
 #include <limits>
@@ -160,7 +161,7 @@ void attention_heads_backward(const AttentionHeads& x, int64_t t0, int64_t t1, c
             break;
     }
 #endif
-    thread_local std::vector<real> scratch;  // this thread's dA, dS and dS k, reused call after call
+    thread_local AlignedVector<real> scratch;  // this thread's dA, dS and dS k, reused call after call
     scratch.resize(static_cast<size_t>(2 * N * N + N * d));
     real* da = scratch.data();
     real* ds = da + N * N;

@@ -17,6 +17,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "patchgrad/autograd/cpu/aligned_vector.h"
 #include "patchgrad/autograd/cpu/rows/attention_heads.h"
 
 namespace patchgrad {
@@ -170,7 +171,7 @@ void forward_heads(const AttentionHeads& x, int64_t t0, int64_t t1, float* a, fl
     using V = typename T::V;
     constexpr int64_t W = T::W, R = T::kRows, RS = T::kScoreRows;
     const int64_t N = x.N, D = x.D, d = D / x.heads, ld = 3 * D, P = NV * W;
-    thread_local std::vector<float> scratch;
+    thread_local AlignedVector<float> scratch;
     scratch.resize(static_cast<size_t>(d * P + R * P));
     float* kT = scratch.data();
     float* p = kT + d * P;  // the block's R rows of A, [R, P] (past N: computed, never stored)
@@ -266,7 +267,7 @@ void backward_heads(const AttentionHeads& x, int64_t t0, int64_t t1, const float
     using V = typename T::V;
     constexpr int64_t W = T::W, R = T::kRows, RS = T::kScoreRows;
     const int64_t N = x.N, D = x.D, d = D / x.heads, ld = 3 * D, P = NV * W;
-    thread_local std::vector<float> scratch;
+    thread_local AlignedVector<float> scratch;
     scratch.resize(static_cast<size_t>(d * P + 2 * (N + R) * P));
     float* vT = scratch.data();
     float* ds = vT + d * P;        // dS [N, P], and R rows past N that are read but never used

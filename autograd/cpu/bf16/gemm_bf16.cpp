@@ -1,6 +1,5 @@
 // gemm_bf16.cpp — the matmul precision setting, and the driver of the bf16 kernels.
 #include "patchgrad/autograd/cpu/bf16/gemm_bf16.h"
-#include "patchgrad/autograd/cpu/aligned_vector.h"
 
 #include <algorithm>
 #include <atomic>
@@ -10,6 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "patchgrad/autograd/cpu/aligned_vector.h"
 #include "patchgrad/autograd/cpu/bf16/bf16.h"
 #include "patchgrad/autograd/cpu/cpu_isa.h"
 #include "patchgrad/autograd/cpu/gemm/gemm.h"

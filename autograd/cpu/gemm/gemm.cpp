@@ -2,13 +2,13 @@
 // loop, the cache-blocked driver that calls the per-CPU micro-kernels (gemm_tile.h), and the
 // dispatch to OpenBLAS when the build asks for it.
 #include "patchgrad/autograd/cpu/gemm/gemm.h"
-#include "patchgrad/autograd/cpu/aligned_vector.h"
 
 #include <algorithm>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "patchgrad/autograd/cpu/aligned_vector.h"
 #include "patchgrad/autograd/cpu/bf16/gemm_bf16.h"
 #include "patchgrad/autograd/cpu/gemm/gemm_blocks.h"
 #include "patchgrad/autograd/cpu/gemm/gemm_kernels.h"

@@ -5,13 +5,13 @@
 // attention_heads_amx.h; at the AVX-512 and AVX2 levels, heads whose products are float32 go to
 // the kernel of attention_heads_simd.h.
 #include "patchgrad/autograd/cpu/rows/attention_heads.h"
-#include "patchgrad/autograd/cpu/aligned_vector.h"
 
 #include <algorithm>
 #include <limits>
 #include <vector>
 
 #include "patchgrad/autograd/check.h"
+#include "patchgrad/autograd/cpu/aligned_vector.h"
 #include "patchgrad/autograd/cpu/bf16/gemm_bf16.h"
 #include "patchgrad/autograd/cpu/cpu_isa.h"
 #include "patchgrad/autograd/cpu/gemm/gemm.h"

@@ -1,8 +1,8 @@
 // aligned_vector.h — std::vector whose data starts on a 64-byte boundary, for the kernels'
 // packed operands and scratch buffers.
 //
-// Why. std::vector's memory is aligned for any scalar type, 16 bytes with glibc, and a block of
-// 128 KiB or more comes from mmap at a page plus 16 bytes: a packed panel of B then starts 16
+// Why. std::vector's memory is aligned for any scalar type, 16 bytes with glibc, and a large
+// block (128 KiB or more by default) may come from mmap at a page plus 16 bytes: a packed panel of B then starts 16
 // bytes into a cache line, every 64-byte vector load of it reads two lines, and an AMX tile row
 // (64 bytes) likewise. Tensors are 64-byte aligned already (storage.h); this is the same for the
 // buffers the kernels keep for themselves.

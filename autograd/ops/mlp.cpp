@@ -16,10 +16,10 @@ namespace patchgrad {
 //   h = x W1^T + b1 [R, F]      y = GELU(h) [R, F]      out = y W2^T + b2 [R, E]
 // GELU runs on rows of h as gemm finishes them (gemm.h's rows_done), while they are in cache,
 // instead of in a pass of its own over all of h. Where a backward may follow, the same pass
-// writes GELU'(h) over h: the derivative takes erf from GELU's value, which computes it anyway,
-// and h itself is needed for nothing else. The backward is linear's twice with GELU's between,
-// fused the same way: the rows of dOut W2 are multiplied by GELU'(h) as soon as gemm has
-// written them.
+// writes GELU'(h) over h: the derivative takes erf (or tanh) from GELU's value, which computes
+// it anyway, and h itself is needed for nothing else. The backward is linear's twice with
+// GELU's between, fused the same way: the rows of dOut W2 are multiplied by GELU'(h) as soon
+// as gemm has written them.
 // [hide:matmul-backward]
 // [hide:gelu-backward]
 //   dW2 = dOut^T y    db2 = sum of dOut's rows    dh = (dOut W2) * GELU'(h)

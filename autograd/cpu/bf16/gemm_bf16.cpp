@@ -281,10 +281,10 @@ void gemm_bf16_with(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int6
         return gemm_bf16_emulated(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, rows_done);
     if (kernels.transpose_wide_weight_gradients && trans_a && !trans_b && M > N && !bias && !rows_done) {
         // C^T = B^T A [N, M] into this thread's buffer, then C = C^T's transpose + beta C.
-        thread_local AlignedVector<float> product;
-        product.resize(static_cast<size_t>(M * N));
-        const float* p = product.data();
-        gemm_bf16_with(kernels, true, false, N, M, K, alpha, B, ldb, A, lda, 0, product.data(), M);
+        thread_local AlignedVector<float> c_transposed;
+        c_transposed.resize(static_cast<size_t>(M * N));
+        const float* p = c_transposed.data();
+        gemm_bf16_with(kernels, true, false, N, M, K, alpha, B, ldb, A, lda, 0, c_transposed.data(), M);
         parallel_for(M, grain_for_elements(N), [=](int64_t i0, int64_t i1) {
             for (int64_t i = i0; i < i1; ++i)
                 for (int64_t j = 0; j < N; ++j)

@@ -83,14 +83,14 @@ struct Bf16Kernels {
     // for AMX, which then stays in L1 for its whole row of C (tile loads are slow from L2).
     int64_t mc;
     // K values per block (the kc of pack_a and pack_b at most): kGemmKC, or 512 for AMX, whose
-    // tiles then take the K of a ViT layer's forward and input-gradient products (up to 512)
-    // in one block, with no C stored and loaded again in between (faster at every shape that
-    // bench matmul tried, chapter 12's measurements).
+    // tiles then keep C through a whole K up to 512 (cifar-tiny's largest, qkv's input gradient,
+    // is 384) instead of storing it and loading it back between blocks (figures: chapter 12's
+    // measurements, kernel notes).
     int64_t kc;
-    // Whether C = A^T B with more rows than columns (a weight gradient dOut^T x of a layer with
-    // more outputs than inputs) runs as C^T = B^T A, added transposed: the packing of a
-    // transposed A (16 x 16 transposes) then reads the narrower matrix. Faster for AMX, slower
-    // for the vdpbf16ps kernel (chapter 12's measurements).
+    // Whether C = A^T B with more rows than columns, without bias or rows_done (a weight gradient
+    // dOut^T x of a layer with more outputs than inputs), runs as C^T = B^T A, added transposed:
+    // the packing of a transposed A (16 x 16 transposes) then reads the narrower matrix. Faster
+    // for AMX, slower for the vdpbf16ps kernel (chapter 12's measurements).
     bool transpose_wide_weight_gradients;
     // The relative error of one float32 addition in the kernel's sums: 2^-24 where it rounds
     // to nearest (vdpbf16ps), 2^-23 where it rounds to odd (ARM's BFDOT).

@@ -312,7 +312,7 @@ void zero_padding_rows(Buffers& b, int64_t N) {
 
 // Rows i .. i + R - 1 of A = softmax(s S + bias) from S's rows, each as T vectors (zero past
 // N); with a learned scale the diagonal is masked. R rows side by side: a row's max and sum end
-// in chains of dependent instructions, and the other row's instructions fill their waits. (Each
+// in chains of dependent instructions, and the other rows' instructions fill their waits. (Each
 // row's operations are those of one row alone, in the same order: the same bits for any R.)
 template <int T, int R>
 inline __attribute__((always_inline)) void softmax_rows(const AttentionHeads& x, const float (&bias)[kMaxTokens],
@@ -343,8 +343,8 @@ inline __attribute__((always_inline)) void softmax_rows(const AttentionHeads& x,
 // Calls row_done(i, row) for every row i < N of A (b.s holding S), row being its T vectors; two
 // rows at a time.
 template <int T, class RowDone>
-void softmax_of_rows(const AttentionHeads& x, const float (&bias)[kMaxTokens], __m512 s, const Buffers& b,
-                     RowDone&& row_done) {
+void for_each_softmax_row(const AttentionHeads& x, const float (&bias)[kMaxTokens], __m512 s, const Buffers& b,
+                          RowDone&& row_done) {
     int64_t i = 0;
     for (; i + 2 <= x.N; i += 2) {
         __m512 row[2][T];
@@ -401,7 +401,7 @@ void attention_heads_forward_amx(const AttentionHeads& x, int64_t t0, int64_t t1
         // A = softmax(s S + bias) per row, into p_pairs and, unless a is null, into A's block.
         with_token_tiles(sh, [&](auto tiles) {
             constexpr int T = decltype(tiles)::value;
-            softmax_of_rows<T>(x, bias, s, b, [&](int64_t i, const __m512(&row)[T]) {
+            for_each_softmax_row<T>(x, bias, s, b, [&](int64_t i, const __m512(&row)[T]) {
                 next.fetch(lines_per_row);
                 if (a)
                     for (int c = 0; c < T; ++c)
@@ -440,7 +440,7 @@ void attention_heads_backward_amx(const AttentionHeads& x, int64_t t0, int64_t t
             scores_of_head(q, D, ld, sh, b);  // S = q k^T
             with_token_tiles(sh, [&](auto tiles) {
                 constexpr int T = decltype(tiles)::value;
-                softmax_of_rows<T>(x, bias, _mm512_set1_ps(s), b, [&](int64_t i, const __m512(&row)[T]) {
+                for_each_softmax_row<T>(x, bias, _mm512_set1_ps(s), b, [&](int64_t i, const __m512(&row)[T]) {
                     next.fetch(lines_per_row);
                     for (int c = 0; c < T; ++c) _mm512_store_ps(&b.a[i][16 * c], row[c]);
                 });

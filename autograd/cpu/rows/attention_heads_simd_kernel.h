@@ -27,8 +27,9 @@ namespace {
 
 // The cache lines of the next head, asked for a few at a time while this one computes: up to 8
 // regions of `rows` rows of `width` floats, `ld` apart. Asked for all at once, hundreds of
-// prefetches would queue behind the few lines a core can have in flight. A row whose start is
-// not on a 64-byte boundary spans one line more than its floats fill.
+// prefetches would queue behind the few lines a core can have in flight. A row that may start
+// off a 64-byte boundary (its start, or ld, not a whole number of lines) can span one line more
+// than its floats fill, and is counted so.
 class NextHead {
 public:
     void add(const float* start, int64_t rows, int64_t width, int64_t ld) {

@@ -10,7 +10,7 @@
 // lose everything below 2^-8 of their size in bf16, and so would weights receiving updates
 // a thousand times smaller than themselves. With AMX's kernel, attention's heads have a tile
 // kernel of their own (autograd/cpu/rows/attention_heads_amx.h: its products in bf16 too, for
-// heads of 32 or 64); the small products gemm_small (gemm.h) is given stay float32 there,
+// heads of 8 to 64); the small products gemm_small (gemm.h) is given stay float32 there,
 // where gemm's tiles do not pay.
 //
 // Where the CPU has a bf16 dot-product instruction (x86-64 AVX512_BF16: vdpbf16ps, two

@@ -1,7 +1,7 @@
 // attention_heads.cpp — the per-head attention kernel (attention_heads.h): gemm reads q, k and
 // v in place through their leading dimension 3D, and each head asks for the next one's memory
 // while it computes. Its products are gemm_small's (float32 under bf16 where the kernel is AMX).
-// Under bf16 with AMX's kernel, heads of 32 or 64 go to the tile kernel of
+// Under bf16 with AMX's kernel, heads of 8 to 64 (multiples of 8) go to the tile kernel of
 // attention_heads_amx.h; at the AVX-512 and AVX2 levels, heads whose products are float32 go to
 // the kernel of attention_heads_simd.h.
 #include "patchgrad/autograd/cpu/rows/attention_heads.h"

@@ -7,9 +7,9 @@
 // far more than that; here the packing is a few conversions and 16 x 16 transposes per head.
 //
 // Shapes, with T = ceil(N / 16) tiles of tokens (rows of S and of the outputs), KT = ceil(N /
-// 32) tiles of pairs over tokens, DS = d / 32 tiles of pairs over d and DT = d / 16 tiles of
-// columns of d; the buffers' rows past N hold zeros (or rows that are computed and never
-// stored), so that every tile is whole:
+// 32) tiles of pairs over tokens, DS = ceil(d / 32) tiles of pairs over d and DT = ceil(d / 16)
+// tiles of columns of d; the buffers' rows past N, and their pairs and columns past d, hold
+// zeros (or rows that are computed and never stored), so that every tile is whole:
 //   scores:      S [16T, 16T] = X [16T, d] Y^T      X's rows as pairs over d, Y^T as pairs
 //                (q k^T; dA = dO v^T)                over d for 16 tokens a row
 //   rows_times:  Z [16T, d] = P [16T, 32KT] Y       P's rows as pairs over tokens, Y's rows
@@ -158,14 +158,16 @@ struct Shape {
 };
 Shape shape_of(const AttentionHeads& x) {
     const int64_t N = x.N, d = x.D / x.heads;
-    return {N, d, (N + 15) / 16, (N + 31) / 32, d / 32, d / 16};
+    return {N, d, (N + 15) / 16, (N + 31) / 32, (d + 31) / 32, (d + 15) / 16};
 }
+// The lanes of d's vector u that hold values (all 16 but in a last partial vector).
+__mmask16 d_lanes(const Shape& sh, int64_t u) { return first_lanes(sh.d - 16 * u); }
 
 // x_pairs[i] = row i of x [N, d] (rows ld apart) as pairs over d; rows N .. 16T - 1 must be zero.
 void pack_rows(const float* x, int64_t ld, const Shape& sh, uint32_t (*x_pairs)[kMaxD / 2]) {
     for (int64_t i = 0; i < sh.N; ++i)
         for (int64_t u = 0; u < sh.DS; ++u)
-            _mm512_store_si512(&x_pairs[i][16 * u], pairs_of_run(x + i * ld + 32 * u, 32));
+            _mm512_store_si512(&x_pairs[i][16 * u], pairs_of_run(x + i * ld + 32 * u, sh.d - 32 * u));
 }
 
 // y_t[c][u][p][j] = pair p of d tile u of token 16c + j of y [N, d] (zero past N): y^T, the right
@@ -176,7 +178,7 @@ void pack_transposed(const float* y, int64_t ld, const Shape& sh, uint32_t (*y_t
             __m512i r[16];
             for (int64_t j = 0; j < 16; ++j) {
                 const int64_t token = 16 * c + j;
-                r[j] = token < sh.N ? pairs_of_run(y + token * ld + 32 * u, 32) : _mm512_setzero_si512();
+                r[j] = token < sh.N ? pairs_of_run(y + token * ld + 32 * u, sh.d - 32 * u) : _mm512_setzero_si512();
             }
             transpose_16x16(r);
             for (int64_t p = 0; p < 16; ++p) _mm512_store_si512(y_t[c][u][p], r[p]);
@@ -189,8 +191,8 @@ void pack_interleaved(const float* y, int64_t ld, const Shape& sh, uint32_t (*y_
     for (int64_t p = 0; p < 16 * sh.KT; ++p) {
         const int64_t i0 = 2 * p, i1 = 2 * p + 1;
         for (int64_t u = 0; u < sh.DT; ++u) {
-            const __m512 lo = i0 < sh.N ? _mm512_loadu_ps(y + i0 * ld + 16 * u) : _mm512_setzero_ps();
-            const __m512 hi = i1 < sh.N ? _mm512_loadu_ps(y + i1 * ld + 16 * u) : _mm512_setzero_ps();
+            const __m512 lo = _mm512_maskz_loadu_ps(i0 < sh.N ? d_lanes(sh, u) : 0, y + i0 * ld + 16 * u);
+            const __m512 hi = _mm512_maskz_loadu_ps(i1 < sh.N ? d_lanes(sh, u) : 0, y + i1 * ld + 16 * u);
             _mm512_store_si512(&y_inter[p][16 * u], interleaved_pairs(lo, hi));
         }
     }
@@ -267,8 +269,9 @@ void scores(const Shape& sh, const uint32_t (*x_pairs)[kMaxD / 2], const uint32_
 
 // z = p_pairs y [16T, d] (rows_times): DT tiles of columns, KT tiles of pairs. With `out`, the
 // rows below N go there instead (rows out_ld floats apart): whole tiles straight from the tiles,
-// the last partial one through z (a vector load just after a tile store of the same lines
-// waits for the store to finish, and a copy would read every row so).
+// the partial ones (the last rows, or the last columns where d is not a multiple of 16) through
+// z (a vector load just after a tile store of the same lines waits for the store to finish,
+// and a copy would read every row so).
 void rows_times(const Shape& sh, const uint32_t (*p_pairs)[16 * kMaxPairTiles], const uint32_t (*y_inter)[kMaxD],
                 float (*z)[kMaxD], float* out = nullptr, int64_t out_ld = 0) {
     compiler_fence();
@@ -281,17 +284,18 @@ void rows_times(const Shape& sh, const uint32_t (*p_pairs)[16 * kMaxPairTiles], 
                 multiply_into(c, false, c % 2 == 1);
             }
         }
-        const bool whole = out && 16 * r + 16 <= sh.N;
+        const bool whole_rows = out && 16 * r + 16 <= sh.N;
         for (int c = 0; c < sh.DT; ++c)
-            if (whole)
+            if (whole_rows && 16 * c + 16 <= sh.d)
                 store_tile(c, out + 16 * r * out_ld + 16 * c, out_ld * sizeof(float));
             else
                 store_tile(c, &z[16 * r][16 * c], sizeof z[0]);
     }
     compiler_fence();
     if (!out) return;
-    for (int64_t i = sh.N / 16 * 16; i < sh.N; ++i)
-        for (int64_t u = 0; u < sh.DT; ++u) _mm512_storeu_ps(out + i * out_ld + 16 * u, _mm512_load_ps(&z[i][16 * u]));
+    for (int64_t i = 0; i < sh.N; ++i)  // what went through z
+        for (int64_t u = i < sh.N / 16 * 16 ? sh.d / 16 : 0; u < sh.DT; ++u)
+            _mm512_mask_storeu_ps(out + i * out_ld + 16 * u, d_lanes(sh, u), _mm512_load_ps(&z[i][16 * u]));
 }
 
 // The key bias of every row, -inf past N (as the float32 kernel's).
@@ -381,7 +385,7 @@ void scores_of_head(const float* q, int64_t D, int64_t ld, const Shape& sh, Buff
 
 bool attention_heads_amx_fits(const AttentionHeads& x) {
     const int64_t d = x.heads > 0 ? x.D / x.heads : 0;
-    return x.N >= 1 && x.N <= kMaxTokens && (d == 32 || d == 64) && d * x.heads == x.D;
+    return x.N >= 1 && x.N <= kMaxTokens && d >= 8 && d <= kMaxD && d % 8 == 0 && d * x.heads == x.D;
 }
 
 void attention_heads_forward_amx(const AttentionHeads& x, int64_t t0, int64_t t1, float* a, float* out) {
@@ -483,15 +487,17 @@ void attention_heads_backward_amx(const AttentionHeads& x, int64_t t0, int64_t t
         for (int64_t i = 0; i < N; ++i) {
             next.fetch(lines_per_row);
             for (int64_t u = 0; u < sh.DT; ++u) {
+                const __mmask16 lanes = d_lanes(sh, u);
                 if (scale_parts)
-                    part =
-                        _mm512_fmadd_ps(_mm512_loadu_ps(q + i * ld + 16 * u), _mm512_load_ps(&b.z[0][i][16 * u]), part);
+                    part = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(lanes, q + i * ld + 16 * u),
+                                           _mm512_load_ps(&b.z[0][i][16 * u]), part);
                 if (!dq) continue;
                 for (int64_t which = 0; which < 3; ++which) {
                     float* g = dq + which * D + i * ld + 16 * u;
                     __m512 value = _mm512_load_ps(&b.z[which][i][16 * u]);
                     if (which < 2) value = _mm512_mul_ps(_mm512_set1_ps(s), value);
-                    _mm512_storeu_ps(g, beta == 0 ? value : _mm512_add_ps(value, _mm512_loadu_ps(g)));
+                    if (beta != 0) value = _mm512_add_ps(value, _mm512_maskz_loadu_ps(lanes, g));
+                    _mm512_mask_storeu_ps(g, lanes, value);
                 }
             }
         }

@@ -18,8 +18,9 @@
 #if defined(__x86_64__) && !defined(PATCHGRAD_DOUBLE)
 namespace patchgrad {
 
-// Whether the tiles take these heads: 1 to 96 tokens and a head dimension of 32 or 64 (false
-// where the compiler does not know AMX).
+// Whether the tiles take these heads: 1 to 96 tokens and a head dimension of 8 to 64, a
+// multiple of 8 (false where the compiler does not know AMX). A dimension that does not fill
+// whole tiles (cifar-micro's 24) is padded with zeros in the tiles and masked in memory.
 bool attention_heads_amx_fits(const AttentionHeads& x);
 
 #if PATCHGRAD_ATTENTION_AMX

@@ -215,10 +215,10 @@ TEST_CASE("scaled_dot_product_attention: errors name the op, the shapes and what
 
 TEST_CASE("attention_heads: a null A is refused where no kernel computes it again",
           "[op:scaled_dot_product_attention][errors]") {
-    // Heads of 24, which AMX's tiles never take (attention_heads_amx.h): so no kernel here
+    // Heads of 20, which AMX's tiles never take (attention_heads_amx.h): so no kernel here
     // computes A again, on any CPU and in either precision.
-    std::vector<real> qkv(3 * 3 * 48, real(0.5)), out(3 * 48), dout(3 * 48, real(1)), dqkv(qkv.size());
-    const AttentionHeads x{qkv.data(), 2, 3, 48, nullptr, real(0.2), nullptr};
+    std::vector<real> qkv(3 * 3 * 40, real(0.5)), out(3 * 40), dout(3 * 40, real(1)), dqkv(qkv.size());
+    const AttentionHeads x{qkv.data(), 2, 3, 40, nullptr, real(0.2), nullptr};
     CHECK_FALSE(attention_heads_recompute(x));
     require_error([&] { attention_heads_forward(x, 0, 2, nullptr, out.data()); }, {"attention_heads_forward", "no A"});
     // [hide:attention-backward]

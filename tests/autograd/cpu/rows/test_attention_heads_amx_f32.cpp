@@ -175,12 +175,14 @@ TEST_CASE("attention: the AMX head kernel agrees with float64 on the same bf16 i
         std::cout << "skipped: no AMX (the bf16 kernel here: " << gemm_bf16_description() << ")\n";
         return;
     }
-    // One to six tiles of tokens with every partial last tile's kind, both head sizes, and what
-    // the heads may carry.
+    // One to six tiles of tokens with every partial last tile's kind, head sizes of whole tiles
+    // (32, 64) and of partial ones (24 as cifar-micro's, 8, 40, 48), and what the heads may carry.
     const Heads cases[] = {
         {2, 65, 4, 32, false, false, false}, {2, 65, 4, 32, true, true, true},   {1, 1, 1, 32, false, false, false},
         {2, 16, 3, 64, false, true, false},  {1, 33, 2, 32, false, false, true}, {2, 96, 1, 64, true, true, false},
         {2, 80, 2, 32, true, false, true},   {1, 96, 2, 32, false, true, false}, {2, 17, 2, 64, true, false, false},
+        {2, 65, 4, 24, false, false, false}, {2, 65, 4, 24, true, true, true},   {1, 40, 3, 8, false, true, false},
+        {2, 50, 2, 40, true, false, true},   {1, 96, 2, 48, false, true, true},  {2, 7, 3, 24, true, false, false},
     };
     for (const Heads& c : cases) check_heads(c);
     // A NaN in q reaches its row's output.
@@ -193,7 +195,9 @@ TEST_CASE("attention: the AMX head kernel agrees with float64 on the same bf16 i
     // What the tiles do not take goes to the other kernels.
     CHECK(attention_heads_amx_fits({nullptr, 4, 65, 128, nullptr, 1, nullptr}));
     CHECK_FALSE(attention_heads_amx_fits({nullptr, 2, 97, 64, nullptr, 1, nullptr}));   // N above 96
-    CHECK_FALSE(attention_heads_amx_fits({nullptr, 4, 65, 96, nullptr, 1, nullptr}));   // d = 24
+    CHECK(attention_heads_amx_fits({nullptr, 4, 65, 96, nullptr, 1, nullptr}));         // d = 24
+    CHECK_FALSE(attention_heads_amx_fits({nullptr, 4, 65, 80, nullptr, 1, nullptr}));   // d = 20
+    CHECK_FALSE(attention_heads_amx_fits({nullptr, 2, 65, 8, nullptr, 1, nullptr}));    // d = 4
     CHECK_FALSE(attention_heads_amx_fits({nullptr, 1, 65, 128, nullptr, 1, nullptr}));  // d = 128
 #else
     std::cout << "skipped: no AMX (not an x86-64 float32 build)\n";

@@ -26,12 +26,11 @@
 #if PATCHGRAD_ATTENTION_AMX
 #include <algorithm>
 #include <cmath>
-#include <type_traits>
 
 #include "patchgrad/autograd/cpu/bf16/bf16_avx512.h"
 #include "patchgrad/autograd/cpu/gemm/gemm_kernels.h"
 #include "patchgrad/autograd/cpu/rows/attention_heads_avx512_ops.h"
-#include "patchgrad/autograd/cpu/rows/attention_heads_simd_kernel.h"  // NextHead, head_offsets, exp
+#include "patchgrad/autograd/cpu/rows/attention_heads_simd_kernel.h"  // NextHead, head_offsets, exp, with_row_vectors
 
 namespace patchgrad {
 namespace {
@@ -204,26 +203,6 @@ void row_to_pairs(const __m512 (&v)[T], uint32_t* p_pairs) {
     for (int c = 0; c < T; c += 2) {
         const __m512 lo = v[c], hi = c + 1 < T ? v[c + 1] : _mm512_setzero_ps();
         _mm512_store_si512(p_pairs + 8 * c, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
-    }
-}
-
-// Calls f(std::integral_constant<int, T>) for T = sh.T (1 to kMaxTiles): the row loops below
-// with a row's vectors in registers.
-template <class F>
-void with_token_tiles(const Shape& sh, F&& f) {
-    switch (sh.T) {
-        case 1:
-            return f(std::integral_constant<int, 1>{});
-        case 2:
-            return f(std::integral_constant<int, 2>{});
-        case 3:
-            return f(std::integral_constant<int, 3>{});
-        case 4:
-            return f(std::integral_constant<int, 4>{});
-        case 5:
-            return f(std::integral_constant<int, 5>{});
-        default:
-            return f(std::integral_constant<int, kMaxTiles>{});
     }
 }
 
@@ -403,7 +382,7 @@ void attention_heads_forward_amx(const AttentionHeads& x, int64_t t0, int64_t t1
         pack_interleaved(v, ld, sh, b.y_inter[0]);
         scores_of_head(q, D, ld, sh, b);  // S = q k^T
         // A = softmax(s S + bias) per row, into p_pairs and, unless a is null, into A's block.
-        with_token_tiles(sh, [&](auto tiles) {
+        with_row_vectors<16>(sh.T, [&](auto tiles) {
             constexpr int T = decltype(tiles)::value;
             for_each_softmax_row<T>(x, bias, s, b, [&](int64_t i, const __m512(&row)[T]) {
                 next.fetch(lines_per_row);
@@ -442,7 +421,7 @@ void attention_heads_backward_amx(const AttentionHeads& x, int64_t t0, int64_t t
                                     _mm512_maskz_loadu_ps(first_lanes(N - 16 * c), a + t * N * N + i * N + 16 * c));
         } else {
             scores_of_head(q, D, ld, sh, b);  // S = q k^T
-            with_token_tiles(sh, [&](auto tiles) {
+            with_row_vectors<16>(sh.T, [&](auto tiles) {
                 constexpr int T = decltype(tiles)::value;
                 for_each_softmax_row<T>(x, bias, _mm512_set1_ps(s), b, [&](int64_t i, const __m512(&row)[T]) {
                     next.fetch(lines_per_row);
@@ -457,7 +436,7 @@ void attention_heads_backward_amx(const AttentionHeads& x, int64_t t0, int64_t t
         pack_interleaved(dot, D, sh, b.y_inter[2]);
         scores(sh, b.x_pairs, b.y_t, b.s);  // dA = dO v^T (rows past N: zero, as dO's)
         // dS = A * (dA - rowsum(dA * A)) in place of dA; dS's pairs.
-        with_token_tiles(sh, [&](auto tiles) {
+        with_row_vectors<16>(sh.T, [&](auto tiles) {
             constexpr int T = decltype(tiles)::value;
             for (int64_t i = 0; i < N; ++i) {
                 next.fetch(lines_per_row);

@@ -343,19 +343,28 @@ bool fits(const AttentionHeads& x) {
     return x.N >= 1 && x.N <= 96 && d % T::W == 0 && T::head_vectors_ok(d / T::W);
 }
 
-// Calls f(NV, DV) with both as compile-time constants (std::integral_constant): NV =
-// ceil(N / W) = 1 .. 96 / W vectors per row of S, DV = d / W vectors per row of q.
-template <class T, int NV = 1, class F>
-void with_vector_counts(int64_t nv, int64_t dv, F&& f) {
-    if constexpr (NV * T::W <= 96 + T::W - 1) {
-        if (nv != NV) return with_vector_counts<T, NV + 1>(nv, dv, f);
-        if constexpr (T::head_vectors_ok(1))
-            if (dv == 1) return f(std::integral_constant<int, NV>{}, std::integral_constant<int, 1>{});
-        if constexpr (T::head_vectors_ok(2))
-            if (dv == 2) return f(std::integral_constant<int, NV>{}, std::integral_constant<int, 2>{});
-        if constexpr (T::head_vectors_ok(4))
-            if (dv == 4) return f(std::integral_constant<int, NV>{}, std::integral_constant<int, 4>{});
+// Calls f(NV) with NV = nv as a compile-time constant (std::integral_constant), for nv = 1 ..
+// ceil(96 / W), the vectors of W floats in a row of S of up to 96 tokens (nothing otherwise).
+template <int W, int NV = 1, class F>
+void with_row_vectors(int64_t nv, F&& f) {
+    if constexpr (NV * W <= 96 + W - 1) {
+        if (nv != NV) return with_row_vectors<W, NV + 1>(nv, f);
+        f(std::integral_constant<int, NV>{});
     }
+}
+
+// Calls f(NV, DV) with both as compile-time constants: NV = ceil(N / W) = 1 .. 96 / W vectors
+// per row of S, DV = d / W vectors per row of q.
+template <class T, class F>
+void with_vector_counts(int64_t nv, int64_t dv, F&& f) {
+    with_row_vectors<T::W>(nv, [&](auto nv_constant) {
+        if constexpr (T::head_vectors_ok(1))
+            if (dv == 1) return f(nv_constant, std::integral_constant<int, 1>{});
+        if constexpr (T::head_vectors_ok(2))
+            if (dv == 2) return f(nv_constant, std::integral_constant<int, 2>{});
+        if constexpr (T::head_vectors_ok(4))
+            if (dv == 4) return f(nv_constant, std::integral_constant<int, 4>{});
+    });
 }
 
 template <class T>

@@ -185,16 +185,23 @@ void pack_transposed(const float* y, int64_t ld, const Shape& sh, uint32_t (*y_t
 }
 
 // y_inter[p][c] = (y[2p][c], y[2p + 1][c]) for the 16 KT pairs of tokens (zero past N): the right
-// operand of rows_times.
+// operand of rows_times. The pairs past N are stored as zeros, not loaded through an empty mask,
+// which costs as much as a real load (tutorials/12_speed/measurements.md#kernel-notes).
 void pack_interleaved(const float* y, int64_t ld, const Shape& sh, uint32_t (*y_inter)[kMaxD]) {
-    for (int64_t p = 0; p < 16 * sh.KT; ++p) {
-        const int64_t i0 = 2 * p, i1 = 2 * p + 1;
-        for (int64_t u = 0; u < sh.DT; ++u) {
-            const __m512 lo = _mm512_maskz_loadu_ps(i0 < sh.N ? d_lanes(sh, u) : 0, y + i0 * ld + 16 * u);
-            const __m512 hi = _mm512_maskz_loadu_ps(i1 < sh.N ? d_lanes(sh, u) : 0, y + i1 * ld + 16 * u);
-            _mm512_store_si512(&y_inter[p][16 * u], interleaved_pairs(lo, hi));
-        }
+    __mmask16 lanes[kMaxD / 16];
+    for (int64_t u = 0; u < sh.DT; ++u) lanes[u] = d_lanes(sh, u);
+    const auto row = [&](int64_t i, int64_t u) { return _mm512_maskz_loadu_ps(lanes[u], y + i * ld + 16 * u); };
+    int64_t p = 0;
+    for (; 2 * p + 1 < sh.N; ++p)
+        for (int64_t u = 0; u < sh.DT; ++u)
+            _mm512_store_si512(&y_inter[p][16 * u], interleaved_pairs(row(2 * p, u), row(2 * p + 1, u)));
+    if (2 * p < sh.N) {  // the last row, alone
+        for (int64_t u = 0; u < sh.DT; ++u)
+            _mm512_store_si512(&y_inter[p][16 * u], interleaved_pairs(row(2 * p, u), _mm512_setzero_ps()));
+        ++p;
     }
+    for (; p < 16 * sh.KT; ++p)
+        for (int64_t u = 0; u < sh.DT; ++u) _mm512_store_si512(&y_inter[p][16 * u], _mm512_setzero_si512());
 }
 
 // p_pairs = a row of T float vectors as pairs over tokens, zero pairs up to 16 KT.

@@ -91,10 +91,13 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // without copying b^T or the product (attention scores q @ k^T / sqrt(d)).
 Tensor matmul_transposed(const Tensor& a, const Tensor& b, real alpha = 1);
 // x [..., in] @ weight[out, in]^T + bias [out] -> [..., out]; bias may be undefined.
-// The same as matmul(x, transpose(weight, 0, 1)) + bias, in one pass (linear.cpp).
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
+// The same as matmul(x, transpose(weight, 0, 1)) + bias, in one pass (linear.cpp). With a
+// residual [..., out], the same bits as linear(x, weight, bias) + residual: a transformer
+// block's skip connection, added to each block of rows as the product writes it.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual = Tensor());
 // The same from matmul_transposed and +, whose backwards it records (the reference in linear's tests).
-Tensor linear_through_matmul(const Tensor& x, const Tensor& weight, const Tensor& bias);
+Tensor linear_through_matmul(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                             const Tensor& residual = Tensor());
 
 // ---- images to patches (unfold.cpp) ----------------------------------------------------
 // [B, C, H, W] -> [B, C*kh*kw, L], L = ((H-kh)/sh + 1) * ((W-kw)/sw + 1); row c*kh*kw +
@@ -137,12 +140,15 @@ Tensor gelu(const Tensor& x, GeluApproximation approximation = GeluApproximation
 // ---- the MLP of a transformer block (mlp.cpp) --------------------------------------------
 // x [..., D] -> linear(gelu(linear(x, fc1_weight, fc1_bias), approximation), fc2_weight,
 // fc2_bias) [..., E] in one op, the same bits with fewer passes over memory: GELU and its
-// derivative run on rows of the products as gemm finishes them. Biases may be undefined.
+// derivative run on rows of the products as gemm finishes them. Biases may be undefined; a
+// residual [..., E] is added as linear's is (the same bits as mlp(...) + residual).
 Tensor mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, const Tensor& fc2_weight,
-           const Tensor& fc2_bias, GeluApproximation approximation = GeluApproximation::None);
+           const Tensor& fc2_bias, GeluApproximation approximation = GeluApproximation::None,
+           const Tensor& residual = Tensor());
 // The same from linear, gelu and linear, whose backwards they record (the reference in mlp's tests).
 Tensor mlp_through_ops(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, const Tensor& fc2_weight,
-                       const Tensor& fc2_bias, GeluApproximation approximation = GeluApproximation::None);
+                       const Tensor& fc2_bias, GeluApproximation approximation = GeluApproximation::None,
+                       const Tensor& residual = Tensor());
 
 // ---- softplus (softplus.cpp) -----------------------------------------------------------
 // x [...] -> log(1 + exp(x)) elementwise, a smooth ReLU; computed without overflow for any x.

@@ -111,11 +111,24 @@ Tensor MultiHeadSelfAttention::forward_step_by_step(const Tensor& x, const std::
 // The speed: one op reads q, k and v where the qkv projection wrote them, so no permute
 // copies anything and each head's scores stay in cache (chapter 12).
 Tensor MultiHeadSelfAttention::forward_fused(const Tensor& x, const std::vector<bool>& patch_mask) {
+    return proj_drop->forward(proj->forward(heads_fused(x, patch_mask)));
+}
+
+Tensor MultiHeadSelfAttention::heads_fused(const Tensor& x, const std::vector<bool>& patch_mask) {
     check_input(x, patch_mask);
     const Tensor mask = patch_mask.empty() ? Tensor() : key_mask_bias(patch_mask, x.size(1));
-    const Tensor out =
-        scaled_dot_product_attention(qkv->forward(x), heads, mask, scale, record_ ? &attention_ : nullptr);
-    return proj_drop->forward(proj->forward(out));
+    return scaled_dot_product_attention(qkv->forward(x), heads, mask, scale, record_ ? &attention_ : nullptr);
+}
+
+Tensor MultiHeadSelfAttention::forward_plus(const Tensor& x, const Tensor& residual,
+                                            const std::vector<bool>& patch_mask) {
+    // [hide:attention-backward]
+    // [hide:attention-forward]
+    if (fused && !(attn_drop->training() && attn_drop->p > 0) && !(proj_drop->training() && proj_drop->p > 0))
+        return linear(heads_fused(x, patch_mask), proj->weight, proj->bias, residual);
+    // [/hide:attention-forward]
+    // [/hide:attention-backward]
+    return forward(x, patch_mask) + residual;
 }
 
 }  // namespace patchgrad

@@ -37,4 +37,10 @@ Tensor FeedForward::forward(const Tensor& x) {
 }
 // [/snippet:mlp-forward]
 
+Tensor FeedForward::forward_plus(const Tensor& x, const Tensor& residual) {
+    if (fused && !(drop1->training() && drop1->p > 0) && !(drop2->training() && drop2->p > 0))
+        return mlp(x, fc1->weight, fc1->bias, fc2->weight, fc2->bias, act->approximation, residual);
+    return forward(x) + residual;
+}
+
 }  // namespace patchgrad

@@ -27,6 +27,10 @@ public:
     std::string type_name() const override { return "FeedForward"; }
     // x [..., dim] -> [..., dim]
     Tensor forward(const Tensor& x) override;
+    // residual + forward(x): where forward takes the fused op and drop2 is inactive, fc2 adds
+    // the residual as it writes its rows (mlp's residual), the same bits with no pass of its
+    // own; otherwise forward(x) + residual. A block's skip connection (vit_block.h).
+    Tensor forward_plus(const Tensor& x, const Tensor& residual);
 
     std::shared_ptr<Linear> fc1;  // dim -> hidden_dim
     std::shared_ptr<GELU> act;

@@ -15,11 +15,22 @@ ViTBlock::ViTBlock(const BlockConfig& c, Rng& init, std::shared_ptr<Rng> dropout
 
 // [snippet:block-forward]
 Tensor ViTBlock::forward(const Tensor& z, const std::vector<bool>& patch_mask) {
+    // [hide:vit-block-forward]
+    if (fused && !(drop_path1->training() && drop_path1->p > 0) && !(drop_path2->training() && drop_path2->p > 0))
+        return forward_fused(z, patch_mask);
+    // [/hide:vit-block-forward]
     // [exercise:vit-block-forward]
     Tensor z_prime = drop_path1->forward(attn->forward(norm1->forward(z), patch_mask)) + z;  // (2)
     return drop_path2->forward(mlp->forward(norm2->forward(z_prime))) + z_prime;             // (3)
     // [/exercise:vit-block-forward]
 }
 // [/snippet:block-forward]
+
+// The add of each skip connection runs inside the product before it: no pass of its own over
+// [B, N, D], and dOut goes to z (and z') as it is, where the add would copy it for one side.
+Tensor ViTBlock::forward_fused(const Tensor& z, const std::vector<bool>& patch_mask) {
+    const Tensor z_prime = attn->forward_plus(norm1->forward(z), z, patch_mask);  // (2)
+    return mlp->forward_plus(norm2->forward(z_prime), z_prime);                   // (3)
+}
 
 }  // namespace patchgrad

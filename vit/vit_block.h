@@ -61,6 +61,13 @@ public:
     std::shared_ptr<LayerNorm> norm2;
     std::shared_ptr<FeedForward> mlp;
     std::shared_ptr<DropPath> drop_path2;
+    // While no drop path is active, forward adds each skip connection inside its branch's last
+    // product (forward_plus in attention.h and feed_forward.h): the same bits with fewer passes
+    // over memory (chapter 12), unless this is false.
+    bool fused = true;
+
+private:
+    Tensor forward_fused(const Tensor& z, const std::vector<bool>& patch_mask);
 };
 // [/snippet:vit-block-class]
 

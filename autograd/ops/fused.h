@@ -20,6 +20,14 @@ int64_t check_linear_arguments(const char* op, const Shape& input, const Tensor&
 void linear_backward(const real* x, GradOverwrite dx, const Tensor& weight, const Tensor& bias, const real* dy,
                      int64_t rows, const GemmRowsDone* dx_rows_done = nullptr);
 
+// A skip connection added by the product that ends a block's branch (linear's and mlp's
+// residual, linear.cpp): residual_rows checks that residual has the output's shape and returns
+// gemm's rows_done adding its rows to out's (out + residual, the same bits as add) as gemm
+// finishes them; an empty function where residual is undefined. The op's backward then hands
+// dOut to the residual, last: pass_to_residual.
+GemmRowsDone residual_rows(const char* op, const Tensor& residual, const Shape& out_shape, real* out);
+void pass_to_residual(const Tensor& residual, const Tensor& out);
+
 // y[i] = GELU(x[i]) for i in [0, n), gelu's own loop (gelu.cpp).
 void gelu_values(const real* x, real* y, int64_t n, GeluApproximation approximation);
 // y[i] = GELU(x[i]) and d[i] = GELU'(x[i]) for i in [0, n), the same bits as gelu's forward and

@@ -1,6 +1,7 @@
 // linear.cpp — the op under the Linear layer (layers/linear.cpp): y = x @ W^T + b in one gemm
 // call, the bias added as the product is written, and its backward as two more gemm calls
-// and a column sum.
+// and a column sum. (A transformer block may pass its skip connection as `residual`, added to
+// y's rows as gemm finishes them: chapter 12.)
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -31,29 +32,51 @@ int64_t check_linear_arguments(const char* op, const Shape& input, const Tensor&
     return shape_numel(Shape(input.begin(), input.end() - 1));
 }
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual) {
     if (!x.defined() || !weight.defined())
         throw std::invalid_argument(
             "linear: the input and the weight must be defined (only the bias may be undefined)");
     const int64_t rows = check_linear_arguments("linear", x.shape(), weight, bias);
     const int64_t in = weight.size(1), out = weight.size(0);
 
-    // [handout:matmul-backward] return linear_through_matmul(x, weight, bias);  // backward: your matmul's
+    // [handout:matmul-backward] return linear_through_matmul(x, weight, bias, residual);  // backward: your matmul's
     // [hide:matmul-backward]
     Shape y_shape = x.shape();
     y_shape.back() = out;
     Tensor y = Tensor::empty(y_shape);
 
-    // As in torch.addmm, gemm adds the bias to every row while it writes y.
+    // As in torch.addmm, gemm adds the bias to every row while it writes y (and the residual
+    // to each block of rows once written, while they are in cache).
+    const GemmRowsDone add_residual = residual_rows("linear", residual, y_shape, y.data());
     gemm(false, true, rows, out, in, 1, x.data(), in, weight.data(), in, 0, y.data(), out,
-         bias.defined() ? bias.data() : nullptr);
+         bias.defined() ? bias.data() : nullptr, add_residual ? &add_residual : nullptr);
 
-    record(y, "linear", {x, weight, bias}, [x, weight, bias, rows](Tensor& o) mutable {
+    record(y, "linear", {x, weight, bias, residual}, [x, weight, bias, residual, rows](Tensor& o) mutable {
         linear_backward(x.data(), grad_for_overwrite_if_wanted(x), weight, bias, o.grad_data(), rows);
+        pass_to_residual(residual, o);
     });
     return y;
     // [/hide:matmul-backward]
 }
+
+// [hide:matmul-backward]
+// A skip connection: out's rows [i0, i1) += residual's. Its gradient is dOut itself, handed
+// over rather than copied where backward() is done with it (add_grad_from).
+GemmRowsDone residual_rows(const char* op, const Tensor& residual, const Shape& out_shape, real* out) {
+    if (!residual.defined()) return {};
+    check(residual.shape() == out_shape, op, ": residual ", residual.shape(), " must have the output's shape ",
+          out_shape);
+    const real* r = residual.data();
+    const int64_t cols = out_shape.back();
+    return [=](int64_t i0, int64_t i1) {
+        for (int64_t i = i0 * cols; i < i1 * cols; ++i) out[i] = out[i] + r[i];
+    };
+}
+
+void pass_to_residual(const Tensor& residual, const Tensor& out) {
+    if (residual.defined() && residual.requires_grad()) add_grad_from(residual, out);
+}
+// [/hide:matmul-backward]
 
 // [hide:matmul-backward]
 namespace {
@@ -107,13 +130,13 @@ void linear_backward(const real* x, GradOverwrite dx, const Tensor& weight, cons
 
 // The same y as matmul_transposed and a broadcast add, each recording its own backward: the
 // reference of linear's tests, and linear itself in a handout of exercise matmul-backward.
-Tensor linear_through_matmul(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+Tensor linear_through_matmul(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual) {
     const Tensor x2 = reshape(x, {shape_numel(x.shape()) / x.size(-1), x.size(-1)});  // [R, in]
     Tensor y = matmul_transposed(x2, weight);                                         // [R, out]
     if (bias.defined()) y = y + bias;
     Shape y_shape = x.shape();
     y_shape.back() = weight.size(0);
-    return reshape(y, y_shape);
+    return residual.defined() ? reshape(y, y_shape) + residual : reshape(y, y_shape);
 }
 
 }  // namespace patchgrad

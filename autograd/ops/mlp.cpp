@@ -13,13 +13,14 @@
 namespace patchgrad {
 
 // x [..., D] -> [..., E], with the leading dimensions flattened into R rows:
-//   h = x W1^T + b1 [R, F]      y = GELU(h) [R, F]      out = y W2^T + b2 [R, E]
+//   h = x W1^T + b1 [R, F]      y = GELU(h) [R, F]      out = y W2^T + b2 (+ residual) [R, E]
 // GELU runs on rows of h as gemm finishes them (gemm.h's rows_done), while they are in cache,
 // instead of in a pass of its own over all of h. Where a backward may follow, the same pass
 // writes GELU'(h) over h: the derivative takes erf (or tanh) from GELU's value, which computes
 // it anyway, and h itself is needed for nothing else. The backward is linear's twice with
 // GELU's between, fused the same way: the rows of dOut W2 are multiplied by GELU'(h) as soon
-// as gemm has written them.
+// as gemm has written them. A residual is added to out's rows the same way (linear.cpp), and
+// takes dOut as its gradient.
 // [hide:matmul-backward]
 // [hide:gelu-backward]
 //   dW2 = dOut^T y    db2 = sum of dOut's rows    dh = (dOut W2) * GELU'(h)
@@ -28,9 +29,9 @@ namespace patchgrad {
 // [/hide:matmul-backward]
 // GELU'(h) and y are kept for the backward (the three ops keep h and y).
 Tensor mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, const Tensor& fc2_weight,
-           const Tensor& fc2_bias, GeluApproximation approximation) {
-    // [handout:matmul-backward] return mlp_through_ops(x, fc1_weight, fc1_bias, fc2_weight, fc2_bias, approximation);
-    // [handout:gelu-backward] return mlp_through_ops(x, fc1_weight, fc1_bias, fc2_weight, fc2_bias, approximation);
+           const Tensor& fc2_bias, GeluApproximation approximation, const Tensor& residual) {
+    // [handout:matmul-backward] return mlp_through_ops(x, fc1_weight, fc1_bias, fc2_weight, fc2_bias, approximation, residual);
+    // [handout:gelu-backward] return mlp_through_ops(x, fc1_weight, fc1_bias, fc2_weight, fc2_bias, approximation, residual);
     // [hide:matmul-backward]
     // [hide:gelu-backward]
     check(x.defined() && fc1_weight.defined() && fc2_weight.defined(),
@@ -57,11 +58,12 @@ Tensor mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, co
     Shape out_shape = x.shape();
     out_shape.back() = E;
     Tensor out = Tensor::empty(out_shape);
+    const GemmRowsDone add_residual = residual_rows("mlp", residual, out_shape, out.data());
     gemm(false, true, rows, E, F, 1, yd, F, fc2_weight.data(), F, 0, out.data(), E,
-         fc2_bias.defined() ? fc2_bias.data() : nullptr);
+         fc2_bias.defined() ? fc2_bias.data() : nullptr, add_residual ? &add_residual : nullptr);
 
-    record(out, "mlp", {x, fc1_weight, fc1_bias, fc2_weight, fc2_bias},
-           [x, fc1_weight, fc1_bias, fc2_weight, fc2_bias, h, y, rows, F](Tensor& o) mutable {
+    record(out, "mlp", {x, fc1_weight, fc1_bias, fc2_weight, fc2_bias, residual},
+           [x, fc1_weight, fc1_bias, fc2_weight, fc2_bias, residual, h, y, rows, F](Tensor& o) mutable {
                const bool wants_dh =
                    x.requires_grad() || fc1_weight.requires_grad() || (fc1_bias.defined() && fc1_bias.requires_grad());
                Tensor dh = wants_dh ? Tensor::empty({rows, F}) : Tensor();
@@ -74,6 +76,7 @@ Tensor mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, co
                };
                linear_backward(y.data(), GradOverwrite{dhd, 0}, fc2_weight, fc2_bias, o.grad_data(), rows,
                                &times_derivative);
+               pass_to_residual(residual, o);
                if (!wants_dh) return;
                linear_backward(x.data(), grad_for_overwrite_if_wanted(x), fc1_weight, fc1_bias, dhd, rows);
            });
@@ -85,8 +88,9 @@ Tensor mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, co
 // The reference of mlp's tests, and mlp itself in a handout of exercise matmul-backward or
 // gelu-backward: three ops, each recording its own backward.
 Tensor mlp_through_ops(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, const Tensor& fc2_weight,
-                       const Tensor& fc2_bias, GeluApproximation approximation) {
-    return linear(gelu(linear(x, fc1_weight, fc1_bias), approximation), fc2_weight, fc2_bias);
+                       const Tensor& fc2_bias, GeluApproximation approximation, const Tensor& residual) {
+    const Tensor out = linear(gelu(linear(x, fc1_weight, fc1_bias), approximation), fc2_weight, fc2_bias);
+    return residual.defined() ? out + residual : out;
 }
 
 }  // namespace patchgrad

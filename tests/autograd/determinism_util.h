@@ -108,6 +108,13 @@ inline std::vector<OpCase> threaded_op_cases(Rng& rng) {
          [](const std::vector<Tensor>& x) { return mlp(x[0], x[1], x[2], x[3], x[4]); },
          {rand_tensor({700, 40}, rng), rand_tensor({96, 40}, rng), rand_tensor({96}, rng), rand_tensor({40, 96}, rng),
           rand_tensor({40}, rng)}},
+        {"linear and mlp with a residual added to rows as gemm finishes them",
+         [](const std::vector<Tensor>& x) {
+             const Tensor h = linear(x[0], x[1], x[2], x[0]);
+             return mlp(h, x[3], x[4], x[5], x[6], GeluApproximation::None, h);
+         },
+         {rand_tensor({700, 40}, rng), rand_tensor({40, 40}, rng), rand_tensor({40}, rng), rand_tensor({96, 40}, rng),
+          rand_tensor({96}, rng), rand_tensor({40, 96}, rng), rand_tensor({40}, rng)}},
         {"gelu",
          [](const std::vector<Tensor>& x) { return gelu(x[0], GeluApproximation::None); },
          {rand_tensor({300, 400}, rng, -4, 4)}},

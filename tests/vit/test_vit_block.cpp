@@ -142,6 +142,52 @@ TEST_CASE("ViTBlock: errors name the sizes", "[vit][layer:ViTBlock][errors]") {
         {"patch_mask", "2 entries", "6 patches"});
 }
 
+TEST_CASE("ViTBlock: skip connections added inside the products give the same bits as the adds",
+          "[vit][layer:ViTBlock][forward]") {
+    // fused (the default) against the adds of forward's steps, with the attention and MLP
+    // fused or not, with LSA and a mask, dropout, drop path, training and eval: the output and
+    // every gradient. The products add where nothing between them and the add is active.
+    for (int c = 0; c < 4; ++c)
+        for (const bool training : {true, false})
+            for (const bool children_fused : {true, false}) {
+                BlockConfig config = small_block();
+                config.lsa = c == 1;
+                config.dropout = c == 2 ? real(0.2) : 0;
+                config.drop_path = c == 3 ? real(0.3) : 0;
+                INFO("LSA and a mask " << (c == 1) << ", dropout " << config.dropout << ", drop path "
+                                       << config.drop_path << ", training " << training << ", attention and MLP fused "
+                                       << children_fused);
+                const std::vector<bool> mask =
+                    c == 1 ? std::vector<bool>{true, false, true, true} : std::vector<bool>{};
+                std::vector<std::vector<real>> results[2];
+                for (const bool fused : {true, false}) {
+                    Rng rng(31);
+                    auto dropout_rng = std::make_shared<Rng>(32);
+                    ViTBlock block(config, rng, dropout_rng);
+                    scramble_parameters(block, rng);
+                    block.fused = fused;
+                    block.attn->fused = block.mlp->fused = children_fused;
+                    if (training)
+                        block.train();
+                    else
+                        block.eval();
+                    Tensor z = rand_tensor({3, 5, 8}, rng);
+                    const Tensor y = block.forward(z, mask);
+                    const bool dropping = training && (config.dropout > 0 || config.drop_path > 0);
+                    CHECK(std::string(y.op()) == (fused && children_fused && !dropping ? "mlp" : "add"));
+                    weighted_sum(y, rand_tensor(y.shape(), rng, -1, 1, false)).backward();
+                    results[fused].push_back(y.to_vector());
+                    results[fused].push_back(z.grad().to_vector());
+                    for (const Tensor& w : block.parameters()) results[fused].push_back(w.grad().to_vector());
+                }
+                REQUIRE(results[0].size() == results[1].size());
+                for (size_t k = 0; k < results[0].size(); ++k) {
+                    INFO("0: the value, 1: z's gradient, then each parameter's; k = " << k);
+                    CHECK(results[0][k] == results[1][k]);
+                }
+            }
+}
+
 TEST_CASE("ViTBlock: drop path drops whole residual branches per sample while training, never in eval",
           "[vit][layer:ViTBlock][drop_path][ex:vit-block-forward]") {
     Rng rng(21);

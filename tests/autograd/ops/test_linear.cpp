@@ -91,6 +91,46 @@ TEST_CASE("linear: the values and gradients of linear_through_matmul", "[op:line
     }
 }
 
+TEST_CASE("linear: with a residual, the same bits as linear and +, values and gradients", "[op:linear][forward]") {
+    for (const LinearCase& c : kCases)
+        for (const bool with_bias : {true, false}) {
+            INFO("x " << shape_str(c.x) << " weight " << shape_str(c.w) << " bias " << with_bias);
+            std::vector<std::vector<real>> results[2];
+            for (const bool fused : {true, false}) {
+                Rng same(8);
+                Tensor x = rand_tensor(c.x, same), w = rand_tensor(c.w, same), b = rand_tensor({c.w[0]}, same);
+                if (!with_bias) b = Tensor();
+                Shape out_shape = c.x;
+                out_shape.back() = c.w[0];
+                const Tensor residual = rand_tensor(out_shape, same);
+                const Tensor y = fused ? linear(x, w, b, residual) : linear(x, w, b) + residual;
+                weighted_sum(y, rand_tensor(y.shape(), same, -1, 1, false)).backward();
+                for (const Tensor& t : {y.detach(), x.grad(), w.grad(), residual.grad()})
+                    results[fused].push_back(t.to_vector());
+                if (with_bias) results[fused].push_back(b.grad().to_vector());
+            }
+            for (size_t k = 0; k < results[0].size(); ++k) {
+                INFO("0: the value, 1-3: the gradients of x, W and the residual, 4: b's; k = " << k);
+                CHECK(results[0][k] == results[1][k]);
+            }
+        }
+}
+
+TEST_CASE("linear: gradcheck with a residual, x itself among them", "[op:linear][gradcheck]") {
+    Rng rng(9);
+    check_gradients(
+        [](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2], in[3]); },
+        {rand_tensor({2, 3, 5}, rng), rand_tensor({4, 5}, rng), rand_tensor({4}, rng), rand_tensor({2, 3, 4}, rng)},
+        34);
+    // A skip connection around the layer: x's gradient through the product and the residual.
+    check_gradients([](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2], in[0]); },
+                    {rand_tensor({2, 3, 5}, rng), rand_tensor({5, 5}, rng), rand_tensor({5}, rng)}, 35);
+    // Only the residual takes a gradient.
+    check_gradients(
+        [](const std::vector<Tensor>& in) { return linear(in[0], in[1], Tensor(), in[2]); },
+        {rand_tensor({3, 5}, rng, -1, 1, false), rand_tensor({4, 5}, rng, -1, 1, false), rand_tensor({3, 4}, rng)}, 36);
+}
+
 TEST_CASE("linear: gradcheck with bias on odd shapes", "[op:linear][gradcheck]") {
     Rng rng(2);
     uint64_t seed = 10;
@@ -150,6 +190,11 @@ TEST_CASE("linear: errors name the shapes", "[op:linear][errors]") {
     require_error([&] { linear(Tensor::zeros({2, 5}), w, Tensor::zeros({1, 4})); }, {"linear", "bias", "[1, 4]"});
     require_error([&] { linear(Tensor::zeros({2, 5}), Tensor::zeros({5}), Tensor()); }, {"linear", "weight", "[5]"});
     require_error([&] { linear(Tensor::zeros({2, 5}), Tensor(), Tensor()); }, {"linear", "weight"});
+    require_error(
+        [&] {
+            linear(Tensor::zeros({2, 5}), w, Tensor(), Tensor::zeros({2, 5}));
+        },
+        {"linear", "residual", "[2, 5]", "[2, 4]"});
 }
 
 }  // namespace patchgrad

@@ -21,18 +21,22 @@ const MlpCase kCases[] = {{{2, 3, 5}, 7, 4},    {{1, 6}, 1, 6},   {{13, 2}, 9, 3
 
 // mlp's value and the gradients of x and the four parameters (undefined where not asked for),
 // from the fused op or from the three ops, on the same inputs.
+// With a residual, its gradient too.
 std::vector<Tensor> values_and_gradients(bool fused, const MlpCase& c, bool with_biases, bool x_grad, bool w_grad,
-                                         GeluApproximation a) {
+                                         GeluApproximation a, bool with_residual = false) {
     Rng rng(11);
     Tensor x = rand_tensor(c.x, rng, -2, 2, x_grad);
     const int64_t in = c.x.back();
     Tensor w1 = rand_tensor({c.hidden, in}, rng, -1, 1, w_grad), b1 = rand_tensor({c.hidden}, rng);
     Tensor w2 = rand_tensor({c.out, c.hidden}, rng, -1, 1, w_grad), b2 = rand_tensor({c.out}, rng);
     if (!with_biases) b1 = b2 = Tensor();
-    const Tensor y = fused ? mlp(x, w1, b1, w2, b2, a) : mlp_through_ops(x, w1, b1, w2, b2, a);
+    Shape out_shape = c.x;
+    out_shape.back() = c.out;
+    const Tensor residual = with_residual ? rand_tensor(out_shape, rng) : Tensor();
+    const Tensor y = fused ? mlp(x, w1, b1, w2, b2, a, residual) : mlp_through_ops(x, w1, b1, w2, b2, a, residual);
     weighted_sum(y, rand_tensor(y.shape(), rng, -1, 1, false)).backward();
     std::vector<Tensor> result{y.detach()};
-    for (const Tensor& t : {x, w1, b1, w2, b2}) result.push_back(t.defined() ? t.grad() : Tensor());
+    for (const Tensor& t : {x, w1, b1, w2, b2, residual}) result.push_back(t.defined() ? t.grad() : Tensor());
     return result;
 }
 
@@ -42,18 +46,20 @@ TEST_CASE("mlp: the same bits as linear, gelu and linear, values and gradients",
     for (const MlpCase& c : kCases)
         for (const GeluApproximation a : {GeluApproximation::None, GeluApproximation::Tanh})
             for (const bool with_biases : {true, false})
-                for (const auto& [x_grad, w_grad] : {std::pair{true, true}, {false, true}, {true, false}}) {
-                    INFO("x " << shape_str(c.x) << ", hidden " << c.hidden << ", out " << c.out << ", biases "
-                              << with_biases << ", x grad " << x_grad << ", weight grads " << w_grad << ", tanh "
-                              << (a == GeluApproximation::Tanh));
-                    const auto fused = values_and_gradients(true, c, with_biases, x_grad, w_grad, a);
-                    const auto steps = values_and_gradients(false, c, with_biases, x_grad, w_grad, a);
-                    for (size_t k = 0; k < fused.size(); ++k) {
-                        INFO("0: the value, 1: x's gradient, 2-5: W1's, b1's, W2's, b2's; k = " << k);
-                        REQUIRE(fused[k].defined() == steps[k].defined());
-                        if (fused[k].defined()) CHECK(fused[k].to_vector() == steps[k].to_vector());
+                for (const auto& [x_grad, w_grad] : {std::pair{true, true}, {false, true}, {true, false}})
+                    for (const bool residual : {false, true}) {
+                        INFO("x " << shape_str(c.x) << ", hidden " << c.hidden << ", out " << c.out << ", biases "
+                                  << with_biases << ", x grad " << x_grad << ", weight grads " << w_grad << ", tanh "
+                                  << (a == GeluApproximation::Tanh) << ", residual " << residual);
+                        const auto fused = values_and_gradients(true, c, with_biases, x_grad, w_grad, a, residual);
+                        const auto steps = values_and_gradients(false, c, with_biases, x_grad, w_grad, a, residual);
+                        for (size_t k = 0; k < fused.size(); ++k) {
+                            INFO("0: the value, 1: x's gradient, 2-6: W1's, b1's, W2's, b2's, the residual's; k = "
+                                 << k);
+                            REQUIRE(fused[k].defined() == steps[k].defined());
+                            if (fused[k].defined()) CHECK(fused[k].to_vector() == steps[k].to_vector());
+                        }
                     }
-                }
 }
 
 // Without a backward to follow, the forward computes GELU alone (no GELU' over h).
@@ -112,6 +118,17 @@ TEST_CASE("mlp: gradcheck when only some inputs require grad, and when x is used
         {rand_tensor({4, 5}, rng), rand_tensor({6, 5}, rng, -1, 1, false), rand_tensor({6}, rng, -1, 1, false),
          rand_tensor({3, 6}, rng, -1, 1, false), rand_tensor({3}, rng, -1, 1, false)},
         51);
+    // The residual argument: another tensor, or x itself around the MLP (a block's skip connection).
+    check_gradients(
+        [](const std::vector<Tensor>& t) { return mlp(t[0], t[1], t[2], t[3], t[4], GeluApproximation::None, t[5]); },
+        {rand_tensor({4, 5}, rng), rand_tensor({6, 5}, rng), rand_tensor({6}, rng), rand_tensor({3, 6}, rng),
+         rand_tensor({3}, rng), rand_tensor({4, 3}, rng)},
+        53);
+    check_gradients(
+        [](const std::vector<Tensor>& t) { return mlp(t[0], t[1], t[2], t[3], t[4], GeluApproximation::Tanh, t[0]); },
+        {rand_tensor({4, 5}, rng), rand_tensor({6, 5}, rng), rand_tensor({6}, rng), rand_tensor({5, 6}, rng),
+         rand_tensor({5}, rng)},
+        54);
     // x reaches the MLP twice and a residual: its gradient from the second use adds.
     check_gradients(
         [](const std::vector<Tensor>& t) {
@@ -132,6 +149,11 @@ TEST_CASE("mlp: errors name the shapes", "[op:mlp][errors]") {
     require_error([&] { mlp(x, w1, b1, w2, rand_tensor({6}, rng)); }, {"mlp", "fc2", "bias", "[6]", "[3]"});
     require_error([&] { mlp(x, rand_tensor({6}, rng), b1, w2, b2); }, {"mlp", "[out, in]", "[6]"});
     require_error([&] { mlp(x, Tensor(), b1, w2, b2); }, {"mlp", "defined"});
+    require_error(
+        [&] {
+            mlp(x, w1, b1, w2, b2, GeluApproximation::None, rand_tensor({2, 5}, rng));
+        },
+        {"mlp", "residual", "[2, 5]", "[2, 3]"});
 }
 
 }  // namespace patchgrad

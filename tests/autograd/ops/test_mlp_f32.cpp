@@ -21,15 +21,27 @@ TEST_CASE("mlp: the same bits as linear, gelu and linear in float32 and bf16", "
             INFO("precision " << (precision == MatmulPrecision::Bf16 ? "bf16" : "fp32"));
             MatmulPrecisionGuard guard(precision);
             for (const GeluApproximation a : {GeluApproximation::None, GeluApproximation::Tanh}) {
+                // The last input is the residual, x itself (in = out = 40), unused in the first pair.
                 const auto fused = values_and_gradients(
                     2, [a](const std::vector<Tensor>& t) { return mlp(t[0], t[1], t[2], t[3], t[4], a); }, inputs);
                 const auto steps = values_and_gradients(
                     2, [a](const std::vector<Tensor>& t) { return mlp_through_ops(t[0], t[1], t[2], t[3], t[4], a); },
                     inputs);
+                const auto fused_residual = values_and_gradients(
+                    2, [a](const std::vector<Tensor>& t) { return mlp(t[0], t[1], t[2], t[3], t[4], a, t[0]); },
+                    inputs);
+                const auto steps_residual = values_and_gradients(
+                    2,
+                    [a](const std::vector<Tensor>& t) {
+                        return mlp_through_ops(t[0], t[1], t[2], t[3], t[4], a, t[0]);
+                    },
+                    inputs);
                 REQUIRE(fused.size() == steps.size());
+                REQUIRE(fused_residual.size() == steps_residual.size());
                 for (size_t k = 0; k < fused.size(); ++k) {
                     INFO("0: the value, 1: x's gradient, 2-5: W1's, b1's, W2's, b2's; k = " << k);
                     CHECK(fused[k] == steps[k]);
+                    CHECK(fused_residual[k] == steps_residual[k]);
                 }
             }
         });

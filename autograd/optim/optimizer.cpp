@@ -5,6 +5,9 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
+
+#include "patchgrad/autograd/cpu/threads/parallel.h"
 
 namespace patchgrad {
 
@@ -79,14 +82,33 @@ void Optimizer::set_lr(double lr) {
 
 void Optimizer::step() {
     NoGradGuard no_grad;
+    // The parameters that step, with their state and weight decay. An update touches its own
+    // parameter and state only, so threads take whole parameters: the same bits for any thread
+    // count. The first step, which creates the states, goes one parameter after another.
+    struct Update {
+        Tensor* param;
+        ParamState* state;
+        double weight_decay;
+    };
+    std::vector<Update> updates;
+    bool creates_states = false;
     size_t index = 0;
     for (ParamGroup& group : groups_)
         for (Tensor& p : group.params) {
             ParamState& state = states_[index++];
             if (!p.has_grad()) continue;
+            creates_states = creates_states || state.step == 0;
             ++state.step;
-            update(p, state, *group.weight_decay);
+            updates.push_back({&p, &state, *group.weight_decay});
         }
+    const auto run = [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) update(*updates[i].param, *updates[i].state, updates[i].weight_decay);
+    };
+    const int64_t n = static_cast<int64_t>(updates.size());
+    if (creates_states)
+        run(0, n);
+    else
+        parallel_for(n, 1, run);
 }
 
 void Optimizer::zero_grad() {

@@ -11,6 +11,7 @@
 #include <string>
 #include <tuple>
 
+#include "autograd/determinism_util.h"
 #include "catch.h"
 #include "patchgrad/autograd/ops.h"
 #include "patchgrad/autograd/optim/optimizer.h"
@@ -332,6 +333,39 @@ TEST_CASE("optimizer: parameters without a gradient are skipped entirely", "[opt
         REQUIRE(opt->state(1).step == 0);
         for (const auto& [name, t] : opt->state_tensors()) REQUIRE(name.rfind("state.0.", 0) == 0);
         REQUIRE(used.to_vector() != std::vector<real>{1, 2});
+    }
+}
+
+TEST_CASE("optimizer: the same bits for 1, 2, 3, 8 and 16 threads, which take whole parameters",
+          "[optimizer][parallel]") {
+    // 40 parameters of different sizes, one without a gradient, three steps (the first creates
+    // the states, the later ones run on threads).
+    for (const std::string kind : {"SGD", "AdamW"}) {
+        INFO(kind);
+        auto run = [&](int threads) {
+            ThreadCount guard(threads);
+            Rng rng(5);
+            std::vector<Tensor> params;
+            for (int64_t i = 0; i < 40; ++i) params.push_back(rand_tensor({1 + 37 * (i % 7), 3}, rng));
+            std::unique_ptr<Optimizer> opt;
+            if (kind == "SGD") opt = std::make_unique<SGD>(params, 0.1, 0.9, 0, 0.01);
+            if (kind == "AdamW") opt = std::make_unique<AdamW>(params, 0.01);
+            std::vector<real> all;
+            for (int s = 0; s < 3; ++s) {
+                for (size_t i = 0; i < params.size(); ++i)
+                    if (i != 7) set_grad(params[i], rand_tensor(params[i].shape(), rng, -1, 1, false).to_vector());
+                opt->step();
+                opt->zero_grad();
+            }
+            for (const Tensor& p : params)
+                for (const real x : p.to_vector()) all.push_back(x);
+            return all;
+        };
+        const std::vector<real> one = run(1);
+        for (const int threads : {2, 3, 8, 16}) {
+            INFO(threads << " threads");
+            CHECK(run(threads) == one);
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 
 #include "patchgrad/autograd/cpu/gemm/gemm.h"
 #include "patchgrad/autograd/grad_fast_paths.h"
@@ -21,12 +22,18 @@ void linear_backward(const real* x, GradOverwrite dx, const Tensor& weight, cons
                      int64_t rows, const GemmRowsDone* dx_rows_done = nullptr);
 
 // A skip connection added by the product that ends a block's branch (linear's and mlp's
-// residual, linear.cpp): residual_rows checks that residual has the output's shape and returns
-// gemm's rows_done adding its rows to out's (out + residual, the same bits as add) as gemm
-// finishes them; an empty function where residual is undefined. The op's backward then hands
-// dOut to the residual, last: pass_to_residual.
-GemmRowsDone residual_rows(const char* op, const Tensor& residual, const Shape& out_shape, real* out);
-void pass_to_residual(const Tensor& residual, const Tensor& out);
+// residual, linear.cpp). check_residual: residual is undefined or has the output's shape, else
+// an error naming `op` and both. residual_rows: gemm's rows_done adding residual's rows to out's
+// as gemm finishes them (out + residual, the same bits as add); an empty function where
+// residual is undefined. The residual's gradient is dOut, given in the order that the add of
+// `op(...) + residual` would give it: a residual that is also one of the op's inputs
+// (residual_is_input) takes a copy before the op's own backward adds to its gradient
+// (pass_to_residual with copy = true); any other takes dOut's own buffer after the op's last
+// read of it (copy = false).
+void check_residual(const char* op, const Tensor& residual, const Shape& out_shape);
+GemmRowsDone residual_rows(const Tensor& residual, real* out);
+bool residual_is_input(const Tensor& residual, std::initializer_list<const Tensor*> inputs);
+void pass_to_residual(const Tensor& residual, const Tensor& out, bool copy);
 
 // y[i] = GELU(x[i]) for i in [0, n), gelu's own loop (gelu.cpp).
 void gelu_values(const real* x, real* y, int64_t n, GeluApproximation approximation);

@@ -38,43 +38,60 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const T
             "linear: the input and the weight must be defined (only the bias may be undefined)");
     const int64_t rows = check_linear_arguments("linear", x.shape(), weight, bias);
     const int64_t in = weight.size(1), out = weight.size(0);
+    Shape y_shape = x.shape();
+    y_shape.back() = out;
+    check_residual("linear", residual, y_shape);
 
     // [handout:matmul-backward] return linear_through_matmul(x, weight, bias, residual);  // backward: your matmul's
     // [hide:matmul-backward]
-    Shape y_shape = x.shape();
-    y_shape.back() = out;
     Tensor y = Tensor::empty(y_shape);
 
     // As in torch.addmm, gemm adds the bias to every row while it writes y (and the residual
     // to each block of rows once written, while they are in cache).
-    const GemmRowsDone add_residual = residual_rows("linear", residual, y_shape, y.data());
+    const GemmRowsDone add_residual = residual_rows(residual, y.data());
     gemm(false, true, rows, out, in, 1, x.data(), in, weight.data(), in, 0, y.data(), out,
          bias.defined() ? bias.data() : nullptr, add_residual ? &add_residual : nullptr);
 
-    record(y, "linear", {x, weight, bias, residual}, [x, weight, bias, residual, rows](Tensor& o) mutable {
-        linear_backward(x.data(), grad_for_overwrite_if_wanted(x), weight, bias, o.grad_data(), rows);
-        pass_to_residual(residual, o);
-    });
+    const bool residual_first = residual_is_input(residual, {&x, &weight, &bias});
+    record(y, "linear", {x, weight, bias, residual},
+           [x, weight, bias, residual, rows, residual_first](Tensor& o) mutable {
+               if (residual_first) pass_to_residual(residual, o, true);
+               linear_backward(x.data(), grad_for_overwrite_if_wanted(x), weight, bias, o.grad_data(), rows);
+               if (!residual_first) pass_to_residual(residual, o, false);
+           });
     return y;
     // [/hide:matmul-backward]
 }
 
+void check_residual(const char* op, const Tensor& residual, const Shape& out_shape) {
+    if (residual.defined())
+        check(residual.shape() == out_shape, op, ": residual ", residual.shape(), " must have the output's shape ",
+              out_shape);
+}
+
 // [hide:matmul-backward]
-// A skip connection: out's rows [i0, i1) += residual's. Its gradient is dOut itself, handed
-// over rather than copied where backward() is done with it (add_grad_from).
-GemmRowsDone residual_rows(const char* op, const Tensor& residual, const Shape& out_shape, real* out) {
+// A skip connection: out's rows [i0, i1) += residual's.
+GemmRowsDone residual_rows(const Tensor& residual, real* out) {
     if (!residual.defined()) return {};
-    check(residual.shape() == out_shape, op, ": residual ", residual.shape(), " must have the output's shape ",
-          out_shape);
     const real* r = residual.data();
-    const int64_t cols = out_shape.back();
+    const int64_t cols = residual.size(-1);
     return [=](int64_t i0, int64_t i1) {
         for (int64_t i = i0 * cols; i < i1 * cols; ++i) out[i] = out[i] + r[i];
     };
 }
 
-void pass_to_residual(const Tensor& residual, const Tensor& out) {
-    if (residual.defined() && residual.requires_grad()) add_grad_from(residual, out);
+bool residual_is_input(const Tensor& residual, std::initializer_list<const Tensor*> inputs) {
+    for (const Tensor* t : inputs)
+        if (residual.defined() && t->defined() && residual.impl_ptr() == t->impl_ptr()) return true;
+    return false;
+}
+
+void pass_to_residual(const Tensor& residual, const Tensor& out, bool copy) {
+    if (!residual.defined() || !residual.requires_grad()) return;
+    if (copy)
+        add_to_grad(residual, out.grad_data());
+    else
+        add_grad_from(residual, out);
 }
 // [/hide:matmul-backward]
 
@@ -136,6 +153,7 @@ Tensor linear_through_matmul(const Tensor& x, const Tensor& weight, const Tensor
     if (bias.defined()) y = y + bias;
     Shape y_shape = x.shape();
     y_shape.back() = weight.size(0);
+    check_residual("linear", residual, y_shape);
     return residual.defined() ? reshape(y, y_shape) + residual : reshape(y, y_shape);
 }
 

@@ -45,7 +45,7 @@ Tensor mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, co
     Tensor h = Tensor::empty({rows, F}), y = Tensor::empty({rows, F});
     real *hd = h.data(), *yd = y.data();
     bool backward_may_follow = false;  // (as record() below decides)
-    for (const Tensor* t : {&x, &fc1_weight, &fc1_bias, &fc2_weight, &fc2_bias})
+    for (const Tensor* t : {&x, &fc1_weight, &fc1_bias, &fc2_weight, &fc2_bias, &residual})
         backward_may_follow = backward_may_follow || (grad_enabled() && t->defined() && t->requires_grad());
     const GemmRowsDone gelu_rows = [=](int64_t i0, int64_t i1) {
         if (backward_may_follow)  // h's rows become GELU'(h)
@@ -57,13 +57,16 @@ Tensor mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, co
          fc1_bias.defined() ? fc1_bias.data() : nullptr, &gelu_rows);
     Shape out_shape = x.shape();
     out_shape.back() = E;
+    check_residual("mlp", residual, out_shape);
     Tensor out = Tensor::empty(out_shape);
-    const GemmRowsDone add_residual = residual_rows("mlp", residual, out_shape, out.data());
+    const GemmRowsDone add_residual = residual_rows(residual, out.data());
     gemm(false, true, rows, E, F, 1, yd, F, fc2_weight.data(), F, 0, out.data(), E,
          fc2_bias.defined() ? fc2_bias.data() : nullptr, add_residual ? &add_residual : nullptr);
 
+    const bool residual_first = residual_is_input(residual, {&x, &fc1_weight, &fc1_bias, &fc2_weight, &fc2_bias});
     record(out, "mlp", {x, fc1_weight, fc1_bias, fc2_weight, fc2_bias, residual},
-           [x, fc1_weight, fc1_bias, fc2_weight, fc2_bias, residual, h, y, rows, F](Tensor& o) mutable {
+           [x, fc1_weight, fc1_bias, fc2_weight, fc2_bias, residual, residual_first, h, y, rows, F](Tensor& o) mutable {
+               if (residual_first) pass_to_residual(residual, o, true);
                const bool wants_dh =
                    x.requires_grad() || fc1_weight.requires_grad() || (fc1_bias.defined() && fc1_bias.requires_grad());
                Tensor dh = wants_dh ? Tensor::empty({rows, F}) : Tensor();
@@ -76,7 +79,7 @@ Tensor mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, co
                };
                linear_backward(y.data(), GradOverwrite{dhd, 0}, fc2_weight, fc2_bias, o.grad_data(), rows,
                                &times_derivative);
-               pass_to_residual(residual, o);
+               if (!residual_first) pass_to_residual(residual, o, false);
                if (!wants_dh) return;
                linear_backward(x.data(), grad_for_overwrite_if_wanted(x), fc1_weight, fc1_bias, dhd, rows);
            });
@@ -90,6 +93,7 @@ Tensor mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, co
 Tensor mlp_through_ops(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, const Tensor& fc2_weight,
                        const Tensor& fc2_bias, GeluApproximation approximation, const Tensor& residual) {
     const Tensor out = linear(gelu(linear(x, fc1_weight, fc1_bias), approximation), fc2_weight, fc2_bias);
+    check_residual("mlp", residual, out.shape());
     return residual.defined() ? out + residual : out;
 }
 

@@ -46,6 +46,7 @@ Optimizer::Optimizer(const std::string& name, std::vector<ParamGroup> groups, do
     check(default_weight_decay >= 0 && std::isfinite(default_weight_decay), "weight_decay", default_weight_decay,
           ">= 0");
     std::set<const TensorImpl*> seen;
+    std::set<const Storage*> storages;
     for (size_t g = 0; g < groups_.size(); ++g) {
         ParamGroup& group = groups_[g];
         if (!group.weight_decay) group.weight_decay = default_weight_decay;
@@ -64,6 +65,7 @@ Optimizer::Optimizer(const std::string& name, std::vector<ParamGroup> groups, do
             if (!seen.insert(p.impl_ptr().get()).second)
                 throw std::invalid_argument(name_ + ": " + where + " " + shape_str(p.shape()) +
                                             " appears more than once in the parameter groups");
+            shared_storage_ = shared_storage_ || !storages.insert(p.impl_ptr()->storage.get()).second;
         }
     }
     if (seen.empty()) throw std::invalid_argument(name_ + ": got an empty parameter list");
@@ -84,20 +86,18 @@ void Optimizer::step() {
     NoGradGuard no_grad;
     // The parameters that step, with their state and weight decay. An update touches its own
     // parameter and state only, so threads take whole parameters: the same bits for any thread
-    // count. The first step, which creates the states, goes one parameter after another.
+    // count. (Parameters that view one storage would share its version counter: in turn.)
     struct Update {
         Tensor* param;
         ParamState* state;
         double weight_decay;
     };
     std::vector<Update> updates;
-    bool creates_states = false;
     size_t index = 0;
     for (ParamGroup& group : groups_)
         for (Tensor& p : group.params) {
             ParamState& state = states_[index++];
             if (!p.has_grad()) continue;
-            creates_states = creates_states || state.step == 0;
             ++state.step;
             updates.push_back({&p, &state, *group.weight_decay});
         }
@@ -105,7 +105,7 @@ void Optimizer::step() {
         for (int64_t i = i0; i < i1; ++i) update(*updates[i].param, *updates[i].state, updates[i].weight_decay);
     };
     const int64_t n = static_cast<int64_t>(updates.size());
-    if (creates_states)
+    if (shared_storage_)
         run(0, n);
     else
         parallel_for(n, 1, run);

@@ -86,7 +86,9 @@ public:
 protected:
     // Checks the groups (not empty, leaves, no parameter twice, weight decay >= 0) and lr > 0.
     Optimizer(const std::string& name, std::vector<ParamGroup> groups, double lr, double default_weight_decay);
-    // Updates one parameter that has a gradient; state.step has already been incremented.
+    // Updates one parameter that has a gradient; state.step has already been incremented. step()
+    // runs it for several parameters at once on threads: it may touch only param, its gradient
+    // and state, and must record no ops (a thread of the pool is not under step's NoGradGuard).
     virtual void update(Tensor& param, ParamState& state, double weight_decay) = 0;
     // The buffers every updated parameter has ("exp_avg", ...): what a loaded state must hold.
     virtual std::vector<std::string> state_fields() const = 0;
@@ -98,6 +100,7 @@ private:
     std::vector<ParamGroup> groups_;
     std::vector<ParamState> states_;  // one per parameter, in the numbering above
     double lr_;
+    bool shared_storage_ = false;  // two parameters view one storage: step updates them in turn
 };
 
 // torch.optim.SGD: with weight decay wd, momentum mu, dampening tau, per step

@@ -25,6 +25,9 @@ std::shared_ptr<ViTBlock> random_block(uint64_t seed, bool qkv_bias = true,
     c.gelu = gelu;
     auto block = std::make_shared<ViTBlock>(c, rng, nullptr);
     scramble_parameters(*block, rng);
+    // The steps of eqs. (2) and (3), which exercise vit-block-forward writes (and a student build
+    // runs instead of the fused path); a test below holds the fused path to their bits.
+    block->fused = false;
     return block;
 }
 
@@ -90,6 +93,7 @@ namespace {
 std::shared_ptr<ViTBlock> without_branch(const ViTBlock& block, const std::string& layer) {
     Rng unused(0);
     auto copy = std::make_shared<ViTBlock>(small_block(), unused, nullptr);
+    copy->fused = block.fused;
     load_state_dict(*copy, state_dict(block));
     for (Tensor p : {copy->parameter(layer + ".weight"), copy->parameter(layer + ".bias")})
         for (int64_t i = 0; i < p.numel(); ++i) p.data()[i] = 0;
@@ -173,8 +177,16 @@ TEST_CASE("ViTBlock: skip connections added inside the products give the same bi
                         block.eval();
                     Tensor z = rand_tensor({3, 5, 8}, rng);
                     const Tensor y = block.forward(z, mask);
+                    // The fused path really ran (where the reference's ops run: not in a handout of
+                    // the exercises below, whose steps give "add").
+                    // [hide:vit-block-forward]
+                    // [hide:matmul-backward]
+                    // [hide:gelu-backward]
                     const bool dropping = training && (config.dropout > 0 || config.drop_path > 0);
                     CHECK(std::string(y.op()) == (fused && children_fused && !dropping ? "mlp" : "add"));
+                    // [/hide:gelu-backward]
+                    // [/hide:matmul-backward]
+                    // [/hide:vit-block-forward]
                     weighted_sum(y, rand_tensor(y.shape(), rng, -1, 1, false)).backward();
                     results[fused].push_back(y.to_vector());
                     results[fused].push_back(z.grad().to_vector());
@@ -195,6 +207,7 @@ TEST_CASE("ViTBlock: drop path drops whole residual branches per sample while tr
     BlockConfig dropping = small_block();
     dropping.drop_path = 0.5;
     ViTBlock block(dropping, rng, dropout_rng);
+    block.fused = false;  // (the exercise's steps, in eval too)
     scramble_parameters(block, rng);
     Tensor z = Tensor::uniform({64, 5, 8}, -1, 1, rng);
     Tensor trained = block.forward(z);
@@ -213,6 +226,7 @@ TEST_CASE("ViTBlock: drop path drops whole residual branches per sample while tr
     Tensor a = block.forward(z), b = block.forward(z);
     require_close(a, b, 0);
     ViTBlock plain(small_block(), rng, nullptr);
+    plain.fused = false;
     load_state_dict(plain, state_dict(block));
     plain.eval();
     require_close(plain.forward(z), a, 0);

@@ -478,6 +478,7 @@ void vit_block_forward_probe(Probe& p) {
         const uint64_t dropout_seed = p.rng.next_u64();
         auto dropout_rng = std::make_shared<Rng>(dropout_seed);
         auto block = std::make_shared<ViTBlock>(config, init, dropout_rng);
+        block->fused = false;  // the exercise's steps, not the reference's fused path
         const Tensor z = leaf({3, 5, 8}, p.rng), w = fixed({3, 5, 8}, p.rng);
         const std::vector<bool> mask = c == 2 ? random_mask(p.rng, 4) : std::vector<bool>{};
         const std::string what = c == 0   ? "ViTBlock"

@@ -16,7 +16,8 @@
 // values (every column), while they are still in cache; on several threads at once, for
 // disjoint rows, so it must treat each row on its own. An op fuses what follows its product
 // there: the MLP op (mlp.cpp) computes GELU on the first product's rows and multiplies the
-// rows of dOut W2 by GELU's derivative.
+// rows of dOut W2 by GELU's derivative; linear and mlp add a block's skip connection (their
+// residual) to the rows of their result.
 //
 // Every version is deterministic: each C element is summed over k in a fixed order that
 // depends only on M, N, K and the transposes, never on timing or threads.

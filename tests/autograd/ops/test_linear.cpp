@@ -116,6 +116,30 @@ TEST_CASE("linear: with a residual, the same bits as linear and +, values and gr
         }
 }
 
+TEST_CASE("linear and mlp: a residual that is x itself, the same bits as + x over several K blocks",
+          "[op:linear][op:mlp][forward]") {
+    // x's gradient is dOut plus the product's, summed in K blocks of at most 256: the residual's
+    // copy must come first, as the add's does, for the blocks to add onto it in the same order.
+    std::vector<std::vector<real>> results[2];
+    for (const bool fused : {true, false}) {
+        Rng same(10);
+        const Tensor x = rand_tensor({3, 7, 300}, same), w = rand_tensor({300, 300}, same, real(-0.1), real(0.1)),
+                     b = rand_tensor({300}, same);
+        const Tensor y = fused ? linear(x, w, b, x) : linear(x, w, b) + x;
+        const Tensor w1 = rand_tensor({600, 300}, same, real(-0.1), real(0.1)), b1 = rand_tensor({600}, same),
+                     w2 = rand_tensor({300, 600}, same, real(-0.1), real(0.1)), b2 = rand_tensor({300}, same);
+        const Tensor z = fused ? mlp(y, w1, b1, w2, b2, GeluApproximation::None, y)
+                               : mlp_through_ops(y, w1, b1, w2, b2, GeluApproximation::None) + y;
+        weighted_sum(z, rand_tensor(z.shape(), same, -1, 1, false)).backward();
+        for (const Tensor& t : {z.detach(), x.grad(), w.grad(), b.grad(), w1.grad(), w2.grad()})
+            results[fused].push_back(t.to_vector());
+    }
+    for (size_t k = 0; k < results[0].size(); ++k) {
+        INFO("0: the value, then the gradients of x, W, b, W1, W2; k = " << k);
+        CHECK(results[0][k] == results[1][k]);
+    }
+}
+
 TEST_CASE("linear: gradcheck with a residual, x itself among them", "[op:linear][gradcheck]") {
     Rng rng(9);
     check_gradients(

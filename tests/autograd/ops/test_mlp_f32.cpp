@@ -21,7 +21,7 @@ TEST_CASE("mlp: the same bits as linear, gelu and linear in float32 and bf16", "
             INFO("precision " << (precision == MatmulPrecision::Bf16 ? "bf16" : "fp32"));
             MatmulPrecisionGuard guard(precision);
             for (const GeluApproximation a : {GeluApproximation::None, GeluApproximation::Tanh}) {
-                // The last input is the residual, x itself (in = out = 40), unused in the first pair.
+                // The second pair passes x (t[0]) as the residual too (in = out = 40).
                 const auto fused = values_and_gradients(
                     2, [a](const std::vector<Tensor>& t) { return mlp(t[0], t[1], t[2], t[3], t[4], a); }, inputs);
                 const auto steps = values_and_gradients(

@@ -338,8 +338,7 @@ TEST_CASE("optimizer: parameters without a gradient are skipped entirely", "[opt
 
 TEST_CASE("optimizer: the same bits for 1, 2, 3, 8 and 16 threads, which take whole parameters",
           "[optimizer][parallel]") {
-    // 40 parameters of different sizes, one without a gradient, three steps (the first creates
-    // the states, the later ones run on threads).
+    // 40 parameters of different sizes, one without a gradient, three steps.
     for (const std::string kind : {"SGD", "AdamW"}) {
         INFO(kind);
         auto run = [&](int threads) {

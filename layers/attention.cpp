@@ -71,7 +71,7 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<bool>&
     // [hide:attention-forward]
     // The fused op computes what the steps compute; attention dropout needs A itself, so it
     // takes the steps. (A handout of either attention exercise always takes the steps.)
-    if (fused && !(attn_drop->training() && attn_drop->p > 0)) return forward_fused(x, patch_mask);
+    if (fused && !attn_drop->active()) return forward_fused(x, patch_mask);
     // [/hide:attention-forward]
     // [/hide:attention-backward]
     return forward_step_by_step(x, patch_mask);
@@ -124,7 +124,7 @@ Tensor MultiHeadSelfAttention::forward_plus(const Tensor& x, const Tensor& resid
                                             const std::vector<bool>& patch_mask) {
     // [hide:attention-backward]
     // [hide:attention-forward]
-    if (fused && !(attn_drop->training() && attn_drop->p > 0) && !(proj_drop->training() && proj_drop->p > 0))
+    if (fused && !attn_drop->active() && !proj_drop->active())
         return linear(heads_fused(x, patch_mask), proj->weight, proj->bias, residual);
     // [/hide:attention-forward]
     // [/hide:attention-backward]

@@ -19,6 +19,8 @@ public:
     std::string type_name() const override { return "DropPath"; }
     // The identity (the same tensor, no copy) in eval mode or when p == 0.
     Tensor forward(const Tensor& x) override;
+    // Whether forward changes anything: training, with p > 0.
+    bool active() const { return training() && p > 0; }
 
     real p;
     std::shared_ptr<Rng> rng;

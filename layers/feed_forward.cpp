@@ -30,7 +30,7 @@ FeedForward::FeedForward(int64_t dim, int64_t hidden_dim, Rng& init, std::shared
 
 // [snippet:mlp-forward]
 Tensor FeedForward::forward(const Tensor& x) {
-    if (fused && !(drop1->training() && drop1->p > 0))  // the same values, fewer passes (chapter 12)
+    if (fused && !drop1->active())  // the same values, fewer passes (chapter 12)
         return drop2->forward(mlp(x, fc1->weight, fc1->bias, fc2->weight, fc2->bias, act->approximation));
     const Tensor hidden = drop1->forward(act->forward(fc1->forward(x)));  // [..., D] -> [..., F]
     return drop2->forward(fc2->forward(hidden));                          // [..., F] -> [..., D]
@@ -38,7 +38,7 @@ Tensor FeedForward::forward(const Tensor& x) {
 // [/snippet:mlp-forward]
 
 Tensor FeedForward::forward_plus(const Tensor& x, const Tensor& residual) {
-    if (fused && !(drop1->training() && drop1->p > 0) && !(drop2->training() && drop2->p > 0))
+    if (fused && !drop1->active() && !drop2->active())
         return mlp(x, fc1->weight, fc1->bias, fc2->weight, fc2->bias, act->approximation, residual);
     return forward(x) + residual;
 }

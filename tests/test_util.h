@@ -62,6 +62,17 @@ inline double checksum(const Tensor& t) {
     return s;
 }
 
+// Two ways to compute the same results (a value, then gradients), bit for bit: as many
+// results, and a[k] == b[k] for each; `legend` says what k counts in a failure's message.
+inline void check_same_bits(const std::vector<std::vector<real>>& a, const std::vector<std::vector<real>>& b,
+                            const char* legend) {
+    REQUIRE(a.size() == b.size());
+    for (size_t k = 0; k < a.size(); ++k) {
+        INFO(legend << "; k = " << k);
+        CHECK(a[k] == b[k]);
+    }
+}
+
 inline void require_close(const Tensor& actual, const Tensor& expected, double tol = 1e-6,
                           const std::string& what = "") {
     INFO(what << " actual " << actual.str() << "\nexpected " << expected.str());

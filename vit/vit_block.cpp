@@ -16,8 +16,7 @@ ViTBlock::ViTBlock(const BlockConfig& c, Rng& init, std::shared_ptr<Rng> dropout
 // [snippet:block-forward]
 Tensor ViTBlock::forward(const Tensor& z, const std::vector<bool>& patch_mask) {
     // [hide:vit-block-forward]
-    if (fused && !(drop_path1->training() && drop_path1->p > 0) && !(drop_path2->training() && drop_path2->p > 0))
-        return forward_fused(z, patch_mask);
+    if (fused && !drop_path1->active() && !drop_path2->active()) return forward_fused(z, patch_mask);
     // [/hide:vit-block-forward]
     // [exercise:vit-block-forward]
     Tensor z_prime = drop_path1->forward(attn->forward(norm1->forward(z), patch_mask)) + z;  // (2)

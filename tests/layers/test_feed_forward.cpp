@@ -150,11 +150,7 @@ TEST_CASE("FeedForward: fused and step by step give the same bits, and an active
                 results[fused].push_back(input.grad().to_vector());
                 for (const Tensor& w : layer.parameters()) results[fused].push_back(w.grad().to_vector());
             }
-            REQUIRE(results[0].size() == results[1].size());
-            for (size_t k = 0; k < results[0].size(); ++k) {
-                INFO("0: the value, 1: x's gradient, then each parameter's; k = " << k);
-                CHECK(results[0][k] == results[1][k]);
-            }
+            check_same_bits(results[0], results[1], "0: the value, 1: x's gradient, then each parameter's");
         }
     }
 }

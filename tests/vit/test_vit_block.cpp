@@ -192,11 +192,7 @@ TEST_CASE("ViTBlock: skip connections added inside the products give the same bi
                     results[fused].push_back(z.grad().to_vector());
                     for (const Tensor& w : block.parameters()) results[fused].push_back(w.grad().to_vector());
                 }
-                REQUIRE(results[0].size() == results[1].size());
-                for (size_t k = 0; k < results[0].size(); ++k) {
-                    INFO("0: the value, 1: z's gradient, then each parameter's; k = " << k);
-                    CHECK(results[0][k] == results[1][k]);
-                }
+                check_same_bits(results[0], results[1], "0: the value, 1: z's gradient, then each parameter's");
             }
 }
 

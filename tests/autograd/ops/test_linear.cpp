@@ -109,10 +109,8 @@ TEST_CASE("linear: with a residual, the same bits as linear and +, values and gr
                     results[fused].push_back(t.to_vector());
                 if (with_bias) results[fused].push_back(b.grad().to_vector());
             }
-            for (size_t k = 0; k < results[0].size(); ++k) {
-                INFO("0: the value, 1-3: the gradients of x, W and the residual, 4: b's; k = " << k);
-                CHECK(results[0][k] == results[1][k]);
-            }
+            check_same_bits(results[0], results[1],
+                            "0: the value, 1-3: the gradients of x, W and the residual, 4: b's");
         }
 }
 
@@ -134,10 +132,7 @@ TEST_CASE("linear and mlp: a residual that is x itself, the same bits as + x ove
         for (const Tensor& t : {z.detach(), x.grad(), w.grad(), b.grad(), w1.grad(), w2.grad()})
             results[fused].push_back(t.to_vector());
     }
-    for (size_t k = 0; k < results[0].size(); ++k) {
-        INFO("0: the value, then the gradients of x, W, b, W1, W2; k = " << k);
-        CHECK(results[0][k] == results[1][k]);
-    }
+    check_same_bits(results[0], results[1], "0: the value, then the gradients of x, W, b, W1, W2");
 }
 
 TEST_CASE("linear: gradcheck with a residual, x itself among them", "[op:linear][gradcheck]") {

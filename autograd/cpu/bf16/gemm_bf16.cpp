@@ -15,6 +15,7 @@
 #include "patchgrad/autograd/cpu/gemm/gemm.h"
 #include "patchgrad/autograd/cpu/gemm/gemm_blocks.h"
 #include "patchgrad/autograd/cpu/gemm/gemm_kernels.h"
+#include "patchgrad/autograd/cpu/prefetch.h"
 #include "patchgrad/autograd/cpu/threads/parallel.h"
 
 #if defined(PATCHGRAD_AMX) && defined(__linux__)
@@ -229,46 +230,6 @@ void gemm_bf16_emulated(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_
     gemm_blocked(false, false, M, N, K, alpha, a.data(), K, b.data(), N, beta, C, ldc, bias, rows_done);
 }
 
-namespace {
-
-// The cache lines of a block of op(X), asked for a few at a time, in the order packing reads
-// them: `runs` runs of `run` floats, `ld` apart. The driver below fetches the next block of A
-// this way while the kernel multiplies the current one. Packing rounds every element of A, so
-// unlike the float32 kernel, which reads A as it multiplies, it would otherwise wait for memory
-// with nothing to overlap: the activations of a training step (0.46 GB for cifar-tiny at batch
-// 128) are far out of cache by the time backward reads them. On an AMD EPYC Zen 5 the packing
-// of A went from 11% of a one-thread bf16 step to 8% with this (perf). The hint asks for every
-// level of cache (locality 3), not for L2 alone (2): a step 1.6% faster there (pairwise median
-// of nine alternations, faster in eight), though a block of 144 rows is larger than L1.
-class BlockPrefetch {
-public:
-    BlockPrefetch() = default;
-    BlockPrefetch(bool trans, const float* X, int64_t ld, int64_t r0, int64_t k0, int64_t rows, int64_t kc)
-        : start_(trans ? X + k0 * ld + r0 : X + r0 * ld + k0),
-          ld_(ld),
-          runs_(trans ? kc : rows),
-          run_(trans ? rows : kc) {}
-    int64_t lines() const { return runs_ * ((run_ + 15) / 16); }
-    void fetch(int64_t lines) {
-        for (; lines > 0 && next_run_ < runs_; --lines) {
-            __builtin_prefetch(start_ + next_run_ * ld_ + next_float_, 0, 3);
-            next_float_ += 16;  // floats per 64-byte line
-            if (next_float_ >= run_) {
-                // (A run that does not start on a line boundary ends on one line more.)
-                __builtin_prefetch(start_ + next_run_ * ld_ + run_ - 1, 0, 3);
-                ++next_run_;
-                next_float_ = 0;
-            }
-        }
-    }
-
-private:
-    const float* start_ = nullptr;
-    int64_t ld_ = 0, runs_ = 0, run_ = 0, next_run_ = 0, next_float_ = 0;
-};
-
-}  // namespace
-
 // gemm_blocked's loops (gemm.cpp explains the blocking) with every block packed as bf16 pairs:
 // A always packed (the float32 driver's in-place reading of A has nothing to read, since A must be
 // rounded anyway). Threads split the rows of C, so the result does not depend on them, and
@@ -315,9 +276,9 @@ void gemm_bf16_with(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int6
         for (int64_t ic = s0 * MR; ic < row_end; ic += MC) {
             const int64_t mc = std::min(MC, row_end - ic);
             kernels.pack_a(trans_a, A, lda, ic, pc, mc, kc, Ap);
-            BlockPrefetch next;
+            BlockPrefetch<float> next;
             if (ic + MC < row_end)
-                next = BlockPrefetch(trans_a, A, lda, ic + MC, pc, std::min(MC, row_end - ic - MC), kc);
+                next = BlockPrefetch<float>(trans_a, A, lda, ic + MC, pc, std::min(MC, row_end - ic - MC), kc);
             const int64_t calls = (mc + MR - 1) / MR * ((nc + NR - 1) / NR);
             const int64_t lines_per_call = next.lines() / calls + 1;
             for (int64_t jr = 0; jr < nc; jr += NR) {

@@ -12,6 +12,7 @@
 #include "patchgrad/autograd/cpu/bf16/gemm_bf16.h"
 #include "patchgrad/autograd/cpu/gemm/gemm_blocks.h"
 #include "patchgrad/autograd/cpu/gemm/gemm_kernels.h"
+#include "patchgrad/autograd/cpu/prefetch.h"
 #include "patchgrad/autograd/cpu/threads/parallel.h"
 
 #ifdef PATCHGRAD_USE_OPENBLAS
@@ -171,11 +172,17 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
                 kernels.pack_a_rows(A, lda, ic, pc, mc, kc, Ap);
             else if (!direct)
                 kernels.pack_a(trans_a, A, lda, ic, pc, mc, kc, Ap);
+            // The next block of a row-major A, asked for a few lines a kernel call during the first
+            // sweep down this block's tiles, so that all of it is in cache long before it is read.
+            BlockPrefetch<real> next;
+            if (!trans_a && ic + MC < row_end)
+                next = BlockPrefetch<real>(trans_a, A, lda, ic + MC, pc, std::min(MC, row_end - ic - MC), kc);
+            const int64_t lines_per_call = next.lines() / ((mc + MR - 1) / MR) + 1;
             for (int64_t jr = 0; jr < nc; jr += NR) {
                 const int64_t nr = std::min(NR, nc - jr);
                 const int64_t vectors = (nr + V - 1) / V;  // of the sliver's NR / V
                 const real* bias_tile = bias_block ? bias_block + jr : nullptr;
-                for (int64_t ir = 0; ir < mc; ir += MR) {
+                for (int64_t ir = 0; ir < mc; ir += MR, next.fetch(lines_per_call)) {
                     const int64_t mr = std::min(MR, mc - ir), r = ic + ir;
                     real* c = C + r * ldc + jc + jr;
                     if (direct && mr == MR) {

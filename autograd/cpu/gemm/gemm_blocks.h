@@ -44,9 +44,11 @@ inline bool each_thread_packs_panels(int64_t M, int64_t nc, int64_t K, int64_t k
 constexpr int64_t kGemmTargetTasks = 32;
 
 // How many groups of consecutive K blocks a product of `slivers` row slivers and `blocks` K
-// blocks is split into: enough for kGemmTargetTasks tasks, at most one per K block.
+// blocks is split into: enough for kGemmTargetTasks tasks and at least two, at most one per K
+// block. (With one group, every thread would pack every panel of B for its own slivers; with
+// two, two threads pack half each: tutorials/12_speed/measurements.md#kernel-notes.)
 inline int64_t gemm_k_groups(int64_t slivers, int64_t blocks) {
-    return std::clamp<int64_t>((kGemmTargetTasks + slivers - 1) / slivers, 1, blocks);
+    return std::clamp<int64_t>(std::max<int64_t>(2, (kGemmTargetTasks + slivers - 1) / slivers), 1, blocks);
 }
 
 // Where multiply() puts a K block's product: C itself (`first`: the caller's beta and bias

@@ -37,6 +37,7 @@ struct Avx2 {
     static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
     static V add(V a, V b) { return _mm256_add_ps(a, b); }
     static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+    static V div(V a, V b) { return _mm256_div_ps(a, b); }
     static V max(V a, V b) { return _mm256_max_ps(a, b); }
     static V with_lane(V v, int64_t lane, float x) {
         const __m256i one =

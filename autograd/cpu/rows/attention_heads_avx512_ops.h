@@ -36,6 +36,7 @@ struct Avx512 {
     static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
     static V add(V a, V b) { return _mm512_add_ps(a, b); }
     static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+    static V div(V a, V b) { return _mm512_div_ps(a, b); }
     static V max(V a, V b) { return _mm512_maskz_max_ps(kAll, a, b); }
     static V with_lane(V v, int64_t lane, float x) { return _mm512_mask_mov_ps(v, __mmask16(1u << lane), set1(x)); }
 
@@ -53,6 +54,23 @@ struct Avx512 {
     }
     static float reduce_max(V v) {
         return reduce(v, [](V a, V b) { return max(a, b); });
+    }
+    // v[r] = reduce's result for v[r], in every lane, for 4 rows together: the halves of two rows
+    // side by side, then their quarters, so that one instruction combines all four rows' pairs.
+    template <class Combine>
+    static void reduce4(V (&v)[4], Combine combine) {
+        const V h01 = combine(_mm512_mask_shuffle_f32x4(v[0], kAll, v[0], v[1], 0x44),   // halves: 0 lo, 1 lo
+                              _mm512_mask_shuffle_f32x4(v[0], kAll, v[0], v[1], 0xEE));  // 0 hi, 1 hi
+        const V h23 = combine(_mm512_mask_shuffle_f32x4(v[2], kAll, v[2], v[3], 0x44),
+                              _mm512_mask_shuffle_f32x4(v[2], kAll, v[2], v[3], 0xEE));
+        V q = combine(_mm512_mask_shuffle_f32x4(h01, kAll, h01, h23, 0x88),   // quarter r: row r's four
+                      _mm512_mask_shuffle_f32x4(h01, kAll, h01, h23, 0xDD));  // partial results
+        q = combine(q, _mm512_mask_permute_ps(q, kAll, q, 0x4E));
+        q = combine(q, _mm512_mask_permute_ps(q, kAll, q, 0xB1));
+        v[0] = _mm512_mask_shuffle_f32x4(q, kAll, q, q, 0x00);
+        v[1] = _mm512_mask_shuffle_f32x4(q, kAll, q, q, 0x55);
+        v[2] = _mm512_mask_shuffle_f32x4(q, kAll, q, q, 0xAA);
+        v[3] = _mm512_mask_shuffle_f32x4(q, kAll, q, q, 0xFF);
     }
 
     // p * 2^n, n + 127 in the exponent bits taken from shifted's bits as fast_exp does; 0 where

@@ -110,6 +110,20 @@ typename T::V exp(typename T::V x) {
     return T::times_power_of_two(p, shifted, x);
 }
 
+// v[r] = the maximum (the sum) of v[r]'s lanes, in every lane, for each of R rows: four rows at
+// once by T's reduce4, which combines the same pairs in the same order as one row's reduce (the
+// same bits); other counts row by row.
+enum class RowReduce { Max, Sum };
+template <class T, RowReduce op, int R>
+__attribute__((always_inline)) inline void reduce_each_row(typename T::V (&v)[R]) {
+    using V = typename T::V;
+    const auto combine = [](V a, V b) { return op == RowReduce::Max ? T::max(a, b) : T::add(a, b); };
+    if constexpr (R == 4)
+        T::reduce4(v, combine);
+    else
+        for (int r = 0; r < R; ++r) v[r] = T::set1(op == RowReduce::Max ? T::reduce_max(v[r]) : T::reduce_add(v[r]));
+}
+
 // xT [d, P] = x [N, d]^T (x's rows ld apart, d a multiple of W), columns N..P-1 zero, by W x W
 // blocks transposed in registers.
 template <class T>
@@ -194,27 +208,37 @@ void forward_heads(const AttentionHeads& x, int64_t t0, int64_t t1, float* a, fl
             for (int64_t s0 = 0; s0 < R; s0 += RS) {
                 V acc[RS][NV];
                 row_block_times_transposed<T>(q, ld, i0 + s0, N, d, kT, P, acc);  // q k^T
-                // A = softmax(s q k^T + bias) per row, into at's rows and p.
+                // A = softmax(s q k^T + bias) per row, into at's rows and p, the RS rows' maxima
+                // and sums reduced together (rows past N: the last row again, never stored).
+                V m[RS], sum[RS];
 #pragma GCC unroll 12
                 for (int r = 0; r < RS; ++r) {
                     const int64_t i = i0 + s0 + r;
-                    if (i >= N) continue;  // (a constant trip count keeps acc[r] in registers)
-                    V m = T::set1(-__builtin_inff());
+                    m[r] = T::set1(-__builtin_inff());
 #pragma GCC unroll 12
                     for (int v = 0; v < NV; ++v) {
                         acc[r][v] = T::fmadd(acc[r][v], T::set1(s), T::load(bias + v * W));
                         if (x.scales && i / W == v)  // a learned scale masks the diagonal
                             acc[r][v] = T::with_lane(acc[r][v], i % W, -__builtin_inff());
-                        m = T::max(m, acc[r][v]);
+                        m[r] = T::max(m[r], acc[r][v]);
                     }
-                    const V row_max = T::set1(T::reduce_max(m));
-                    V sum = T::zero();
+                }
+                reduce_each_row<T, RowReduce::Max>(m);
+#pragma GCC unroll 12
+                for (int r = 0; r < RS; ++r) {
+                    sum[r] = T::zero();
 #pragma GCC unroll 12
                     for (int v = 0; v < NV; ++v) {
-                        acc[r][v] = exp<T>(T::sub(acc[r][v], row_max));
-                        sum = T::add(sum, acc[r][v]);
+                        acc[r][v] = exp<T>(T::sub(acc[r][v], m[r]));
+                        sum[r] = T::add(sum[r], acc[r][v]);
                     }
-                    const V inv = T::set1(1.0f / T::reduce_add(sum));
+                }
+                reduce_each_row<T, RowReduce::Sum>(sum);
+#pragma GCC unroll 12
+                for (int r = 0; r < RS; ++r) {
+                    const int64_t i = i0 + s0 + r;
+                    if (i >= N) continue;  // (a constant trip count keeps acc[r] in registers)
+                    const V inv = T::div(T::set1(1.0f), sum[r]);
 #pragma GCC unroll 12
                     for (int v = 0; v < NV; ++v) {
                         const V av = T::mul(acc[r][v], inv);
@@ -289,22 +313,30 @@ void backward_heads(const AttentionHeads& x, int64_t t0, int64_t t1, const float
             for (int64_t s0 = 0; s0 < R; s0 += RS) {
                 V acc[RS][NV];
                 row_block_times_transposed<T>(dot, D, i0 + s0, N, d, vT, P, acc);  // dA = dO v^T
-                // dS = A * (dA - rowsum(dA * A)) into ds, and A into ap.
+                // dS = A * (dA - rowsum(dA * A)) into ds, and A into ap, the RS rows' sums reduced
+                // together.
+                V dot_sum[RS];
 #pragma GCC unroll 12
                 for (int r = 0; r < RS; ++r) {
                     const int64_t i = i0 + s0 + r;
+                    dot_sum[r] = T::zero();
                     if (i >= N) continue;  // (a constant trip count keeps acc[r] in registers)
-                    V dot_sum = T::zero();
 #pragma GCC unroll 12
                     for (int v = 0; v < NV; ++v) {
                         const V av = T::load_first(at + i * N + v * W, N - v * W);
-                        dot_sum = T::fmadd(acc[r][v], av, dot_sum);
+                        dot_sum[r] = T::fmadd(acc[r][v], av, dot_sum[r]);
                         T::store(ap + i * P + v * W, av);  // (read back below, from L1)
                     }
-                    const V row_dot = T::set1(T::reduce_add(dot_sum));
+                }
+                reduce_each_row<T, RowReduce::Sum>(dot_sum);
+#pragma GCC unroll 12
+                for (int r = 0; r < RS; ++r) {
+                    const int64_t i = i0 + s0 + r;
+                    if (i >= N) continue;
 #pragma GCC unroll 12
                     for (int v = 0; v < NV; ++v)
-                        T::store(ds + i * P + v * W, T::mul(T::load(ap + i * P + v * W), T::sub(acc[r][v], row_dot)));
+                        T::store(ds + i * P + v * W,
+                                 T::mul(T::load(ap + i * P + v * W), T::sub(acc[r][v], dot_sum[r])));
                 }
             }
             // dS k [R, d]: dq's rows (times s) and the scale's part <q, dS k>.

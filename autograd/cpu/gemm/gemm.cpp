@@ -154,9 +154,11 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
         real* const C = target.c;
         const int64_t ldc = target.ldc;
         // Packing A pays when each sliver meets many slivers of B. A is read in place for a narrow C
-        // (attention's N), a row-major A whose rows fit one K block (they already are the kernel's
-        // runs) and a transposed A without set conflicts (tutorials/12_speed/measurements.md#kernel-notes).
-        const bool direct = nc <= 64 || (!trans_a && K <= KC) || transposed_in_place;
+        // (attention's N), a row-major A (its rows already are the kernel's runs) within one K block,
+        // or across several with 16-lane vectors and no set conflicts, and a transposed A without
+        // set conflicts (tutorials/12_speed/measurements.md#kernel-notes).
+        const bool rows_in_place = !trans_a && (K <= KC || (V >= 16 && !set_conflict));
+        const bool direct = nc <= 64 || rows_in_place || transposed_in_place;
         // A row-major A is packed row by row (a copy of runs), a transposed one column by
         // column (its columns are the runs).
         const bool by_rows = !direct && !trans_a;

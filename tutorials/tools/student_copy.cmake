@@ -39,6 +39,12 @@ if(EXISTS ${_pg_root}/tutorials/handout-exercises.txt)
   file(READ ${_pg_root}/tutorials/handout-exercises.txt _pg_default_selection)
   string(STRIP "${_pg_default_selection}" _pg_default_selection)
 endif()
+# In a handout the stubs stand in the sources themselves and leave parameters, variables and
+# helpers unused until the student writes the code: no unused warnings there (the student build
+# gives its copies the same flag: patchgrad_use_student_copies below).
+if(EXISTS ${_pg_root}/tutorials/handout-exercises.txt AND NOT CMAKE_SCRIPT_MODE_FILE)
+  add_compile_options(-Wno-unused -Wno-unused-parameter)
+endif()
 set(PATCHGRAD_EXERCISES "${_pg_default_selection}" CACHE STRING
     "The exercises to stub (student build) and to grade: exercise names and chapter folders (04_core_ops or 04), or all")
 set(PATCHGRAD_EXERCISE_NAMES "")

@@ -66,8 +66,9 @@ void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
 // A sliver is reused once per NR columns of C. For the narrow products of attention (N is
 // the tokens or head_dim: a few slivers of B), packing A would cost more than the
 // arithmetic, so full MR-row slivers of A are then read in place (only edge slivers are
-// packed); so are the rows of a row-major A no longer than one K block, which are already
-// contiguous runs.
+// packed); so are the rows of a row-major A, which are already contiguous runs: within one
+// K block, or across several with 16-lane vectors (AVX2's kernel is faster on packed rows
+// there).
 //
 // The packing and the micro-kernel depend on the CPU's vector registers, so they come from
 // a table chosen at run time (gemm_kernels.h, gemm_tile.h); this driver is the same for all.
@@ -134,7 +135,8 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
     // its own, lda apart: with KC = 256 and a weight gradient's lda of 384 floats the sliver
     // spans 96 pages of 4 KiB, more than many cores' first-level TLB holds (Skylake's 64), so
     // each call of the kernel would miss it row after row. A K block that keeps the sliver
-    // within 32 pages (kc = 85 there) costs one more pass over C per 85 values of k.
+    // within 32 pages (kc = 85 there) costs one more pass over C per 85 values of k. Rows a
+    // multiple of 4 KiB apart fall in the same few sets of L1, so such an A is packed.
     const bool set_conflict = lda * static_cast<int64_t>(sizeof(real)) % 4096 == 0;
     const bool transposed_in_place = trans_a && !set_conflict;
     const int64_t sliver_pages = 32 * 4096 / (lda * static_cast<int64_t>(sizeof(real)));
@@ -155,8 +157,8 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
         const int64_t ldc = target.ldc;
         // Packing A pays when each sliver meets many slivers of B. A is read in place for a narrow C
         // (attention's N), a row-major A (its rows already are the kernel's runs) within one K block,
-        // or across several with 16-lane vectors and no set conflicts, and a transposed A without
-        // set conflicts (tutorials/12_speed/measurements.md#kernel-notes).
+        // or across several with 16-lane vectors (AVX2's 8-lane kernel was slower so) and no set
+        // conflicts, and a transposed A without set conflicts (tutorials/12_speed/measurements.md#kernel-notes).
         const bool rows_in_place = !trans_a && (K <= KC || (V >= 16 && !set_conflict));
         const bool direct = nc <= 64 || rows_in_place || transposed_in_place;
         // A row-major A is packed row by row (a copy of runs), a transposed one column by

@@ -37,16 +37,16 @@ inline bool each_thread_packs_panels(int64_t M, int64_t nc, int64_t K, int64_t k
     return K > k_block && M * nc * k_block < (int64_t(1) << 26);
 }
 
-// The tasks a weight gradient should offer the threads, whatever their number: a product of
-// few slivers (128 output features are 11 slivers of 12 rows) is also split across K into
-// groups of K blocks, each summed into a partial C of its own, the partials then added in group
+// The tasks a weight gradient should offer the threads, whatever their number: it is also split
+// across K into groups of K blocks (the more, the fewer its slivers: 128 output features are 11
+// slivers of 12 rows), each summed into a partial C of its own, the partials then added in group
 // order. The groups depend on the shape only, so the result never depends on the thread count.
 constexpr int64_t kGemmTargetTasks = 32;
 
 // How many groups of consecutive K blocks a product of `slivers` row slivers and `blocks` K
 // blocks is split into: enough for kGemmTargetTasks tasks and at least two, at most one per K
 // block. (With one group, every thread would pack every panel of B for its own slivers; with
-// two, two threads pack half each: tutorials/12_speed/measurements.md#kernel-notes.)
+// two or more, a thread packs only its groups' panels: tutorials/12_speed/measurements.md#kernel-notes.)
 inline int64_t gemm_k_groups(int64_t slivers, int64_t blocks) {
     return std::clamp<int64_t>(std::max<int64_t>(2, (kGemmTargetTasks + slivers - 1) / slivers), 1, blocks);
 }

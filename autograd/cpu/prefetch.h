@@ -1,6 +1,7 @@
 // prefetch.h — asking for memory before a loop reads it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 namespace patchgrad {
@@ -28,6 +29,14 @@ public:
           ld_(ld),
           runs_(trans ? kc : rows),
           run_(trans ? rows : kc) {}
+    // The block of up to `rows` rows that follows rows [r0, r0 + rows), among those before
+    // row_end; nothing to fetch past the last.
+    static BlockPrefetch after(bool trans, const Real* X, int64_t ld, int64_t r0, int64_t rows, int64_t row_end,
+                               int64_t k0, int64_t kc) {
+        const int64_t next = r0 + rows;
+        if (next >= row_end) return BlockPrefetch();
+        return BlockPrefetch(trans, X, ld, next, k0, std::min(rows, row_end - next), kc);
+    }
     int64_t lines() const { return runs_ * ((run_ + kPerLine - 1) / kPerLine); }
     void fetch(int64_t lines) {
         for (; lines > 0 && next_run_ < runs_; --lines) {

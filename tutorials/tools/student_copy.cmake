@@ -39,11 +39,12 @@ if(EXISTS ${_pg_root}/tutorials/handout-exercises.txt)
   file(READ ${_pg_root}/tutorials/handout-exercises.txt _pg_default_selection)
   string(STRIP "${_pg_default_selection}" _pg_default_selection)
 endif()
-# In a handout the stubs stand in the sources themselves and leave parameters, variables and
-# helpers unused until the student writes the code: no unused warnings there (the student build
-# gives its copies the same flag: patchgrad_use_student_copies below).
+# The stubs leave parameters, variables and helpers unused until the student writes the code:
+# no unused warnings where they stand, in a handout's sources themselves and in the student
+# build's copies (patchgrad_use_student_copies below).
+set(_pg_stub_warnings -Wno-unused -Wno-unused-parameter)
 if(EXISTS ${_pg_root}/tutorials/handout-exercises.txt AND NOT CMAKE_SCRIPT_MODE_FILE)
-  add_compile_options(-Wno-unused -Wno-unused-parameter)
+  add_compile_options(${_pg_stub_warnings})
 endif()
 set(PATCHGRAD_EXERCISES "${_pg_default_selection}" CACHE STRING
     "The exercises to stub (student build) and to grade: exercise names and chapter folders (04_core_ops or 04), or all")
@@ -372,7 +373,7 @@ function(patchgrad_use_student_copies target)
       list(APPEND replaced ${copy})
       get_filename_component(original_dir ${absolute} DIRECTORY)
       target_include_directories(${target} PRIVATE ${original_dir})
-      set_source_files_properties(${copy} PROPERTIES COMPILE_OPTIONS "-Wno-error;-Wno-unused;-Wno-unused-parameter")
+      set_source_files_properties(${copy} PROPERTIES COMPILE_OPTIONS "-Wno-error;${_pg_stub_warnings}")
     else()
       list(APPEND replaced ${source})
     endif()

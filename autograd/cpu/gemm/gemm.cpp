@@ -139,6 +139,10 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
     // multiple of 4 KiB apart fall in the same few sets of L1, so such an A is packed.
     const bool set_conflict = lda * static_cast<int64_t>(sizeof(real)) % 4096 == 0;
     const bool transposed_in_place = trans_a && !set_conflict;
+    // A row-major A's rows already are the kernel's runs: read in place within one K block, or
+    // across several with 16-lane vectors (AVX2's 8-lane kernel was slower so) and no set
+    // conflicts (tutorials/12_speed/measurements.md#kernel-notes).
+    const bool rows_in_place = !trans_a && (K <= KC || (V >= 16 && !set_conflict));
     const int64_t sliver_pages = 32 * 4096 / (lda * static_cast<int64_t>(sizeof(real)));
     const int64_t k_block = transposed_in_place ? std::clamp<int64_t>(sliver_pages, 64, KC) : KC;
 
@@ -156,10 +160,7 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
         real* const C = target.c;
         const int64_t ldc = target.ldc;
         // Packing A pays when each sliver meets many slivers of B. A is read in place for a narrow C
-        // (attention's N), a row-major A (its rows already are the kernel's runs) within one K block,
-        // or across several with 16-lane vectors (AVX2's 8-lane kernel was slower so) and no set
-        // conflicts, and a transposed A without set conflicts (tutorials/12_speed/measurements.md#kernel-notes).
-        const bool rows_in_place = !trans_a && (K <= KC || (V >= 16 && !set_conflict));
+        // (attention's N), a row-major A as above and a transposed A without set conflicts.
         const bool direct = nc <= 64 || rows_in_place || transposed_in_place;
         // A row-major A is packed row by row (a copy of runs), a transposed one column by
         // column (its columns are the runs).
@@ -178,9 +179,8 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
                 kernels.pack_a(trans_a, A, lda, ic, pc, mc, kc, Ap);
             // The next block of a row-major A, asked for a few lines a kernel call during the first
             // sweep down this block's tiles, so that all of it is in cache long before it is read.
-            BlockPrefetch<real> next;
-            if (!trans_a && ic + MC < row_end)
-                next = BlockPrefetch<real>(trans_a, A, lda, ic + MC, pc, std::min(MC, row_end - ic - MC), kc);
+            BlockPrefetch<real> next =
+                trans_a ? BlockPrefetch<real>() : BlockPrefetch<real>::after(false, A, lda, ic, MC, row_end, pc, kc);
             const int64_t lines_per_call = next.lines() / ((mc + MR - 1) / MR) + 1;
             for (int64_t jr = 0; jr < nc; jr += NR) {
                 const int64_t nr = std::min(NR, nc - jr);

@@ -36,6 +36,10 @@ auto buffer(State& s, const std::string& field) -> decltype(&s.exp_avg) {
     return &s.exp_avg_sq;
 }
 
+// The bins Optimizer::step shares out to the threads: 16 threads still take two each. A fixed
+// number, so that the bins never depend on the thread count.
+constexpr int64_t kParameterBins = 32;
+
 }  // namespace
 
 // ---- Optimizer ----------------------------------------------------------------------------
@@ -101,14 +105,20 @@ void Optimizer::step() {
             ++state.step;
             updates.push_back({&p, &state, *group.weight_decay});
         }
-    const auto run = [&](int64_t i0, int64_t i1) {
-        for (int64_t i = i0; i < i1; ++i) update(*updates[i].param, *updates[i].state, updates[i].weight_decay);
-    };
-    const int64_t n = static_cast<int64_t>(updates.size());
-    if (shared_storage_)
-        run(0, n);
-    else
-        parallel_for(n, 1, run);
+    if (shared_storage_) {
+        for (const Update& u : updates) update(*u.param, *u.state, u.weight_decay);
+        return;
+    }
+    // The threads take bins of whole parameters of about equal size: in the order the groups list
+    // them, a ViT's weight matrices come first and its biases and norms after, so chunks of
+    // parameters would leave most of the work to the first thread.
+    std::vector<int64_t> sizes;
+    for (const Update& u : updates) sizes.push_back(u.param->numel());
+    const std::vector<std::vector<int64_t>> bins = balanced_bins(sizes, kParameterBins);
+    parallel_for(static_cast<int64_t>(bins.size()), 1, [&](int64_t b0, int64_t b1) {
+        for (int64_t b = b0; b < b1; ++b)
+            for (const int64_t i : bins[b]) update(*updates[i].param, *updates[i].state, updates[i].weight_decay);
+    });
 }
 
 void Optimizer::zero_grad() {

@@ -259,6 +259,27 @@ void add_product_seconds(double seconds) {
         recorder->outer_product_seconds_ += seconds;
 }
 
+std::vector<std::vector<int64_t>> balanced_bins(const std::vector<int64_t>& sizes, int64_t max_bins) {
+    const int64_t count = std::min(static_cast<int64_t>(sizes.size()), std::max<int64_t>(max_bins, 1));
+    const auto largest_first = [](const std::vector<int64_t>& size) {
+        std::vector<int64_t> order(size.size());
+        for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
+        std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return size[a] > size[b]; });
+        return order;
+    };
+    std::vector<std::vector<int64_t>> bins(count);
+    std::vector<int64_t> sums(count, 0);
+    for (const int64_t i : largest_first(sizes)) {
+        const int64_t b = std::min_element(sums.begin(), sums.end()) - sums.begin();
+        bins[b].push_back(i);
+        sums[b] += sizes[i];
+    }
+    const std::vector<int64_t> down = largest_first(sums);
+    std::vector<std::vector<int64_t>> folded;
+    for (int64_t j = 0; j < count; ++j) folded.push_back(bins[down[j % 2 == 0 ? j / 2 : count - 1 - j / 2]]);
+    return folded;
+}
+
 std::vector<real> sum_rows(int64_t rows, int64_t width,
                            const std::function<void(int64_t r0, int64_t r1, real* acc)>& add_rows, LoopSite site) {
     return RowSums(rows, width, add_rows).total(site);  // no rows taken: total() sums every block

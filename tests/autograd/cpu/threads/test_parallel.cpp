@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <numeric>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -32,6 +33,44 @@ TEST_CASE("parallel: parallel_for covers every index exactly once, in chunks of 
             REQUIRE(chunks <= std::max<int64_t>(1, std::min<int64_t>(threads, n / 10)));
         }
     }
+}
+
+TEST_CASE("parallel: balanced_bins puts each task in one bin, and parallel_for's chunks of bins are about equal",
+          "[parallel]") {
+    // cifar-tiny's parameters as its optimizer lists them: the weight matrices (patch embedding, six
+    // blocks' qkv, projection and MLP, head), then the biases, norms and embeddings.
+    std::vector<int64_t> sizes = {48 * 128};
+    for (int block = 0; block < 6; ++block)
+        for (const int64_t s : {384 * 128, 128 * 128, 256 * 128, 128 * 256}) sizes.push_back(s);
+    sizes.push_back(10 * 128);
+    for (const int64_t s : {128, 128, 65 * 128}) sizes.push_back(s);
+    for (int block = 0; block < 6; ++block)
+        for (const int64_t s : {128, 128, 384, 128, 128, 128, 256, 128}) sizes.push_back(s);
+    for (const int64_t s : {128, 128, 10}) sizes.push_back(s);
+    const int64_t total = std::accumulate(sizes.begin(), sizes.end(), int64_t(0));
+    const int64_t largest = *std::max_element(sizes.begin(), sizes.end());
+
+    const std::vector<std::vector<int64_t>> bins = balanced_bins(sizes, 32);
+    REQUIRE(bins.size() == 32);
+    std::vector<int> seen(sizes.size(), 0);
+    for (const std::vector<int64_t>& bin : bins)
+        for (const int64_t i : bin) ++seen[i];
+    for (const int count : seen) REQUIRE(count == 1);
+    // parallel_for's chunks at T threads: ceil(32 / T) consecutive bins each. None exceeds its even
+    // share by more than the largest task; runs of the parameters in list order did (the first of
+    // two threads had 99% of the work).
+    for (const int64_t threads : {2, 3, 4, 8, 16}) {
+        INFO(threads << " threads");
+        const int64_t chunk = (32 + threads - 1) / threads;
+        for (int64_t c0 = 0; c0 < 32; c0 += chunk) {
+            int64_t sum = 0;
+            for (int64_t b = c0; b < std::min<int64_t>(32, c0 + chunk); ++b)
+                for (const int64_t i : bins[b]) sum += sizes[i];
+            CHECK(sum <= total / threads + largest);
+        }
+    }
+    REQUIRE(balanced_bins({5, 1, 3}, 8).size() == 3);  // fewer tasks than bins: one each
+    REQUIRE(balanced_bins({}, 8).empty());
 }
 
 TEST_CASE("parallel: sum_rows adds each row once, in fixed blocks of rows added in block order, for any thread count",

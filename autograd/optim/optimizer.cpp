@@ -109,10 +109,11 @@ void Optimizer::step() {
         for (const Update& u : updates) update(*u.param, *u.state, u.weight_decay);
         return;
     }
-    // The threads take bins of whole parameters of about equal size: in the order the groups list
-    // them, a ViT's weight matrices come first and its biases and norms after, so chunks of
-    // parameters would leave most of the work to the first thread.
+    // The threads take bins of whole parameters, as even as whole parameters allow: in the order
+    // the groups list them, a ViT's weight matrices come first and its biases and norms after, so
+    // chunks of parameters would leave most of the work to the first thread.
     std::vector<int64_t> sizes;
+    sizes.reserve(updates.size());
     for (const Update& u : updates) sizes.push_back(u.param->numel());
     const std::vector<std::vector<int64_t>> bins = balanced_bins(sizes, kParameterBins);
     parallel_for(static_cast<int64_t>(bins.size()), 1, [&](int64_t b0, int64_t b1) {

@@ -260,7 +260,8 @@ void add_product_seconds(double seconds) {
 }
 
 std::vector<std::vector<int64_t>> balanced_bins(const std::vector<int64_t>& sizes, int64_t max_bins) {
-    const int64_t count = std::min(static_cast<int64_t>(sizes.size()), std::max<int64_t>(max_bins, 1));
+    check(max_bins >= 1, "balanced_bins: needs at least one bin, got max_bins = ", max_bins);
+    const int64_t count = std::min(static_cast<int64_t>(sizes.size()), max_bins);
     const auto largest_first = [](const std::vector<int64_t>& size) {
         std::vector<int64_t> order(size.size());
         for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
@@ -276,7 +277,8 @@ std::vector<std::vector<int64_t>> balanced_bins(const std::vector<int64_t>& size
     }
     const std::vector<int64_t> down = largest_first(sums);
     std::vector<std::vector<int64_t>> folded;
-    for (int64_t j = 0; j < count; ++j) folded.push_back(bins[down[j % 2 == 0 ? j / 2 : count - 1 - j / 2]]);
+    folded.reserve(count);
+    for (int64_t j = 0; j < count; ++j) folded.push_back(std::move(bins[down[j % 2 == 0 ? j / 2 : count - 1 - j / 2]]));
     return folded;
 }
 

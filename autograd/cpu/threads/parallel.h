@@ -137,12 +137,12 @@ inline int64_t grain_for_elements(int64_t elements_per_index) {
 // of at least 2^15, which still gives a cifar-tiny step's passes 16 tasks or more.
 constexpr int64_t kElementGrain = int64_t(1) << 15;
 
-// Tasks of unequal sizes (an optimizer's parameters) in at most max_bins bins whose sums are
-// about equal, ordered so that parallel_for's chunks of consecutive bins are about equal too,
-// for any thread count: the largest task first, each into the bin with the smallest sum so far
-// (the greedy rule for balancing loads), then the bins from the largest sum down, folded (the
-// largest, the smallest, the second largest, the second smallest, ...). Each bin lists task
-// indices; the bins depend on the sizes only, never on the threads.
+// Tasks of unequal sizes (an optimizer's parameters) in at most max_bins bins (max_bins >= 1),
+// for parallel_for to share out whole bins: the largest task first, each into the bin with the
+// smallest sum so far (the greedy rule for balancing loads), then the bins from the largest sum
+// down, folded (the largest, the smallest, the second largest, the second smallest, ...), so that
+// runs of consecutive bins, parallel_for's chunks, are as even as whole tasks allow for any
+// thread count. Each bin lists task indices; the bins depend on the sizes only.
 std::vector<std::vector<int64_t>> balanced_bins(const std::vector<int64_t>& sizes, int64_t max_bins);
 
 // The sum over rows [0, rows) of a vector of `width` reals per row (a bias gradient: the

@@ -57,8 +57,8 @@ TEST_CASE("parallel: balanced_bins puts each task in one bin, and parallel_for's
         for (const int64_t i : bin) ++seen[i];
     for (const int count : seen) REQUIRE(count == 1);
     // parallel_for's chunks at T threads: ceil(32 / T) consecutive bins each. None exceeds its even
-    // share by more than the largest task; runs of the parameters in list order did (the first of
-    // two threads had 99% of the work).
+    // share by more than the largest task. (Runs of the parameters in list order would: the first
+    // of two threads would get 99% of the work; so would the bins unfolded, 77%.)
     for (const int64_t threads : {2, 3, 4, 8, 16}) {
         INFO(threads << " threads");
         const int64_t chunk = (32 + threads - 1) / threads;
@@ -69,8 +69,11 @@ TEST_CASE("parallel: balanced_bins puts each task in one bin, and parallel_for's
             CHECK(sum <= total / threads + largest);
         }
     }
-    REQUIRE(balanced_bins({5, 1, 3}, 8).size() == 3);  // fewer tasks than bins: one each
+    // Fewer tasks than bins: one each. Equal sizes: as many in each bin.
+    REQUIRE(balanced_bins({5, 1, 3}, 8) == std::vector<std::vector<int64_t>>{{0}, {1}, {2}});
+    for (const std::vector<int64_t>& bin : balanced_bins(std::vector<int64_t>(64, 7), 32)) REQUIRE(bin.size() == 2);
     REQUIRE(balanced_bins({}, 8).empty());
+    require_error([] { balanced_bins({1, 2}, 0); }, {"balanced_bins", "at least one bin", "0"});
 }
 
 TEST_CASE("parallel: sum_rows adds each row once, in fixed blocks of rows added in block order, for any thread count",

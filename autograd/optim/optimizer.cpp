@@ -105,8 +105,9 @@ void Optimizer::step() {
             ++state.step;
             updates.push_back({&p, &state, *group.weight_decay});
         }
+    const auto run = [this](const Update& u) { update(*u.param, *u.state, u.weight_decay); };
     if (shared_storage_) {
-        for (const Update& u : updates) update(*u.param, *u.state, u.weight_decay);
+        for (const Update& u : updates) run(u);
         return;
     }
     // The threads take bins of whole parameters, as even as whole parameters allow: in the order
@@ -118,7 +119,7 @@ void Optimizer::step() {
     const std::vector<std::vector<int64_t>> bins = balanced_bins(sizes, kParameterBins);
     parallel_for(static_cast<int64_t>(bins.size()), 1, [&](int64_t b0, int64_t b1) {
         for (int64_t b = b0; b < b1; ++b)
-            for (const int64_t i : bins[b]) update(*updates[i].param, *updates[i].state, updates[i].weight_decay);
+            for (const int64_t i : bins[b]) run(updates[i]);
     });
 }
 

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -264,7 +265,7 @@ std::vector<std::vector<int64_t>> balanced_bins(const std::vector<int64_t>& size
     const int64_t count = std::min(static_cast<int64_t>(sizes.size()), max_bins);
     const auto largest_first = [](const std::vector<int64_t>& size) {
         std::vector<int64_t> order(size.size());
-        for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
+        std::iota(order.begin(), order.end(), int64_t(0));
         std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return size[a] > size[b]; });
         return order;
     };

@@ -43,12 +43,27 @@ inline bool each_thread_packs_panels(int64_t M, int64_t nc, int64_t K, int64_t k
 // order. The groups depend on the shape only, so the result never depends on the thread count.
 constexpr int64_t kGemmTargetTasks = 32;
 
-// How many groups of consecutive K blocks a product of `slivers` row slivers and `blocks` K
-// blocks is split into: enough for kGemmTargetTasks tasks and at least two, at most one per K
-// block. (With one group, every thread would pack every panel of B for its own slivers; with
-// two or more, a thread packs only its groups' panels: tutorials/12_speed/measurements.md#kernel-notes.)
+// How many groups a product of `slivers` row slivers and `blocks` K blocks is split into across
+// K: enough for kGemmTargetTasks tasks and at least two, at most one per K block. (With one
+// group, every thread would pack every panel of B for its own slivers; with two or more, a
+// thread packs only its groups' panels: tutorials/12_speed/measurements.md#kernel-notes.)
 inline int64_t gemm_k_groups(int64_t slivers, int64_t blocks) {
     return std::clamp<int64_t>(std::max<int64_t>(2, (kGemmTargetTasks + slivers - 1) / slivers), 1, blocks);
+}
+
+// Group boundaries fall on whole granules of K, so that a group's K blocks stay whole pairs
+// and whole tiles of pairs (64 values is two AMX tiles' worth).
+constexpr int64_t kGemmKGranule = 64;
+
+// Where group g of `groups` starts in [0, K) (g = groups gives K): granule g * G / groups of
+// the G = ceil(K / kGemmKGranule) granules, so that groups differ by at most one granule and
+// any run of consecutive groups carries its share of K to within two granules (one for the
+// rounding, one for a last granule cut short by K). Groups of whole K blocks leave the remainder
+// to the last: 8,320 tokens in blocks of 512 make five groups of 1,536 K values and one of 640,
+// and the first of two threads would do 55% of the work. Needs 1 <= groups <= G.
+inline int64_t gemm_k_group_start(int64_t g, int64_t groups, int64_t K) {
+    const int64_t granules = (K + kGemmKGranule - 1) / kGemmKGranule;
+    return std::min(K, g * granules / groups * kGemmKGranule);
 }
 
 // Where multiply() puts a K block's product: C itself (`first`: the caller's beta and bias
@@ -89,31 +104,29 @@ void for_each_gemm_block(int64_t M, int64_t N, int64_t K, int64_t MR, int64_t NR
         const GemmRowsDone* done = jc + nc == N ? rows_done : nullptr;  // rows are final in the last panel
         if (each_thread_packs_panels(M, nc, K, k_block)) {
             // Each its own, in tasks (group g, sliver s), t = g * slivers + s: a thread's chunk
-            // of tasks packs each group's panels once. Group 0 sums into C, the others into
+            // of tasks packs each group's panels once. Group g covers K values [start(g),
+            // start(g + 1)) in blocks of up to k_block. Group 0 sums into C, the others into
             // partials of their own, added to C below in group order.
-            const int64_t blocks = (K + k_block - 1) / k_block;
-            const int64_t wanted = gemm_k_groups(slivers, blocks);
-            const int64_t group_blocks = (blocks + wanted - 1) / wanted;
-            const int64_t groups = (blocks + group_blocks - 1) / group_blocks;  // none of them empty
+            const int64_t groups =
+                std::min(gemm_k_groups(slivers, (K + k_block - 1) / k_block), (K + kGemmKGranule - 1) / kGemmKGranule);
+            const auto start = [&](int64_t g) { return gemm_k_group_start(g, groups, K); };
             AlignedVector<Real> partials(static_cast<size_t>((groups - 1) * M * N));
-            const auto target = [&](int64_t g, int64_t pc) {
-                const bool final = groups == 1 && pc + k_block >= K;
+            const auto target = [&](int64_t g, int64_t pc, int64_t kc) {
+                const bool final = groups == 1 && pc + kc == K;
                 return g == 0 ? GemmTarget<Real>{C, ldc, pc == 0, false, final ? done : nullptr}
-                              : GemmTarget<Real>{partials.data() + (g - 1) * M * N, N, pc == g * group_blocks * k_block,
-                                                 true};
+                              : GemmTarget<Real>{partials.data() + (g - 1) * M * N, N, pc == start(g), true};
             };
-            parallel_for(groups * slivers, grain_for_multiply_adds(MR * nc * group_blocks * k_block),
+            parallel_for(groups * slivers, grain_for_multiply_adds(MR * nc * ((K + groups - 1) / groups)),
                          [&](int64_t t0, int64_t t1) {
                              thread_local AlignedVector<Word> own;
                              own.resize(panel_words);
                              for (int64_t g = t0 / slivers; g * slivers < t1; ++g) {
                                  const int64_t s0 = std::max(t0, g * slivers) - g * slivers;
                                  const int64_t s1 = std::min(t1, (g + 1) * slivers) - g * slivers;
-                                 const int64_t k_end = std::min(K, (g + 1) * group_blocks * k_block);
-                                 for (int64_t pc = g * group_blocks * k_block; pc < k_end; pc += k_block) {
-                                     const int64_t kc = std::min(k_block, K - pc);
+                                 for (int64_t pc = start(g); pc < start(g + 1); pc += k_block) {
+                                     const int64_t kc = std::min(k_block, start(g + 1) - pc);
                                      pack(pc, kc, jc, nc, own.data());
-                                     multiply(pc, kc, jc, nc, s0, s1, own.data(), target(g, pc));
+                                     multiply(pc, kc, jc, nc, s0, s1, own.data(), target(g, pc, kc));
                                  }
                              }
                          });

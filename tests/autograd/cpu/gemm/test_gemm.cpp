@@ -257,6 +257,51 @@ TEST_CASE(
     check_against_reference(gemm_blocked, false, true, 512, 520, 300, -1, 0, 78, 2, true);
 }
 
+TEST_CASE("gemm: a weight gradient's groups share K evenly, so every thread's tasks carry its share",
+          "[gemm][parallel]") {
+    // The groups cover [0, K) in order, start on whole granules, and any run of them holds its
+    // share of K to within two granules, for every count the driver may choose.
+    for (int64_t K : {1, 63, 64, 65, 700, 1000, 4097, 8320})
+        for (int64_t groups = 1; groups <= std::min<int64_t>(40, (K + kGemmKGranule - 1) / kGemmKGranule); ++groups) {
+            INFO("K " << K << " groups " << groups);
+            REQUIRE(gemm_k_group_start(0, groups, K) == 0);
+            REQUIRE(gemm_k_group_start(groups, groups, K) == K);
+            for (int64_t a = 0; a < groups; ++a) {
+                REQUIRE(gemm_k_group_start(a + 1, groups, K) > gemm_k_group_start(a, groups, K));
+                REQUIRE(gemm_k_group_start(a, groups, K) % kGemmKGranule == 0);
+                for (int64_t b = a + 1; b <= groups; ++b) {
+                    const double share = double(K) * double(b - a) / double(groups);
+                    const int64_t run = gemm_k_group_start(b, groups, K) - gemm_k_group_start(a, groups, K);
+                    REQUIRE(std::abs(double(run) - share) < 2 * kGemmKGranule);
+                }
+            }
+        }
+    // cifar-tiny's weight gradients at batch 128 (K = 8,320 tokens) in AMX's K blocks of 512 and
+    // 32-row slivers, and in float32's blocks of 256 and 12-row slivers: cut into chunks as
+    // parallel_for cuts the (group, sliver) tasks, no thread's K work exceeds the even share by
+    // more than one task. (Groups of whole K blocks fail this at 2 threads for 4 slivers.)
+    const int64_t K = 8320;
+    for (int64_t k_block : {512, 256})
+        for (int64_t M : {128, 256, 384}) {
+            const int64_t slivers = (M + (k_block == 512 ? 31 : 11)) / (k_block == 512 ? 32 : 12);
+            const int64_t groups = gemm_k_groups(slivers, (K + k_block - 1) / k_block), tasks = groups * slivers;
+            const auto task_work = [&](int64_t t) {
+                return gemm_k_group_start(t / slivers + 1, groups, K) - gemm_k_group_start(t / slivers, groups, K);
+            };
+            int64_t largest_task = 0;
+            for (int64_t t = 0; t < tasks; ++t) largest_task = std::max(largest_task, task_work(t));
+            for (int64_t threads : {2, 3, 4, 8, 16}) {
+                INFO("k_block " << k_block << " M " << M << " threads " << threads);
+                const int64_t chunk = (tasks + threads - 1) / threads;
+                for (int64_t t0 = 0; t0 < tasks; t0 += chunk) {
+                    int64_t work = 0;
+                    for (int64_t t = t0; t < std::min(tasks, t0 + chunk); ++t) work += task_work(t);
+                    REQUIRE(double(work) <= double(K * slivers) / double(threads) + double(largest_task));
+                }
+            }
+        }
+}
+
 TEST_CASE("gemm: rows_done sees every row of C once, already final, and changes nothing", "[gemm]") {
     for_each_isa([](Isa) {
         for (GemmFn kernel : {gemm_reference, gemm_blocked, gemm}) check_rows_done<real>(kernel);

@@ -110,11 +110,17 @@ void for_each_gemm_block(int64_t M, int64_t N, int64_t K, int64_t MR, int64_t NR
             const int64_t groups =
                 std::min(gemm_k_groups(slivers, (K + k_block - 1) / k_block), (K + kGemmKGranule - 1) / kGemmKGranule);
             const auto start = [&](int64_t g) { return gemm_k_group_start(g, groups, K); };
-            AlignedVector<Real> partials(static_cast<size_t>((groups - 1) * M * N));
+            // The partials: this thread's buffer, kept from call to call like the panels below. A
+            // fresh vector would be zero-filled by this thread alone while the others wait, and
+            // each group's first K block overwrites its partial anyway. (Nothing run by the loops
+            // below calls gemm on this thread, which would reuse the buffer.)
+            thread_local AlignedVector<Real> partial_buffer;
+            partial_buffer.resize(std::max(partial_buffer.size(), static_cast<size_t>((groups - 1) * M * N)));
+            Real* const partials = partial_buffer.data();
             const auto target = [&](int64_t g, int64_t pc, int64_t kc) {
                 const bool final = groups == 1 && pc + kc == K;
                 return g == 0 ? GemmTarget<Real>{C, ldc, pc == 0, false, final ? done : nullptr}
-                              : GemmTarget<Real>{partials.data() + (g - 1) * M * N, N, pc == start(g), true};
+                              : GemmTarget<Real>{partials + (g - 1) * M * N, N, pc == start(g), true};
             };
             parallel_for(groups * slivers, grain_for_multiply_adds(MR * nc * ((K + groups - 1) / groups)),
                          [&](int64_t t0, int64_t t1) {
@@ -134,7 +140,7 @@ void for_each_gemm_block(int64_t M, int64_t N, int64_t K, int64_t MR, int64_t NR
                 parallel_for(M, grain_for_elements(nc * (groups - 1)), [&](int64_t i0, int64_t i1) {
                     for (int64_t i = i0; i < i1; ++i)
                         for (int64_t g = 1; g < groups; ++g) {
-                            const Real* p = partials.data() + (g - 1) * M * N + i * N;
+                            const Real* p = partials + (g - 1) * M * N + i * N;
                             for (int64_t j = jc; j < jc + nc; ++j) C[i * ldc + j] += p[j];
                         }
                     if (done) (*done)(i0, i1);

@@ -162,8 +162,15 @@ inline std::vector<OpCase> threaded_op_cases(Rng& rng) {
          [](const std::vector<Tensor>& x) { return slice(x[0], 1, 1, 3); },
          {rand_tensor({300, 5, 400}, rng)}},
         {"concat, a class token before the patches",
-         [](const std::vector<Tensor>& x) { return concat({x[0], x[1]}, 1); },
+         [](const std::vector<Tensor>& x) {
+             return concat({x[0], x[1]}, 1);
+         },
          {rand_tensor({64, 1, 32}, rng), rand_tensor({64, 64, 32}, rng)}},
+        {"concat, one tensor twice and a constant between",
+         [](const std::vector<Tensor>& x) {
+             return concat({x[0], Tensor::full({64, 3, 32}, 0.5), x[0]}, 1);
+         },
+         {rand_tensor({64, 40, 32}, rng)}},
         {"gather_rows, repeated rows",
          [](const std::vector<Tensor>& x) {
              std::vector<int64_t> index;

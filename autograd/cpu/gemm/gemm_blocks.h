@@ -38,29 +38,32 @@ inline bool each_thread_packs_panels(int64_t M, int64_t nc, int64_t K, int64_t k
 }
 
 // The tasks a weight gradient should offer the threads, whatever their number: it is also split
-// across K into groups of K blocks (the more, the fewer its slivers: 128 output features are 11
-// slivers of 12 rows), each summed into a partial C of its own, the partials then added in group
-// order. The groups depend on the shape only, so the result never depends on the thread count.
+// across K into groups of consecutive K values (the more, the fewer its slivers: 128 output
+// features are 11 slivers of 12 rows), each summed into a partial C of its own, the partials
+// then added in group order. The groups depend on the shape only, so the result never depends on the thread count.
 constexpr int64_t kGemmTargetTasks = 32;
-
-// How many groups a product of `slivers` row slivers and `blocks` K blocks is split into across
-// K: enough for kGemmTargetTasks tasks and at least two, at most one per K block. (With one
-// group, every thread would pack every panel of B for its own slivers; with two or more, a
-// thread packs only its groups' panels: tutorials/12_speed/measurements.md#kernel-notes.)
-inline int64_t gemm_k_groups(int64_t slivers, int64_t blocks) {
-    return std::clamp<int64_t>(std::max<int64_t>(2, (kGemmTargetTasks + slivers - 1) / slivers), 1, blocks);
-}
 
 // Group boundaries fall on whole granules of K, so that a group's K blocks stay whole pairs
 // and whole tiles of pairs (64 values is two AMX tiles' worth).
 constexpr int64_t kGemmKGranule = 64;
 
+// How many groups a product of `slivers` row slivers and K values in blocks of k_block is split
+// into across K: enough for kGemmTargetTasks tasks and at least two, at most one per K block
+// and per granule. (With one group, every thread would pack every panel of B for its own
+// slivers; with two or more, a thread packs only its groups' panels:
+// tutorials/12_speed/measurements.md#kernel-notes.)
+inline int64_t gemm_k_groups(int64_t slivers, int64_t K, int64_t k_block) {
+    const int64_t blocks = (K + k_block - 1) / k_block, granules = (K + kGemmKGranule - 1) / kGemmKGranule;
+    const int64_t wanted = std::max<int64_t>(2, (kGemmTargetTasks + slivers - 1) / slivers);
+    return std::clamp<int64_t>(wanted, 1, std::min(blocks, granules));
+}
+
 // Where group g of `groups` starts in [0, K) (g = groups gives K): granule g * G / groups of
 // the G = ceil(K / kGemmKGranule) granules, so that groups differ by at most one granule and
 // any run of consecutive groups carries its share of K to within two granules (one for the
-// rounding, one for a last granule cut short by K). Groups of whole K blocks leave the remainder
-// to the last: 8,320 tokens in blocks of 512 make five groups of 1,536 K values and one of 640,
-// and the first of two threads would do 55% of the work. Needs 1 <= groups <= G.
+// rounding, one for a last granule cut short by K). Groups of whole K blocks would leave the
+// remainder to the last: 8,320 tokens in blocks of 512 would make five groups of 1,536 K values
+// and one of 640, and the first of two threads would do 55% of the work. Needs 1 <= groups <= G.
 inline int64_t gemm_k_group_start(int64_t g, int64_t groups, int64_t K) {
     const int64_t granules = (K + kGemmKGranule - 1) / kGemmKGranule;
     return std::min(K, g * granules / groups * kGemmKGranule);
@@ -107,8 +110,7 @@ void for_each_gemm_block(int64_t M, int64_t N, int64_t K, int64_t MR, int64_t NR
             // of tasks packs each group's panels once. Group g covers K values [start(g),
             // start(g + 1)) in blocks of up to k_block. Group 0 sums into C, the others into
             // partials of their own, added to C below in group order.
-            const int64_t groups =
-                std::min(gemm_k_groups(slivers, (K + k_block - 1) / k_block), (K + kGemmKGranule - 1) / kGemmKGranule);
+            const int64_t groups = gemm_k_groups(slivers, K, k_block);
             const auto start = [&](int64_t g) { return gemm_k_group_start(g, groups, K); };
             // The partials: this thread's buffer, kept from call to call like the panels below. A
             // fresh vector would be zero-filled by this thread alone while the others wait, and

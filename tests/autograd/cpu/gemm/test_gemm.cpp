@@ -277,14 +277,14 @@ TEST_CASE("gemm: a weight gradient's groups share K evenly, so every thread's ta
             }
         }
     // cifar-tiny's weight gradients at batch 128 (K = 8,320 tokens) in AMX's K blocks of 512 and
-    // 32-row slivers, and in float32's blocks of 256 and 12-row slivers: cut into chunks as
+    // 32-row slivers, and in blocks of 256 (float32's largest) and 12-row slivers: cut into chunks as
     // parallel_for cuts the (group, sliver) tasks, no thread's K work exceeds the even share by
     // more than one task. (Groups of whole K blocks fail this at 2 threads for 4 slivers.)
     const int64_t K = 8320;
     for (int64_t k_block : {512, 256})
         for (int64_t M : {128, 256, 384}) {
             const int64_t slivers = (M + (k_block == 512 ? 31 : 11)) / (k_block == 512 ? 32 : 12);
-            const int64_t groups = gemm_k_groups(slivers, (K + k_block - 1) / k_block), tasks = groups * slivers;
+            const int64_t groups = gemm_k_groups(slivers, K, k_block), tasks = groups * slivers;
             const auto task_work = [&](int64_t t) {
                 return gemm_k_group_start(t / slivers + 1, groups, K) - gemm_k_group_start(t / slivers, groups, K);
             };

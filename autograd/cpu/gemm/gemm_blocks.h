@@ -40,12 +40,14 @@ inline bool each_thread_packs_panels(int64_t M, int64_t nc, int64_t K, int64_t k
 // The tasks a weight gradient should offer the threads, whatever their number: it is also split
 // across K into groups of consecutive K values (the more, the fewer its slivers: 128 output
 // features are 11 slivers of 12 rows), each summed into a partial C of its own, the partials
-// then added in group order. The groups depend on the shape only, so the result never depends on the thread count.
+// then added in group order. The groups depend on the shape only, so the result never depends
+// on the thread count.
 constexpr int64_t kGemmTargetTasks = 32;
 
 // Group boundaries fall on whole granules of K, so that a group's K blocks stay whole pairs
 // and whole tiles of pairs (64 values is two AMX tiles' worth).
 constexpr int64_t kGemmKGranule = 64;
+inline int64_t gemm_k_granules(int64_t K) { return (K + kGemmKGranule - 1) / kGemmKGranule; }
 
 // How many groups a product of `slivers` row slivers and K values in blocks of k_block is split
 // into across K: enough for kGemmTargetTasks tasks and at least two, at most one per K block
@@ -53,20 +55,19 @@ constexpr int64_t kGemmKGranule = 64;
 // slivers; with two or more, a thread packs only its groups' panels:
 // tutorials/12_speed/measurements.md#kernel-notes.)
 inline int64_t gemm_k_groups(int64_t slivers, int64_t K, int64_t k_block) {
-    const int64_t blocks = (K + k_block - 1) / k_block, granules = (K + kGemmKGranule - 1) / kGemmKGranule;
+    const int64_t blocks = (K + k_block - 1) / k_block;
     const int64_t wanted = std::max<int64_t>(2, (kGemmTargetTasks + slivers - 1) / slivers);
-    return std::clamp<int64_t>(wanted, 1, std::min(blocks, granules));
+    return std::clamp<int64_t>(wanted, 1, std::min(blocks, gemm_k_granules(K)));
 }
 
 // Where group g of `groups` starts in [0, K) (g = groups gives K): granule g * G / groups of
-// the G = ceil(K / kGemmKGranule) granules, so that groups differ by at most one granule and
+// the G = gemm_k_granules(K) granules, so that groups differ by at most one granule and
 // any run of consecutive groups carries its share of K to within two granules (one for the
 // rounding, one for a last granule cut short by K). Groups of whole K blocks would leave the
 // remainder to the last: 8,320 tokens in blocks of 512 would make five groups of 1,536 K values
 // and one of 640, and the first of two threads would do 55% of the work. Needs 1 <= groups <= G.
 inline int64_t gemm_k_group_start(int64_t g, int64_t groups, int64_t K) {
-    const int64_t granules = (K + kGemmKGranule - 1) / kGemmKGranule;
-    return std::min(K, g * granules / groups * kGemmKGranule);
+    return std::min(K, g * gemm_k_granules(K) / groups * kGemmKGranule);
 }
 
 // Where multiply() puts a K block's product: C itself (`first`: the caller's beta and bias

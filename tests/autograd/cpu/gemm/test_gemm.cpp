@@ -262,7 +262,7 @@ TEST_CASE("gemm: a weight gradient's groups share K evenly, so every thread's ta
     // The groups cover [0, K) in order, start on whole granules, and any run of them holds its
     // share of K to within two granules, for every count the driver may choose.
     for (int64_t K : {1, 63, 64, 65, 700, 1000, 4097, 8320})
-        for (int64_t groups = 1; groups <= std::min<int64_t>(40, (K + kGemmKGranule - 1) / kGemmKGranule); ++groups) {
+        for (int64_t groups = 1; groups <= std::min<int64_t>(40, gemm_k_granules(K)); ++groups) {
             INFO("K " << K << " groups " << groups);
             REQUIRE(gemm_k_group_start(0, groups, K) == 0);
             REQUIRE(gemm_k_group_start(groups, groups, K) == K);
@@ -280,10 +280,13 @@ TEST_CASE("gemm: a weight gradient's groups share K evenly, so every thread's ta
     // 32-row slivers, and in blocks of 256 (float32's largest) and 12-row slivers: cut into chunks as
     // parallel_for cuts the (group, sliver) tasks, no thread's K work exceeds the even share by
     // more than one task. (Groups of whole K blocks fail this at 2 threads for 4 slivers.)
+    struct Kernel {
+        int64_t k_block, MR;
+    };
     const int64_t K = 8320;
-    for (int64_t k_block : {512, 256})
+    for (const Kernel kernel : {Kernel{512, 32}, Kernel{256, 12}})
         for (int64_t M : {128, 256, 384}) {
-            const int64_t slivers = (M + (k_block == 512 ? 31 : 11)) / (k_block == 512 ? 32 : 12);
+            const int64_t k_block = kernel.k_block, slivers = (M + kernel.MR - 1) / kernel.MR;
             const int64_t groups = gemm_k_groups(slivers, K, k_block), tasks = groups * slivers;
             const auto task_work = [&](int64_t t) {
                 return gemm_k_group_start(t / slivers + 1, groups, K) - gemm_k_group_start(t / slivers, groups, K);

@@ -31,33 +31,35 @@ struct Broadcast {
 // The plan for out = f(a, b), out being broadcast_shapes(a, b).
 Broadcast plan_broadcast(const Shape& a, const Shape& b, const Shape& out);
 
+// How for_each_row shares its runs out to threads. Each way is only safe when no two threads
+// write the same element:
+//   Rows     disjoint blocks of rows (a single long row cut into pieces): always so for the
+//            output, and for the gradient of an operand that is nowhere stretched.
+//   Columns  disjoint blocks of columns, each walking every row in order: also so for the
+//            gradient of a stretched operand that moves along the row (a bias [D], a position
+//            embedding [1, N, D] added to [B, N, D]); each of its elements is still the sum of
+//            its rows in row order, on one thread, so the bits do not depend on the threads.
+//   One      one thread: a gradient summed along the row itself ([B, N, 1] times [B, N, D]).
+enum class RowSplit { Rows, Columns, One };
+
 // Calls row(a_offset, b_offset, out_offset, n) on runs of n elements covering every row,
 // walking the outer axes like an odometer: the offsets are updated incrementally, never
-// recomputed from an index. With `parallel`, threads take disjoint blocks of rows (a single
-// long row is cut into pieces): only safe when no two runs write the same element, which is
-// always so for the output and for the gradient of an operand that is nowhere stretched.
+// recomputed from an index.
 template <class RowFn>
-void for_each_row(const Broadcast& bc, bool parallel, RowFn&& row) {
-    const int64_t grain = kElementGrain;
-    if (bc.rows == 1) {
-        parallel_for(bc.inner, parallel ? grain : bc.inner, [&](int64_t begin, int64_t end) {
-            row(bc.a_step ? begin : 0, bc.b_step ? begin : 0, begin, end - begin);
-        });
-        return;
-    }
-    const int64_t row_grain = parallel ? std::max<int64_t>(1, grain / bc.inner) : bc.rows;
-    parallel_for(bc.rows, row_grain, [&](int64_t row_begin, int64_t row_end) {
-        // The odometer's position at row_begin, read off its digits from the last outer axis.
+void for_each_row(const Broadcast& bc, RowSplit split, RowFn&& row) {
+    // Rows [r0, r1), columns [c0, c1) of each.
+    const auto walk = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+        // The odometer's position at r0, read off its digits from the last outer axis.
         std::vector<int64_t> index(bc.outer.size(), 0);
-        int64_t ia = 0, ib = 0, rest = row_begin;
+        int64_t ia = bc.a_step ? c0 : 0, ib = bc.b_step ? c0 : 0, rest = r0;
         for (size_t j = bc.outer.size(); j-- > 0;) {
             index[j] = rest % bc.outer[j];
             rest /= bc.outer[j];
             ia += index[j] * bc.a_stride[j];
             ib += index[j] * bc.b_stride[j];
         }
-        for (int64_t r = row_begin; r < row_end; ++r) {
-            row(ia, ib, r * bc.inner, bc.inner);
+        for (int64_t r = r0; r < r1; ++r) {
+            row(ia, ib, r * bc.inner + c0, c1 - c0);
             for (size_t j = bc.outer.size(); j-- > 0;) {
                 ia += bc.a_stride[j];
                 ib += bc.b_stride[j];
@@ -67,7 +69,17 @@ void for_each_row(const Broadcast& bc, bool parallel, RowFn&& row) {
                 index[j] = 0;
             }
         }
-    });
+    };
+    const int64_t grain = kElementGrain;
+    if (split == RowSplit::Columns || (split == RowSplit::Rows && bc.rows == 1)) {
+        // Blocks of at least a cache line's 16 floats, so that no two threads write one line
+        // where the rows start on line boundaries.
+        const int64_t column_grain = std::max<int64_t>(16, grain / bc.rows);
+        parallel_for(bc.inner, column_grain, [&](int64_t c0, int64_t c1) { walk(0, bc.rows, c0, c1); });
+        return;
+    }
+    const int64_t row_grain = split == RowSplit::Rows ? std::max<int64_t>(1, grain / bc.inner) : bc.rows;
+    parallel_for(bc.rows, row_grain, [&](int64_t r0, int64_t r1) { walk(r0, r1, 0, bc.inner); });
 }
 
 }  // namespace patchgrad

@@ -80,7 +80,7 @@ Tensor binary(const char* op, const Tensor& a, const Tensor& b, F f, Da da, Db d
         const real* pa = a.data();
         const real* pb = b.data();
         real* po = out.data();
-        for_each_row(bc, true, [&](int64_t ia, int64_t ib, int64_t io, int64_t n) {
+        for_each_row(bc, RowSplit::Rows, [&](int64_t ia, int64_t ib, int64_t io, int64_t n) {
             if (bc.a_step && bc.b_step)
                 forward_row<1, 1>(n, pa + ia, pb + ib, po + io, f);
             else if (bc.a_step)
@@ -97,9 +97,12 @@ Tensor binary(const char* op, const Tensor& a, const Tensor& b, F f, Da da, Db d
         const real* dout = o.grad_data();
         real* ga = a.requires_grad() ? a.grad_data() : nullptr;
         real* gb = b.requires_grad() ? b.grad_data() : nullptr;
-        // Threads only when no gradient element is the sum of several rows' contributions.
-        const bool parallel = (!ga || bc.a_whole) && (!gb || bc.b_whole);
-        for_each_row(bc, parallel, [&](int64_t ia, int64_t ib, int64_t io, int64_t n) {
+        // Threads take rows when no gradient element sums several rows, columns when every
+        // stretched gradient moves along the row (broadcast.h: RowSplit).
+        const RowSplit split = (!ga || bc.a_whole) && (!gb || bc.b_whole) ? RowSplit::Rows
+                               : (!ga || bc.a_step) && (!gb || bc.b_step) ? RowSplit::Columns
+                                                                          : RowSplit::One;
+        for_each_row(bc, split, [&](int64_t ia, int64_t ib, int64_t io, int64_t n) {
             real* ra = ga ? ga + ia : nullptr;
             real* rb = gb ? gb + ib : nullptr;
             if (bc.a_step && bc.b_step)
@@ -266,7 +269,7 @@ Tensor broadcast_to(const Tensor& a, const Shape& shape) {
     {
         const real* pa = a.data();
         real* po = out.data();
-        for_each_row(bc, true, [&](int64_t ia, int64_t, int64_t io, int64_t n) {
+        for_each_row(bc, RowSplit::Rows, [&](int64_t ia, int64_t, int64_t io, int64_t n) {
             if (bc.a_step)
                 std::copy(pa + ia, pa + ia + n, po + io);
             else
@@ -277,7 +280,8 @@ Tensor broadcast_to(const Tensor& a, const Shape& shape) {
     record(out, "broadcast_to", {a}, [a, bc](Tensor& o) mutable {
         const real* dout = o.grad_data();
         real* ga = a.grad_data();
-        for_each_row(bc, bc.a_whole, [&](int64_t ia, int64_t, int64_t io, int64_t n) {
+        const RowSplit split = bc.a_whole ? RowSplit::Rows : bc.a_step ? RowSplit::Columns : RowSplit::One;
+        for_each_row(bc, split, [&](int64_t ia, int64_t, int64_t io, int64_t n) {
             if (bc.a_step) {
                 for (int64_t i = 0; i < n; ++i) ga[ia + i] += dout[io + i];
             } else {

@@ -133,8 +133,9 @@ inline std::vector<OpCase> threaded_op_cases(Rng& rng) {
         {"log_softmax, axis 0",
          [](const std::vector<Tensor>& x) { return log_softmax(x[0], 0); },
          {rand_tensor({65, 900}, rng, -4, 4)}},
-        // Elementwise ops split their output; a gradient only when no element of it sums
-        // several rows (the bias and the [1, 65, 32] operand below keep one thread).
+        // Elementwise ops split their output's rows. A gradient summed over rows splits its
+        // columns (the [1, 65, 32] operand below); one summed along a row keeps one thread
+        // (the [300, 1] column).
         {"add, same shapes",
          [](const std::vector<Tensor>& x) { return x[0] + x[1]; },
          {rand_tensor({300, 400}, rng), rand_tensor({300, 400}, rng)}},

@@ -1,9 +1,14 @@
 // Broadcasting in the binary elementwise ops, broadcast_shapes and broadcast_to.
 #include <functional>
+#include <map>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "autograd/determinism_util.h"
 #include "catch.h"
+#include "patchgrad/autograd/broadcast.h"
 #include "patchgrad/autograd/ops.h"
 #include "test_util.h"
 
@@ -175,6 +180,50 @@ TEST_CASE("add/sub/mul/div: incompatible shapes throw naming both shapes", "[op:
         require_error([f] { f(Tensor::zeros({7, 11}), Tensor::zeros({7})); }, {name, "[7, 11]", "[7]"});
     }
     require_error([] { Tensor::zeros({2, 3}) + Tensor::zeros({4}); }, {"add", "[2, 3]", "[4]"});
+}
+
+TEST_CASE("for_each_row: blocks of columns give each element of a stretched operand to one thread, rows in order",
+          "[op:add][parallel]") {
+    // [64, 65, 32] + [1, 65, 32]: 64 rows of 2,080, b stretched along the rows and moving along
+    // each: a position embedding's shape. Its gradient may take blocks of columns.
+    const Broadcast bc = plan_broadcast({64, 65, 32}, {1, 65, 32}, {64, 65, 32});
+    REQUIRE(bc.rows == 64);
+    REQUIRE(bc.inner == 65 * 32);
+    struct Run {
+        std::thread::id thread;
+        int64_t ia, ib, io, n;
+    };
+    std::vector<Run> runs;
+    std::mutex mutex;
+    {
+        ThreadCount guard(3);
+        LoopRecorder recorder;
+        for_each_row(bc, RowSplit::Columns, [&](int64_t ia, int64_t ib, int64_t io, int64_t n) {
+            std::lock_guard<std::mutex> lock(mutex);
+            runs.push_back({std::this_thread::get_id(), ia, ib, io, n});
+        });
+        REQUIRE(recorder.loops().size() == 1);
+        CHECK(loop_tasks(recorder.loops()[0].n, recorder.loops()[0].grain) >= 4);
+    }
+    std::vector<int> visits(64 * 65 * 32, 0);
+    std::vector<int64_t> last_row(65 * 32, -1);  // of b's element, in the order its thread met it
+    std::map<int64_t, std::thread::id> owner;    // b's element -> the one thread that sums it
+    std::map<std::thread::id, int> threads;
+    for (const Run& r : runs) {  // (runs of one thread are in its order of calls)
+        REQUIRE(r.ia == r.io);   // a moves along every axis, like the output
+        const int64_t row = r.io / bc.inner, column = r.io % bc.inner;
+        REQUIRE(r.ib == column);
+        ++threads[r.thread];
+        for (int64_t j = 0; j < r.n; ++j) {
+            ++visits[r.io + j];
+            const auto [it, fresh] = owner.emplace(r.ib + j, r.thread);
+            REQUIRE((fresh || it->second == r.thread));
+            REQUIRE(last_row[r.ib + j] < row);
+            last_row[r.ib + j] = row;
+        }
+    }
+    for (int v : visits) REQUIRE(v == 1);
+    CHECK(threads.size() >= 2);
 }
 
 TEST_CASE("broadcast_to: forward matches the reference", "[op:broadcast_to][forward]") {

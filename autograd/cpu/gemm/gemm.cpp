@@ -68,7 +68,8 @@ void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
 // arithmetic, so full MR-row slivers of A are then read in place (only edge slivers are
 // packed); so are the rows of a row-major A, which are already contiguous runs: within one
 // K block, or across several with 16-lane vectors (AVX2's kernel is faster on packed rows
-// there).
+// there). Such an A's MR rows then stay in L1 while they meet every sliver of Bp in turn
+// (from L2), so that C is written a row of tiles at a time.
 //
 // The packing and the micro-kernel depend on the CPU's vector registers, so they come from
 // a table chosen at run time (gemm_kernels.h, gemm_tile.h); this driver is the same for all.
@@ -177,28 +178,45 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
                 kernels.pack_a_rows(A, lda, ic, pc, mc, kc, Ap);
             else if (!direct)
                 kernels.pack_a(trans_a, A, lda, ic, pc, mc, kc, Ap);
-            // The next block of a row-major A, asked for a few lines a kernel call during the first
-            // sweep down this block's tiles, so that all of it is in cache long before it is read.
+            // The next block of a row-major A, asked for a few lines a kernel call, so that all of
+            // it is in cache long before it is read.
             BlockPrefetch<real> next =
                 trans_a ? BlockPrefetch<real>() : BlockPrefetch<real>::after(false, A, lda, ic, MC, row_end, pc, kc);
-            const int64_t lines_per_call = next.lines() / ((mc + MR - 1) / MR) + 1;
-            for (int64_t jr = 0; jr < nc; jr += NR) {
-                const int64_t nr = std::min(NR, nc - jr);
+            const int64_t row_tiles = (mc + MR - 1) / MR, column_slivers = (nc + NR - 1) / NR;
+            // C's tile at rows ic + ir, columns jc + jr: one kernel call.
+            const auto tile = [&](int64_t ir, int64_t jr) {
+                const int64_t mr = std::min(MR, mc - ir), nr = std::min(NR, nc - jr), r = ic + ir;
                 const int64_t vectors = (nr + V - 1) / V;  // of the sliver's NR / V
                 const real* bias_tile = bias_block ? bias_block + jr : nullptr;
-                for (int64_t ir = 0; ir < mc; ir += MR, next.fetch(lines_per_call)) {
-                    const int64_t mr = std::min(MR, mc - ir), r = ic + ir;
-                    real* c = C + r * ldc + jc + jr;
-                    if (direct && mr == MR) {
-                        const real* a = trans_a ? A + pc * lda + r : A + r * lda + pc;
-                        kernels.strided[vectors - 1](kc, a, trans_a ? lda : 1, trans_a ? 1 : lda, Bp + jr * kc, alpha,
-                                                     beta_block, bias_tile, c, ldc, mr, nr);
-                        continue;
-                    }
-                    if (direct) kernels.pack_a(trans_a, A, lda, r, pc, mr, kc, Ap + ir * kc);
-                    packed_kernels[vectors - 1](kc, Ap + ir * sliver_stride, 0, 0, Bp + jr * kc, alpha, beta_block,
-                                                bias_tile, c, ldc, mr, nr);
+                real* c = C + r * ldc + jc + jr;
+                if (direct && mr == MR) {
+                    const real* a = trans_a ? A + pc * lda + r : A + r * lda + pc;
+                    kernels.strided[vectors - 1](kc, a, trans_a ? lda : 1, trans_a ? 1 : lda, Bp + jr * kc, alpha,
+                                                 beta_block, bias_tile, c, ldc, mr, nr);
+                    return;
                 }
+                if (direct) kernels.pack_a(trans_a, A, lda, r, pc, mr, kc, Ap + ir * kc);
+                packed_kernels[vectors - 1](kc, Ap + ir * sliver_stride, 0, 0, Bp + jr * kc, alpha, beta_block,
+                                            bias_tile, c, ldc, mr, nr);
+            };
+            if (direct && !trans_a) {
+                // A row-major A read in place: MR rows of it stay in L1 while they meet every sliver
+                // of the panel, so C is written a row of tiles at a time, left to right, an order
+                // the hardware prefetchers follow (qkv's forward writes 12.8 MB of C that is out of
+                // cache: tutorials/12_speed/measurements.md#kernel-notes). A's next block is asked
+                // for over all of the block's calls.
+                const int64_t lines_per_call = next.lines() / (row_tiles * column_slivers) + 1;
+                for (int64_t ir = 0; ir < mc; ir += MR)
+                    for (int64_t jr = 0; jr < nc; jr += NR) {
+                        tile(ir, jr);
+                        next.fetch(lines_per_call);
+                    }
+            } else {
+                // A packed block (in L2) swept by one sliver of B (in L1) after another; a row-major
+                // A's next block asked for during the first sweep.
+                const int64_t lines_per_call = next.lines() / row_tiles + 1;
+                for (int64_t jr = 0; jr < nc; jr += NR)
+                    for (int64_t ir = 0; ir < mc; ir += MR, next.fetch(lines_per_call)) tile(ir, jr);
             }
             if (target.rows_done) (*target.rows_done)(ic, ic + mc);
         }

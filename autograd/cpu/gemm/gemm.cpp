@@ -145,7 +145,11 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
     // conflicts (tutorials/12_speed/measurements.md#kernel-notes).
     const bool rows_in_place = !trans_a && (K <= KC || (V >= 16 && !set_conflict));
     const int64_t sliver_pages = 32 * 4096 / (lda * static_cast<int64_t>(sizeof(real)));
-    const int64_t k_block = transposed_in_place ? std::clamp<int64_t>(sliver_pages, 64, KC) : KC;
+    // A row-major A read in place takes K whole up to 2 KC (qkv's input gradient, K = 384), so
+    // that C is written once rather than added to once more per K block.
+    const int64_t k_block = transposed_in_place            ? std::clamp<int64_t>(sliver_pages, 64, KC)
+                            : rows_in_place && K <= 2 * KC ? K
+                                                           : KC;
 
     const auto column_words = [](int64_t kc) { return kc; };
     const auto pack_panel = [&](int64_t pc, int64_t kc, int64_t c0, int64_t cols, real* Bp) {
@@ -169,7 +173,7 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
         const int64_t sliver_stride = by_rows ? KC : kc;  // between rows of Ap's slivers
         const MicroKernel* packed_kernels = by_rows ? kernels.row_packed : kernels.packed;
         thread_local AlignedVector<real> a_pack;
-        a_pack.resize(static_cast<size_t>(KC * MC));
+        a_pack.resize(static_cast<size_t>(std::max(KC, k_block) * MC));
         real* Ap = a_pack.data();
         const int64_t row_end = std::min(M, s1 * MR);
         for (int64_t ic = s0 * MR; ic < row_end; ic += MC) {
@@ -203,14 +207,18 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
                 // A row-major A read in place: MR rows of it stay in L1 while they meet every sliver
                 // of the panel, so C is written a row of tiles at a time, left to right, an order
                 // the hardware prefetchers follow (qkv's forward writes 12.8 MB of C that is out of
-                // cache: tutorials/12_speed/measurements.md#kernel-notes). A's next block is asked
-                // for over all of the block's calls.
+                // cache: tutorials/12_speed/measurements.md#kernel-notes). The slivers go in groups
+                // of up to 256 KiB, which stay in any L2 while each row of tiles reads them. A's
+                // next block is asked for over all of the block's calls.
                 const int64_t lines_per_call = next.lines() / (row_tiles * column_slivers) + 1;
-                for (int64_t ir = 0; ir < mc; ir += MR)
-                    for (int64_t jr = 0; jr < nc; jr += NR) {
-                        tile(ir, jr);
-                        next.fetch(lines_per_call);
-                    }
+                const int64_t group =
+                    std::max<int64_t>(NR, (int64_t(256) << 10) / (kc * int64_t(sizeof(real))) / NR * NR);
+                for (int64_t j0 = 0; j0 < nc; j0 += group)
+                    for (int64_t ir = 0; ir < mc; ir += MR)
+                        for (int64_t jr = j0; jr < std::min(nc, j0 + group); jr += NR) {
+                            tile(ir, jr);
+                            next.fetch(lines_per_call);
+                        }
             } else {
                 // A packed block (in L2) swept by one sliver of B (in L1) after another; a row-major
                 // A's next block asked for during the first sweep.

@@ -77,10 +77,11 @@ void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
 // the panel of B is packed by all threads together or, for a weight gradient's many small K
 // blocks, by each thread for itself (gemm_blocks.h).
 //
-// Summation order: each C element adds k in increasing order within a K block (KC, or fewer
-// for a transposed A read in place, see k_block), and the blocks in increasing order, so the
-// result depends only on the sizes, the leading dimension of a transposed A, the transposes
-// and the instruction-set level, never on the threads.
+// Summation order: each C element adds k in increasing order within a K block (KC; fewer for
+// a transposed A read in place, all of a K up to 2 KC for a row-major one: see k_block), and
+// the blocks in increasing order, so the result depends only on the sizes, the leading
+// dimension of a transposed A, the transposes and the instruction-set level, never on the
+// threads.
 
 namespace {
 

@@ -27,9 +27,11 @@ namespace {
 
 // The cache lines of the next head, asked for a few at a time while this one computes: up to 8
 // regions of `rows` rows of `width` floats, `ld` apart. Asked for all at once, hundreds of
-// prefetches would queue behind the few lines a core can have in flight. A row that may start
-// off a 64-byte boundary (its start, or ld, not a whole number of lines) can span one line more
-// than its floats fill, and is counted so.
+// prefetches would queue behind the few lines a core can have in flight. They ask for L2 only
+// (prefetcht1): the lines are read a whole head later, and a request for L1 holds one of its
+// few line buffers until the line arrives. A row that may start off a 64-byte boundary (its
+// start, or ld, not a whole number of lines) can span one line more than its floats fill, and
+// is counted so.
 class NextHead {
 public:
     void add(const float* start, int64_t rows, int64_t width, int64_t ld) {
@@ -42,7 +44,7 @@ public:
     void fetch(int64_t lines) {
         for (; lines > 0 && region_ < count_; --lines) {
             const Region& g = regions_[region_];
-            __builtin_prefetch(g.start + row_ * g.ld + std::min(16 * line_, g.width - 1));
+            __builtin_prefetch(g.start + row_ * g.ld + std::min(16 * line_, g.width - 1), 0, 2);
             if (++line_ == g.lines_per_row) {  // (the last line: the row's last float)
                 line_ = 0;
                 if (++row_ == g.rows) row_ = 0, ++region_;

@@ -18,9 +18,10 @@ inline void prefetch_lines(const void* begin, const void* end) {
 // micro-kernel reads them: `runs` runs of `run` reals, `ld` apart. The gemm drivers fetch the
 // next block of A this way while the kernel multiplies the current one: a step's activations
 // are far out of cache by the time a product reads them, and a block's first pass over A would
-// otherwise wait for memory (tutorials/12_speed/measurements.md#kernel-notes). The hint asks for
-// every level of cache.
-template <class Real>
+// otherwise wait for memory (tutorials/12_speed/measurements.md#kernel-notes). `locality` is
+// __builtin_prefetch's: 3 asks for every level of cache (prefetcht0), 2 for L2 and beyond
+// (prefetcht1), which does not hold one of L1's few line buffers until the line arrives.
+template <class Real, int locality = 3>
 class BlockPrefetch {
 public:
     BlockPrefetch() = default;
@@ -40,11 +41,11 @@ public:
     int64_t lines() const { return runs_ * ((run_ + kPerLine - 1) / kPerLine); }
     void fetch(int64_t lines) {
         for (; lines > 0 && next_run_ < runs_; --lines) {
-            __builtin_prefetch(start_ + next_run_ * ld_ + next_real_, 0, 3);
+            __builtin_prefetch(start_ + next_run_ * ld_ + next_real_, 0, locality);
             next_real_ += kPerLine;
             if (next_real_ >= run_) {
                 // (A run that does not start on a line boundary ends on one line more.)
-                __builtin_prefetch(start_ + next_run_ * ld_ + run_ - 1, 0, 3);
+                __builtin_prefetch(start_ + next_run_ * ld_ + run_ - 1, 0, locality);
                 ++next_run_;
                 next_real_ = 0;
             }

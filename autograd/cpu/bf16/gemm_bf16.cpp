@@ -276,7 +276,8 @@ void gemm_bf16_with(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int6
         for (int64_t ic = s0 * MR; ic < row_end; ic += MC) {
             const int64_t mc = std::min(MC, row_end - ic);
             kernels.pack_a(trans_a, A, lda, ic, pc, mc, kc, Ap);
-            BlockPrefetch<float> next = BlockPrefetch<float>::after(trans_a, A, lda, ic, MC, row_end, pc, kc);
+            // (Into L2: the next block is packed a block later, which L2 is near enough for.)
+            BlockPrefetch<float, 2> next = BlockPrefetch<float, 2>::after(trans_a, A, lda, ic, MC, row_end, pc, kc);
             const int64_t calls = (mc + MR - 1) / MR * ((nc + NR - 1) / NR);
             const int64_t lines_per_call = next.lines() / calls + 1;
             for (int64_t jr = 0; jr < nc; jr += NR) {

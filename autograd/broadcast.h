@@ -72,10 +72,13 @@ void for_each_row(const Broadcast& bc, RowSplit split, RowFn&& row) {
     };
     const int64_t grain = kElementGrain;
     if (split == RowSplit::Columns || (split == RowSplit::Rows && bc.rows == 1)) {
-        // Blocks of at least a cache line's 16 floats, so that no two threads write one line
-        // where the rows start on line boundaries.
-        const int64_t column_grain = std::max<int64_t>(16, grain / bc.rows);
-        parallel_for(bc.inner, column_grain, [&](int64_t c0, int64_t c1) { walk(0, bc.rows, c0, c1); });
+        // Whole blocks of 16 columns (a cache line of floats), so that no two threads write one
+        // line where the rows start on line boundaries.
+        constexpr int64_t kColumns = 16;
+        const int64_t blocks = (bc.inner + kColumns - 1) / kColumns;
+        parallel_for(blocks, std::max<int64_t>(1, grain / (kColumns * bc.rows)), [&](int64_t b0, int64_t b1) {
+            walk(0, bc.rows, b0 * kColumns, std::min(bc.inner, b1 * kColumns));
+        });
         return;
     }
     const int64_t row_grain = split == RowSplit::Rows ? std::max<int64_t>(1, grain / bc.inner) : bc.rows;

@@ -20,7 +20,7 @@ inline void prefetch_lines(const void* begin, const void* end) {
 // are far out of cache by the time a product reads them, and a block's first pass over A would
 // otherwise wait for memory (tutorials/12_speed/measurements.md#kernel-notes). `locality` is
 // __builtin_prefetch's: 3 asks for every level of cache (prefetcht0), 2 for L2 and beyond
-// (prefetcht1), which does not hold one of L1's few line buffers until the line arrives.
+// (prefetcht1); which is faster was measured per driver (kernel notes).
 template <class Real, int locality = 3>
 class BlockPrefetch {
 public:

@@ -68,8 +68,9 @@ void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
 // arithmetic, so full MR-row slivers of A are then read in place (only edge slivers are
 // packed); so are the rows of a row-major A, which are already contiguous runs: within one
 // K block, or across several with 16-lane vectors (AVX2's kernel is faster on packed rows
-// there). Such an A's MR rows then stay in L1 while they meet every sliver of Bp in turn
-// (from L2), so that C is written a row of tiles at a time.
+// there). Such an A's MR rows then stay in L1 while they meet the slivers of Bp in turn (from
+// L2, in groups that fit it), so that C is written a row of tiles at a time; and its K block
+// is all of a K up to 2 KC.
 //
 // The packing and the micro-kernel depend on the CPU's vector registers, so they come from
 // a table chosen at run time (gemm_kernels.h, gemm_tile.h); this driver is the same for all.
@@ -78,17 +79,17 @@ void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
 // blocks, by each thread for itself (gemm_blocks.h).
 //
 // Summation order: each C element adds k in increasing order within a K block (KC; fewer for
-// a transposed A read in place, all of a K up to 2 KC for a row-major one: see k_block), and
-// the blocks in increasing order, so the result depends only on the sizes, the leading
-// dimension of a transposed A, the transposes and the instruction-set level, never on the
-// threads.
+// a transposed A read in place, all of a K up to 2 KC for a row-major A read in place: see
+// k_block), and the blocks in increasing order, so the result depends only on the sizes, the
+// leading dimension of A, the transposes and the instruction-set level, never on the threads.
 
 namespace {
 
 // Block sizes for a typical core (32-48 KB L1, 0.5-2 MB L2): a KC x NR sliver of B (32 KB
 // in float with AVX-512's NR = 32) stays in L1 while the micro-kernel sweeps down an MC x KC
 // block of A (147 KB) held in L2; the KC x NC panel of B (1.5 MB) lives in L2 / L3. MC and NC
-// hold whole tiles of every table (MR 6, 8 or 12; NR 4 to 32).
+// hold whole tiles of every table (MR 6, 8 or 12; NR 4 to 32). (A row-major A read in place
+// turns this around, as above: its MR x kc rows stay in L1, kc up to 2 KC.)
 constexpr int64_t KC = kGemmKC;
 constexpr int64_t MC = 144;
 constexpr int64_t NC = 1536;
@@ -221,8 +222,8 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
                             next.fetch(lines_per_call);
                         }
             } else {
-                // A packed block (in L2) swept by one sliver of B (in L1) after another; a row-major
-                // A's next block asked for during the first sweep.
+                // A packed block (in L2), or a transposed A read in place, swept by one sliver of B
+                // (in L1) after another; a row-major A's next block asked for during the first sweep.
                 const int64_t lines_per_call = next.lines() / row_tiles + 1;
                 for (int64_t jr = 0; jr < nc; jr += NR)
                     for (int64_t ir = 0; ir < mc; ir += MR, next.fetch(lines_per_call)) tile(ir, jr);

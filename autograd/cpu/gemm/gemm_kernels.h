@@ -24,7 +24,8 @@ using GemmRowsDone = std::function<void(int64_t i0, int64_t i1)>;
 // mr <= MR and nr <= the columns the kernel covers. Element (i, p) of the A sliver is
 // a[p * a_k + i * a_i] (packed: a_k = MR, a_i = 1); row p of the B sliver is b[p * NR ...].
 // beta == 0 never reads C; bias may be null.
-// The K block: how many terms of each dot product a micro-kernel call sums (gemm.cpp).
+// The K block: how many terms of each dot product a micro-kernel call sums (gemm.cpp; up to
+// twice that for a row-major A read in place).
 constexpr int64_t kGemmKC = 256;
 
 using MicroKernel = void (*)(int64_t kc, const real* a, int64_t a_k, int64_t a_i, const real* b, real alpha, real beta,

@@ -28,10 +28,10 @@ namespace {
 // The cache lines of the next head, asked for a few at a time while this one computes: up to 8
 // regions of `rows` rows of `width` floats, `ld` apart. Asked for all at once, hundreds of
 // prefetches would queue behind the few lines a core can have in flight. They ask for L2 only
-// (prefetcht1): the lines are read a whole head later, and a request for L1 holds one of its
-// few line buffers until the line arrives. A row that may start off a 64-byte boundary (its
-// start, or ld, not a whole number of lines) can span one line more than its floats fill, and
-// is counted so.
+// (prefetcht1), which is near enough for lines read a whole head later, and measured faster
+// than asking for L1 (tutorials/12_speed/measurements.md#kernel-notes). A row that may start
+// off a 64-byte boundary (its start, or ld, not a whole number of lines) can span one line more
+// than its floats fill, and is counted so.
 class NextHead {
 public:
     void add(const float* start, int64_t rows, int64_t width, int64_t ld) {

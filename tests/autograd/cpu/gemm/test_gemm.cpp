@@ -152,7 +152,8 @@ TEST_CASE("gemm: a bias vector is added to every row of C, as in addmm", "[op:ge
             kernel(false, false, 2, 2, 0, 1, nullptr, 1, nullptr, 2, 0.5, E.data(), 2, bias.data(), nullptr);
             CHECK(E == std::vector<real>{11, 21, 11, 21});
         }
-        // Edge tiles (N = 17, 65: a sliver at most half full), several K blocks (K = 300: the bias
+        // Edge tiles (N = 17, 65: a sliver at most half full), K = 300 (one K block where a
+        // row-major A is read in place, two elsewhere) and 600 (several on every path: the bias
         // must be added once, not once per block), several N panels (N = 1601), padding.
         uint64_t seed = 250;
         for (GemmFn kernel : {gemm_blocked, gemm})
@@ -162,6 +163,7 @@ TEST_CASE("gemm: a bias vector is added to every row of C, as in addmm", "[op:ge
                         check_against_reference(kernel, trans_a, trans_b, 29, 17, 5, 1, beta, ++seed, 3, true);
                         check_against_reference(kernel, trans_a, trans_b, 65, 65, 32, 0.25, beta, ++seed, 0, true);
                         check_against_reference(kernel, trans_a, trans_b, 40, 50, 300, -1, beta, ++seed, 2, true);
+                        check_against_reference(kernel, trans_a, trans_b, 40, 50, 600, -1, beta, ++seed, 2, true);
                     }
         check_against_reference(gemm_blocked, false, true, 13, 1601, 7, 1, 0, ++seed, 0, true);
     });

@@ -202,7 +202,8 @@ void forward_heads(const AttentionHeads& x, int64_t t0, int64_t t1, float* a, fl
         const float s = x.scales ? x.scales[o.h] : x.fixed_scale;
         float* at = a + t * N * N;
         float* ot = out + o.columns;
-        NextHead next = next_head(x, t, t1, a, out, nullptr);
+        // (Not the next head's A, which is only written here: asked for, it came slower.)
+        NextHead next = next_head(x, t, t1, nullptr, out, nullptr);
         const int64_t lines_per_block = next.lines() / ((N + R - 1) / R) + 1;
         transpose_into<T>(k, ld, N, d, P, kT);
         for (int64_t i0 = 0; i0 < N; i0 += R) {
@@ -306,7 +307,8 @@ void backward_heads(const AttentionHeads& x, int64_t t0, int64_t t1, const float
         const float* at = a + t * N * N;
         const float* dot = dout + o.columns;
         float* dq = dqkv ? dqkv + o.in : nullptr;
-        NextHead next = next_head(x, t, t1, a, dout, dqkv);
+        // (dqkv only where it is added to: lines only written came slower when asked for.)
+        NextHead next = next_head(x, t, t1, a, dout, beta != 0 ? dqkv : nullptr);
         const int64_t lines_per_block = next.lines() / ((N + R - 1) / R) + 1;
         transpose_into<T>(vv, ld, N, d, P, vT);
         float part = 0;

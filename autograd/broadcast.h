@@ -42,6 +42,13 @@ Broadcast plan_broadcast(const Shape& a, const Shape& b, const Shape& out);
 //   One      one thread: a gradient summed along the row itself ([B, N, 1] times [B, N, D]).
 enum class RowSplit { Rows, Columns, One };
 
+// The split safe for the gradients of a (when grad_a) and of b (when grad_b), as above.
+inline RowSplit gradient_split(const Broadcast& bc, bool grad_a, bool grad_b) {
+    if ((!grad_a || bc.a_whole) && (!grad_b || bc.b_whole)) return RowSplit::Rows;
+    if ((!grad_a || bc.a_step) && (!grad_b || bc.b_step)) return RowSplit::Columns;
+    return RowSplit::One;
+}
+
 // Calls row(a_offset, b_offset, out_offset, n) on runs of n elements covering every row,
 // walking the outer axes like an odometer: the offsets are updated incrementally, never
 // recomputed from an index.

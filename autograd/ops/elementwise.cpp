@@ -99,9 +99,7 @@ Tensor binary(const char* op, const Tensor& a, const Tensor& b, F f, Da da, Db d
         real* gb = b.requires_grad() ? b.grad_data() : nullptr;
         // Threads take rows when no gradient element sums several rows, columns when every
         // stretched gradient moves along the row (broadcast.h: RowSplit).
-        const RowSplit split = (!ga || bc.a_whole) && (!gb || bc.b_whole) ? RowSplit::Rows
-                               : (!ga || bc.a_step) && (!gb || bc.b_step) ? RowSplit::Columns
-                                                                          : RowSplit::One;
+        const RowSplit split = gradient_split(bc, ga != nullptr, gb != nullptr);
         for_each_row(bc, split, [&](int64_t ia, int64_t ib, int64_t io, int64_t n) {
             real* ra = ga ? ga + ia : nullptr;
             real* rb = gb ? gb + ib : nullptr;
@@ -280,8 +278,7 @@ Tensor broadcast_to(const Tensor& a, const Shape& shape) {
     record(out, "broadcast_to", {a}, [a, bc](Tensor& o) mutable {
         const real* dout = o.grad_data();
         real* ga = a.grad_data();
-        const RowSplit split = bc.a_whole ? RowSplit::Rows : bc.a_step ? RowSplit::Columns : RowSplit::One;
-        for_each_row(bc, split, [&](int64_t ia, int64_t, int64_t io, int64_t n) {
+        for_each_row(bc, gradient_split(bc, true, false), [&](int64_t ia, int64_t, int64_t io, int64_t n) {
             if (bc.a_step) {
                 for (int64_t i = 0; i < n; ++i) ga[ia + i] += dout[io + i];
             } else {

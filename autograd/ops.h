@@ -90,14 +90,26 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // alpha * a [..., M, K] @ b [..., N, K]^T -> [..., M, N]: matmul(a, transpose(b, -2, -1)) * alpha
 // without copying b^T or the product (attention scores q @ k^T / sqrt(d)).
 Tensor matmul_transposed(const Tensor& a, const Tensor& b, real alpha = 1);
+// A LayerNorm in front of an op's first product (linear's, mlp's): layer_norm(x, weight, bias,
+// eps), computed a block of rows at a time as the product reads them and never stored. `on`
+// false (the default): no norm.
+struct InputNorm {
+    bool on = false;
+    Tensor weight, bias;
+    real eps = 1e-5;
+};
 // x [..., in] @ weight[out, in]^T + bias [out] -> [..., out]; bias may be undefined.
 // The same as matmul(x, transpose(weight, 0, 1)) + bias, in one pass (linear.cpp). With a
 // residual [..., out], the same bits as linear(x, weight, bias) + residual: a transformer
-// block's skip connection, added to each block of rows as the product writes it.
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual = Tensor());
-// The same from matmul_transposed and +, whose backwards it records (the reference in linear's tests).
+// block's skip connection, added to each block of rows as the product writes it. With a norm,
+// the same bits as linear(layer_norm(x, ...), weight, bias, residual): a block's LayerNorm in
+// front of its attention's qkv.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual = Tensor(),
+              const InputNorm& norm = InputNorm());
+// The same from layer_norm, matmul_transposed and +, whose backwards they record (the reference
+// in linear's tests).
 Tensor linear_through_matmul(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                             const Tensor& residual = Tensor());
+                             const Tensor& residual = Tensor(), const InputNorm& norm = InputNorm());
 
 // ---- images to patches (unfold.cpp) ----------------------------------------------------
 // [B, C, H, W] -> [B, C*kh*kw, L], L = ((H-kh)/sh + 1) * ((W-kw)/sw + 1); row c*kh*kw +
@@ -141,14 +153,16 @@ Tensor gelu(const Tensor& x, GeluApproximation approximation = GeluApproximation
 // x [..., D] -> linear(gelu(linear(x, fc1_weight, fc1_bias), approximation), fc2_weight,
 // fc2_bias) [..., E] in one op, the same bits with fewer passes over memory: GELU and its
 // derivative run on rows of the products as gemm finishes them. Biases may be undefined; a
-// residual [..., E] is added as linear's is (the same bits as mlp(...) + residual).
+// residual [..., E] is added as linear's is (the same bits as mlp(...) + residual), and a norm
+// as linear's (the same bits as mlp(layer_norm(x, ...), ...)).
 Tensor mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, const Tensor& fc2_weight,
            const Tensor& fc2_bias, GeluApproximation approximation = GeluApproximation::None,
-           const Tensor& residual = Tensor());
-// The same from linear, gelu and linear, whose backwards they record (the reference in mlp's tests).
+           const Tensor& residual = Tensor(), const InputNorm& norm = InputNorm());
+// The same from layer_norm, linear, gelu and linear, whose backwards they record (the reference
+// in mlp's tests).
 Tensor mlp_through_ops(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, const Tensor& fc2_weight,
                        const Tensor& fc2_bias, GeluApproximation approximation = GeluApproximation::None,
-                       const Tensor& residual = Tensor());
+                       const Tensor& residual = Tensor(), const InputNorm& norm = InputNorm());
 
 // ---- softplus (softplus.cpp) -----------------------------------------------------------
 // x [...] -> log(1 + exp(x)) elementwise, a smooth ReLU; computed without overflow for any x.

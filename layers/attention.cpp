@@ -114,21 +114,22 @@ Tensor MultiHeadSelfAttention::forward_fused(const Tensor& x, const std::vector<
     return proj_drop->forward(proj->forward(heads_fused(x, patch_mask)));
 }
 
-Tensor MultiHeadSelfAttention::heads_fused(const Tensor& x, const std::vector<bool>& patch_mask) {
+Tensor MultiHeadSelfAttention::heads_fused(const Tensor& x, const std::vector<bool>& patch_mask, LayerNorm* norm) {
     check_input(x, patch_mask);
     const Tensor mask = patch_mask.empty() ? Tensor() : key_mask_bias(patch_mask, x.size(1));
-    return scaled_dot_product_attention(qkv->forward(x), heads, mask, scale, record_ ? &attention_ : nullptr);
+    const Tensor q_k_v = norm ? linear(x, qkv->weight, qkv->bias, Tensor(), norm->in_front()) : qkv->forward(x);
+    return scaled_dot_product_attention(q_k_v, heads, mask, scale, record_ ? &attention_ : nullptr);
 }
 
 Tensor MultiHeadSelfAttention::forward_plus(const Tensor& x, const Tensor& residual,
-                                            const std::vector<bool>& patch_mask) {
+                                            const std::vector<bool>& patch_mask, LayerNorm* norm) {
     // [hide:attention-backward]
     // [hide:attention-forward]
     if (fused && !attn_drop->active() && !proj_drop->active())
-        return linear(heads_fused(x, patch_mask), proj->weight, proj->bias, residual);
+        return linear(heads_fused(x, patch_mask, norm), proj->weight, proj->bias, residual);
     // [/hide:attention-forward]
     // [/hide:attention-backward]
-    return forward(x, patch_mask) + residual;
+    return forward(norm ? norm->forward(x) : x, patch_mask) + residual;
 }
 
 }  // namespace patchgrad

@@ -23,6 +23,7 @@
 
 #include "patchgrad/autograd/rng.h"
 #include "patchgrad/layers/dropout.h"
+#include "patchgrad/layers/layer_norm.h"
 #include "patchgrad/layers/linear.h"
 #include "patchgrad/layers/module.h"
 
@@ -64,15 +65,19 @@ public:
     // lesson, chapter 7's exercise), and one fused op (the speed, chapter 12).
     Tensor forward_step_by_step(const Tensor& x, const std::vector<bool>& patch_mask = {});
     Tensor forward_fused(const Tensor& x, const std::vector<bool>& patch_mask = {});
-    // residual + forward(x): where forward takes the fused op and proj_drop is inactive, proj
-    // adds the residual as it writes its rows (linear's residual), the same bits with no pass
-    // of its own; otherwise forward(x) + residual. A block's skip connection (vit_block.h).
-    Tensor forward_plus(const Tensor& x, const Tensor& residual, const std::vector<bool>& patch_mask = {});
+    // residual + forward(x), or forward(norm(x)) with a norm: where forward takes the fused op
+    // and proj_drop is inactive, proj adds the residual as it writes its rows (linear's
+    // residual) and qkv computes the norm's rows as it reads them (linear's norm), the same bits
+    // with no passes of their own; otherwise one op after another. A block's skip connection
+    // and its LayerNorm (vit_block.h).
+    Tensor forward_plus(const Tensor& x, const Tensor& residual, const std::vector<bool>& patch_mask = {},
+                        LayerNorm* norm = nullptr);
 
 private:
     void check_input(const Tensor& x, const std::vector<bool>& patch_mask) const;
-    // forward_fused up to the heads' concatenated output [B, N, D], before proj.
-    Tensor heads_fused(const Tensor& x, const std::vector<bool>& patch_mask);
+    // forward_fused up to the heads' concatenated output [B, N, D], before proj (of norm(x)
+    // with a norm).
+    Tensor heads_fused(const Tensor& x, const std::vector<bool>& patch_mask, LayerNorm* norm = nullptr);
     bool record_ = false;
     Tensor attention_;
 };

@@ -37,10 +37,11 @@ Tensor FeedForward::forward(const Tensor& x) {
 }
 // [/snippet:mlp-forward]
 
-Tensor FeedForward::forward_plus(const Tensor& x, const Tensor& residual) {
+Tensor FeedForward::forward_plus(const Tensor& x, const Tensor& residual, LayerNorm* norm) {
     if (fused && !drop1->active() && !drop2->active())
-        return mlp(x, fc1->weight, fc1->bias, fc2->weight, fc2->bias, act->approximation, residual);
-    return forward(x) + residual;
+        return mlp(x, fc1->weight, fc1->bias, fc2->weight, fc2->bias, act->approximation, residual,
+                   norm ? norm->in_front() : InputNorm());
+    return forward(norm ? norm->forward(x) : x) + residual;
 }
 
 }  // namespace patchgrad

@@ -11,6 +11,7 @@
 #include "patchgrad/autograd/rng.h"
 #include "patchgrad/layers/activation.h"
 #include "patchgrad/layers/dropout.h"
+#include "patchgrad/layers/layer_norm.h"
 #include "patchgrad/layers/linear.h"
 #include "patchgrad/layers/module.h"
 
@@ -27,10 +28,12 @@ public:
     std::string type_name() const override { return "FeedForward"; }
     // x [..., dim] -> [..., dim]
     Tensor forward(const Tensor& x) override;
-    // residual + forward(x): where forward takes the fused op and drop2 is inactive, fc2 adds
-    // the residual as it writes its rows (mlp's residual), the same bits with no pass of its
-    // own; otherwise forward(x) + residual. A block's skip connection (vit_block.h).
-    Tensor forward_plus(const Tensor& x, const Tensor& residual);
+    // residual + forward(x), or forward(norm(x)) with a norm: where forward takes the fused op
+    // and drop2 is inactive, fc2 adds the residual as it writes its rows (mlp's residual) and
+    // fc1 computes the norm's rows as it reads them (mlp's norm), the same bits with no passes
+    // of their own; otherwise one op after another. A block's skip connection and its
+    // LayerNorm (vit_block.h).
+    Tensor forward_plus(const Tensor& x, const Tensor& residual, LayerNorm* norm = nullptr);
 
     std::shared_ptr<Linear> fc1;  // dim -> hidden_dim
     std::shared_ptr<GELU> act;

@@ -4,6 +4,7 @@
 // shifted by `bias` (initialised to 1 and 0, like torch.nn.LayerNorm).
 #pragma once
 
+#include "patchgrad/autograd/ops.h"
 #include "patchgrad/layers/module.h"
 
 namespace patchgrad {
@@ -14,6 +15,9 @@ public:
     std::string type_name() const override { return "LayerNorm"; }
     // x [..., dim] -> [..., dim]
     Tensor forward(const Tensor& x) override;
+    // This norm as the one in front of a fused op's first product (InputNorm, autograd/ops.h):
+    // the same values, never stored.
+    InputNorm in_front() const { return InputNorm{true, weight, bias, eps}; }
 
     Tensor weight;  // [dim]
     Tensor bias;    // [dim]

@@ -26,11 +26,12 @@ Tensor ViTBlock::forward(const Tensor& z, const std::vector<bool>& patch_mask) {
 // [/snippet:block-forward]
 
 // [hide:vit-block-forward]
-// The add of each skip connection runs inside the product before it: no pass of its own over
-// [B, N, D], and dOut goes to z (and z') as it is, where the add would copy it for one side.
+// The add of each skip connection runs inside the product before it, and each LayerNorm inside
+// the product after it: no passes of their own over [B, N, D], and dOut goes to z (and z') as
+// it is, where the add would copy it for one side.
 Tensor ViTBlock::forward_fused(const Tensor& z, const std::vector<bool>& patch_mask) {
-    const Tensor z_prime = attn->forward_plus(norm1->forward(z), z, patch_mask);  // (2)
-    return mlp->forward_plus(norm2->forward(z_prime), z_prime);                   // (3)
+    const Tensor z_prime = attn->forward_plus(z, z, patch_mask, norm1.get());  // (2)
+    return mlp->forward_plus(z_prime, z_prime, norm2.get());                   // (3)
 }
 // [/hide:vit-block-forward]
 

@@ -62,9 +62,9 @@ public:
     std::shared_ptr<FeedForward> mlp;
     std::shared_ptr<DropPath> drop_path2;
     // While no drop path is active, forward adds each skip connection inside its branch's last
-    // product where that branch's fused op runs with no dropout after it (forward_plus in
-    // attention.h and feed_forward.h): the same bits with fewer passes over memory (chapter 12),
-    // unless this is false.
+    // product, and computes the branch's LayerNorm inside its first, where that branch's fused op
+    // runs with no dropout after it (forward_plus in attention.h and feed_forward.h): the same
+    // bits with fewer passes over memory (chapter 12), unless this is false.
     bool fused = true;
 
 private:

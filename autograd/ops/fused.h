@@ -1,8 +1,10 @@
-// fused.h — pieces of linear and GELU that the MLP op (mlp.cpp) runs on its own buffers.
+// fused.h — pieces of linear, GELU and LayerNorm that the fused ops (linear.cpp, mlp.cpp) run
+// on their own buffers.
 #pragma once
 
 #include <cstdint>
 #include <initializer_list>
+#include <vector>
 
 #include "patchgrad/autograd/cpu/gemm/gemm.h"
 #include "patchgrad/autograd/grad_fast_paths.h"
@@ -18,8 +20,11 @@ int64_t check_linear_arguments(const char* op, const Shape& input, const Tensor&
 // linear's backward (linear.cpp) from dOut [rows, out], x's data [rows, in] and weight [out, in]:
 // dx = dOut W into dx (written or added as its beta says; skipped when dx.data is null, with
 // `dx_rows_done` passed to gemm), and W's and b's gradients when they want them.
+// With x_source, dW's x is computed as gemm reads it (gemm.h's sources; x still points to a
+// matrix of its shape).
 void linear_backward(const real* x, GradOverwrite dx, const Tensor& weight, const Tensor& bias, const real* dy,
-                     int64_t rows, const GemmRowsDone* dx_rows_done = nullptr);
+                     int64_t rows, const GemmRowsDone* dx_rows_done = nullptr,
+                     const GemmOperandSource* x_source = nullptr);
 
 // A skip connection added by the product that ends a block's branch (linear's and mlp's
 // residual, linear.cpp). check_residual: residual is undefined or has the output's shape, else
@@ -34,6 +39,28 @@ void check_residual(const char* op, const Tensor& residual, const Shape& out_sha
 GemmRowsDone residual_rows(const Tensor& residual, real* out);
 bool residual_is_input(const Tensor& residual, std::initializer_list<const Tensor*> inputs);
 void pass_to_residual(const Tensor& residual, const Tensor& out, bool copy);
+
+// A LayerNorm in front of an op's first product (InputNorm, ops.h; layer_norm.cpp): its output
+// y [rows, D] is never stored. The product computes the blocks of y it reads from x instead
+// (gemm.h's sources): forward_source's in the forward, keeping each row's mean and
+// 1 / sqrt(var + eps) as it goes; saved_source's, from those, in the backward's weight gradient
+// (dW = dOut^T y). Both give layer_norm's bits. backward: layer_norm's backward, from dy [rows,
+// D], y's gradient, into the gradients of x, the norm's weight and its bias, where wants_dy().
+// Errors name layer_norm, as layer_norm's own do.
+class FusedLayerNorm {
+public:
+    FusedLayerNorm(const Tensor& x, const InputNorm& norm);
+    GemmOperandSource forward_source();
+    GemmOperandSource saved_source() const;
+    bool wants_dy() const;
+    void backward(const real* dy) const;
+
+private:
+    Tensor x_, weight_, bias_;
+    real eps_;
+    int64_t rows_ = 0, D_ = 0;
+    std::vector<real> mean_, rstd_;
+};
 
 // y[i] = GELU(x[i]) for i in [0, n), gelu's own loop (gelu.cpp).
 void gelu_values(const real* x, real* y, int64_t n, GeluApproximation approximation);

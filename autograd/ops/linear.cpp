@@ -3,6 +3,7 @@
 // and a column sum. (A transformer block may pass its skip connection as `residual`, added to
 // y's rows as gemm finishes them: chapter 12.)
 #include <algorithm>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -32,7 +33,8 @@ int64_t check_linear_arguments(const char* op, const Shape& input, const Tensor&
     return shape_numel(Shape(input.begin(), input.end() - 1));
 }
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual) {
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
+              const InputNorm& norm) {
     if (!x.defined() || !weight.defined())
         throw std::invalid_argument(
             "linear: the input and the weight must be defined (only the bias may be undefined)");
@@ -42,22 +44,38 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const T
     y_shape.back() = out;
     check_residual("linear", residual, y_shape);
 
-    // [handout:matmul-backward] return linear_through_matmul(x, weight, bias, residual);  // backward: your matmul's
+    // [handout:matmul-backward] return linear_through_matmul(x, weight, bias, residual, norm);  // backward: your matmul's
     // [hide:matmul-backward]
     Tensor y = Tensor::empty(y_shape);
 
     // As in torch.addmm, gemm adds the bias to every row while it writes y (and the residual
-    // to each block of rows once written, while they are in cache).
+    // to each block of rows once written, while they are in cache). A norm's rows are computed
+    // as gemm reads them (FusedLayerNorm, fused.h).
     const GemmRowsDone add_residual = residual_rows(residual, y.data());
+    const auto ln = norm.on ? std::make_shared<FusedLayerNorm>(x, norm) : nullptr;
+    const GemmOperandSource normalized = ln ? ln->forward_source() : GemmOperandSource();
+    const GemmSources sources{&normalized, nullptr};
     gemm(false, true, rows, out, in, 1, x.data(), in, weight.data(), in, 0, y.data(), out,
-         bias.defined() ? bias.data() : nullptr, add_residual ? &add_residual : nullptr);
+         bias.defined() ? bias.data() : nullptr, add_residual ? &add_residual : nullptr, ln ? &sources : nullptr);
 
-    const bool residual_first = residual_is_input(residual, {&x, &weight, &bias});
-    record(y, "linear", {x, weight, bias, residual},
-           [x, weight, bias, residual, rows, residual_first](Tensor& o) mutable {
+    // (With a norm, x's gradient comes from the norm's backward, after the residual's.)
+    const bool residual_first =
+        ln ? residual_is_input(residual, {&weight, &bias}) : residual_is_input(residual, {&x, &weight, &bias});
+    record(y, "linear", {x, weight, bias, residual, norm.weight, norm.bias},
+           [x, weight, bias, residual, rows, residual_first, ln](Tensor& o) mutable {
                if (residual_first) pass_to_residual(residual, o, true);
-               linear_backward(x.data(), grad_for_overwrite_if_wanted(x), weight, bias, o.grad_data(), rows);
+               if (!ln) {
+                   linear_backward(x.data(), grad_for_overwrite_if_wanted(x), weight, bias, o.grad_data(), rows);
+                   if (!residual_first) pass_to_residual(residual, o, false);
+                   return;
+               }
+               // dy, the norm's output's gradient, then the norm's backward from it.
+               Tensor dy = ln->wants_dy() ? Tensor::empty({rows, weight.size(1)}) : Tensor();
+               const GemmOperandSource normalized = ln->saved_source();
+               linear_backward(x.data(), GradOverwrite{dy.defined() ? dy.data() : nullptr, 0}, weight, bias,
+                               o.grad_data(), rows, nullptr, &normalized);
                if (!residual_first) pass_to_residual(residual, o, false);
+               if (dy.defined()) ln->backward(dy.data());
            });
     return y;
     // [/hide:matmul-backward]
@@ -117,7 +135,7 @@ PATCHGRAD_MULTIVERSION(add_rows, (const real* dy, int64_t out, int64_t r0, int64
 
 // The first gradient to reach x or W is written, later ones are added (grad_for_overwrite's beta).
 void linear_backward(const real* x, GradOverwrite dx, const Tensor& weight, const Tensor& bias, const real* dy,
-                     int64_t rows, const GemmRowsDone* dx_rows_done) {
+                     int64_t rows, const GemmRowsDone* dx_rows_done, const GemmOperandSource* x_source) {
     const int64_t in = weight.size(1), out = weight.size(0);
     // db's column sums of dOut, in sum_rows's blocks; taken as the product dx = dOut W finishes
     // each block of rows, while those rows of dOut are still in cache (RowSums, parallel.h).
@@ -135,7 +153,9 @@ void linear_backward(const real* x, GradOverwrite dx, const Tensor& weight, cons
     }
     if (weight.requires_grad()) {
         const GradOverwrite dw = grad_for_overwrite(weight);
-        gemm(true, false, out, in, rows, 1, dy, out, x, in, dw.beta, dw.data, in);
+        const GemmSources sources{nullptr, x_source};
+        gemm(true, false, out, in, rows, 1, dy, out, x, in, dw.beta, dw.data, in, nullptr, nullptr,
+             x_source ? &sources : nullptr);
     }
     if (wants_db) {
         const std::vector<real> sum = db_sums.total();
@@ -147,11 +167,13 @@ void linear_backward(const real* x, GradOverwrite dx, const Tensor& weight, cons
 
 // The same y as matmul_transposed and a broadcast add, each recording its own backward: the
 // reference of linear's tests, and linear itself in a handout of exercise matmul-backward.
-Tensor linear_through_matmul(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual) {
-    const Tensor x2 = reshape(x, {shape_numel(x.shape()) / x.size(-1), x.size(-1)});  // [R, in]
-    Tensor y = matmul_transposed(x2, weight);                                         // [R, out]
+Tensor linear_through_matmul(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& residual,
+                             const InputNorm& norm) {
+    const Tensor input = norm.on ? layer_norm(x, norm.weight, norm.bias, norm.eps) : x;
+    const Tensor x2 = reshape(input, {shape_numel(input.shape()) / input.size(-1), input.size(-1)});  // [R, in]
+    Tensor y = matmul_transposed(x2, weight);                                                         // [R, out]
     if (bias.defined()) y = y + bias;
-    Shape y_shape = x.shape();
+    Shape y_shape = input.shape();
     y_shape.back() = weight.size(0);
     check_residual("linear", residual, y_shape);
     return residual.defined() ? reshape(y, y_shape) + residual : reshape(y, y_shape);

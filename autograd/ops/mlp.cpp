@@ -2,6 +2,7 @@
 // linear(gelu(linear(x, W1, b1)), W2, b2), the three ops FeedForward's forward otherwise
 // records (layers/feed_forward.cpp); what differs is the passes over memory.
 #include <algorithm>
+#include <memory>
 #include <string>
 
 #include "patchgrad/autograd/cpu/gemm/gemm.h"
@@ -29,9 +30,9 @@ namespace patchgrad {
 // [/hide:matmul-backward]
 // GELU'(h) and y are kept for the backward (the three ops keep h and y).
 Tensor mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, const Tensor& fc2_weight,
-           const Tensor& fc2_bias, GeluApproximation approximation, const Tensor& residual) {
-    // [handout:matmul-backward] return mlp_through_ops(x, fc1_weight, fc1_bias, fc2_weight, fc2_bias, approximation, residual);
-    // [handout:gelu-backward] return mlp_through_ops(x, fc1_weight, fc1_bias, fc2_weight, fc2_bias, approximation, residual);
+           const Tensor& fc2_bias, GeluApproximation approximation, const Tensor& residual, const InputNorm& norm) {
+    // [handout:matmul-backward] return mlp_through_ops(x, fc1_weight, fc1_bias, fc2_weight, fc2_bias, approximation, residual, norm);
+    // [handout:gelu-backward] return mlp_through_ops(x, fc1_weight, fc1_bias, fc2_weight, fc2_bias, approximation, residual, norm);
     // [hide:matmul-backward]
     // [hide:gelu-backward]
     check(x.defined() && fc1_weight.defined() && fc2_weight.defined(),
@@ -45,7 +46,7 @@ Tensor mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, co
     Tensor h = Tensor::empty({rows, F}), y = Tensor::empty({rows, F});
     real *hd = h.data(), *yd = y.data();
     bool backward_may_follow = false;  // (as record() below decides)
-    for (const Tensor* t : {&x, &fc1_weight, &fc1_bias, &fc2_weight, &fc2_bias, &residual})
+    for (const Tensor* t : {&x, &fc1_weight, &fc1_bias, &fc2_weight, &fc2_bias, &residual, &norm.weight, &norm.bias})
         backward_may_follow = backward_may_follow || (grad_enabled() && t->defined() && t->requires_grad());
     const GemmRowsDone gelu_rows = [=](int64_t i0, int64_t i1) {
         if (backward_may_follow)  // h's rows become GELU'(h)
@@ -53,8 +54,12 @@ Tensor mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, co
         else
             gelu_values(hd + i0 * F, yd + i0 * F, (i1 - i0) * F, approximation);
     };
+    // A norm's rows are computed as the first product reads them (FusedLayerNorm, fused.h).
+    const auto ln = norm.on ? std::make_shared<FusedLayerNorm>(x, norm) : nullptr;
+    const GemmOperandSource normalized = ln ? ln->forward_source() : GemmOperandSource();
+    const GemmSources sources{&normalized, nullptr};
     gemm(false, true, rows, F, in, 1, x.data(), in, fc1_weight.data(), in, 0, hd, F,
-         fc1_bias.defined() ? fc1_bias.data() : nullptr, &gelu_rows);
+         fc1_bias.defined() ? fc1_bias.data() : nullptr, &gelu_rows, ln ? &sources : nullptr);
     Shape out_shape = x.shape();
     out_shape.back() = E;
     check_residual("mlp", residual, out_shape);
@@ -63,12 +68,16 @@ Tensor mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, co
     gemm(false, true, rows, E, F, 1, yd, F, fc2_weight.data(), F, 0, out.data(), E,
          fc2_bias.defined() ? fc2_bias.data() : nullptr, add_residual ? &add_residual : nullptr);
 
-    const bool residual_first = residual_is_input(residual, {&x, &fc1_weight, &fc1_bias, &fc2_weight, &fc2_bias});
-    record(out, "mlp", {x, fc1_weight, fc1_bias, fc2_weight, fc2_bias, residual},
-           [x, fc1_weight, fc1_bias, fc2_weight, fc2_bias, residual, residual_first, h, y, rows, F](Tensor& o) mutable {
+    // (With a norm, x's gradient comes from the norm's backward, after the residual's.)
+    const bool residual_first = ln ? residual_is_input(residual, {&fc1_weight, &fc1_bias, &fc2_weight, &fc2_bias})
+                                   : residual_is_input(residual, {&x, &fc1_weight, &fc1_bias, &fc2_weight, &fc2_bias});
+    record(out, "mlp", {x, fc1_weight, fc1_bias, fc2_weight, fc2_bias, residual, norm.weight, norm.bias},
+           [x, fc1_weight, fc1_bias, fc2_weight, fc2_bias, residual, residual_first, h, y, rows, F,
+            ln](Tensor& o) mutable {
                if (residual_first) pass_to_residual(residual, o, true);
+               const bool wants_dx = ln ? ln->wants_dy() : x.requires_grad();
                const bool wants_dh =
-                   x.requires_grad() || fc1_weight.requires_grad() || (fc1_bias.defined() && fc1_bias.requires_grad());
+                   wants_dx || fc1_weight.requires_grad() || (fc1_bias.defined() && fc1_bias.requires_grad());
                Tensor dh = wants_dh ? Tensor::empty({rows, F}) : Tensor();
                real* dhd = wants_dh ? dh.data() : nullptr;
                const real* derivative = h.data();  // GELU'(h), written over h by the forward
@@ -81,7 +90,14 @@ Tensor mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, co
                                &times_derivative);
                if (!residual_first) pass_to_residual(residual, o, false);
                if (!wants_dh) return;
-               linear_backward(x.data(), grad_for_overwrite_if_wanted(x), fc1_weight, fc1_bias, dhd, rows);
+               if (!ln)
+                   return linear_backward(x.data(), grad_for_overwrite_if_wanted(x), fc1_weight, fc1_bias, dhd, rows);
+               // dy, the norm's output's gradient, then the norm's backward from it.
+               Tensor dy = wants_dx ? Tensor::empty({rows, fc1_weight.size(1)}) : Tensor();
+               const GemmOperandSource normalized = ln->saved_source();
+               linear_backward(x.data(), GradOverwrite{dy.defined() ? dy.data() : nullptr, 0}, fc1_weight, fc1_bias,
+                               dhd, rows, nullptr, &normalized);
+               if (dy.defined()) ln->backward(dy.data());
            });
     return out;
     // [/hide:gelu-backward]
@@ -91,8 +107,10 @@ Tensor mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, co
 // The reference of mlp's tests, and mlp itself in a handout of exercise matmul-backward or
 // gelu-backward: three ops, each recording its own backward.
 Tensor mlp_through_ops(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, const Tensor& fc2_weight,
-                       const Tensor& fc2_bias, GeluApproximation approximation, const Tensor& residual) {
-    const Tensor out = linear(gelu(linear(x, fc1_weight, fc1_bias), approximation), fc2_weight, fc2_bias);
+                       const Tensor& fc2_bias, GeluApproximation approximation, const Tensor& residual,
+                       const InputNorm& norm) {
+    const Tensor input = norm.on ? layer_norm(x, norm.weight, norm.bias, norm.eps) : x;
+    const Tensor out = linear(gelu(linear(input, fc1_weight, fc1_bias), approximation), fc2_weight, fc2_bias);
     check_residual("mlp", residual, out.shape());
     return residual.defined() ? out + residual : out;
 }

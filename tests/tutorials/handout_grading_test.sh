@@ -30,7 +30,7 @@ grep -q 'it would give away exercise gelu-backward' "$work/handout/autograd/ops/
     fail "the handout's gelu.cpp does not say what it left out"
 ! grep -rq '\[/\{0,1\}hide:' "$work/handout/autograd" || fail "the handout kept hide markers"
 ! grep -rq '// \[handout:' "$work/handout/autograd" || fail "the handout kept a '// [handout:NAME]' line"
-grep -q '^ *return linear_through_matmul(x, weight, bias, residual);' "$work/handout/autograd/ops/linear.cpp" &&
+grep -q '^ *return linear_through_matmul(x, weight, bias, residual, norm);' "$work/handout/autograd/ops/linear.cpp" &&
     ! grep -q 'gemm(' "$work/handout/autograd/ops/linear.cpp" ||
     fail "the handout's linear.cpp keeps its gemm backward instead of the student's matmul"
 ! grep -q '^mutation: gelu exact' "$work/handout/tests/mutation/mutations.txt" ||

@@ -216,17 +216,19 @@ std::string gemm_bf16_description() {
 
 void gemm_bf16_emulated(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                         int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const float* bias,
-                        const GemmRowsDone* rows_done) {
+                        const GemmRowsDone* rows_done, const GemmSources* sources) {
     if (M <= 0 || N <= 0) return;
+    GemmOperands o;  // (a computed operand written whole first)
+    gemm_operands(trans_a, trans_b, M, N, K, A, lda, B, ldb, sources, o);
     // Dense rounded copies of op(A) [M, K] and op(B) [K, N]; a bf16 value is a float whose low
     // 16 bits are zero, so the float32 kernel multiplies exactly the bf16 inputs.
     std::vector<float> a(static_cast<size_t>(M * K)), b(static_cast<size_t>(K * N));
     for (int64_t i = 0; i < M; ++i)
         for (int64_t k = 0; k < K; ++k)
-            a[i * K + k] = bf16_to_float(round_to_bf16(trans_a ? A[k * lda + i] : A[i * lda + k]));
+            a[i * K + k] = bf16_to_float(round_to_bf16(trans_a ? o.A[k * o.lda + i] : o.A[i * o.lda + k]));
     for (int64_t k = 0; k < K; ++k)
         for (int64_t j = 0; j < N; ++j)
-            b[k * N + j] = bf16_to_float(round_to_bf16(trans_b ? B[j * ldb + k] : B[k * ldb + j]));
+            b[k * N + j] = bf16_to_float(round_to_bf16(trans_b ? o.B[j * o.ldb + k] : o.B[k * o.ldb + j]));
     gemm_blocked(false, false, M, N, K, alpha, a.data(), K, b.data(), N, beta, C, ldc, bias, rows_done);
 }
 
@@ -236,16 +238,20 @@ void gemm_bf16_emulated(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_
 // share the panels of B as gemm_blocks.h says.
 void gemm_bf16_with(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                     float alpha, const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
-                    int64_t ldc, const float* bias, const GemmRowsDone* rows_done) {
+                    int64_t ldc, const float* bias, const GemmRowsDone* rows_done, const GemmSources* sources) {
     if (M <= 0 || N <= 0) return;
     if (K <= 0)
         return gemm_bf16_emulated(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, rows_done);
+    const GemmOperandSource* a_source = sources ? sources->a : nullptr;
+    const GemmOperandSource* b_source = sources ? sources->b : nullptr;
     if (kernels.transpose_wide_weight_gradients && trans_a && !trans_b && M > N && !bias && !rows_done) {
         // C^T = B^T A [N, M] into this thread's buffer, then C = C^T's transpose + beta C.
         thread_local AlignedVector<float> c_transposed;
         c_transposed.resize(static_cast<size_t>(M * N));
         const float* p = c_transposed.data();
-        gemm_bf16_with(kernels, true, false, N, M, K, alpha, B, ldb, A, lda, 0, c_transposed.data(), M);
+        const GemmSources swapped{b_source, a_source};
+        gemm_bf16_with(kernels, true, false, N, M, K, alpha, B, ldb, A, lda, 0, c_transposed.data(), M, nullptr,
+                       nullptr, &swapped);
         parallel_for(M, grain_for_elements(N), [=](int64_t i0, int64_t i1) {
             for (int64_t i = i0; i < i1; ++i)
                 for (int64_t j = 0; j < N; ++j)
@@ -258,7 +264,11 @@ void gemm_bf16_with(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int6
                   MC = kernels.mc;
     const auto column_words = [PB](int64_t kc) { return bf16_pairs(kc, PB); };
     const auto pack_panel = [&](int64_t pc, int64_t kc, int64_t c0, int64_t cols, uint32_t* Bp) {
-        kernels.pack_b(trans_b, B, ldb, pc, c0, kc, cols, Bp);
+        if (!b_source) return kernels.pack_b(trans_b, B, ldb, pc, c0, kc, cols, Bp);
+        thread_local AlignedVector<float> block;  // the panel's block of B, computed
+        const float* b = trans_b ? source_block(*b_source, c0, cols, pc, kc, block)
+                                 : source_block(*b_source, pc, kc, c0, cols, block);
+        kernels.pack_b(trans_b, b, trans_b ? kc : cols, 0, 0, kc, cols, Bp);
     };
     const Bf16MicroKernel* micro = trans_a ? kernels.micro : kernels.micro_rows;
     // C's slivers [s0, s1) += their block of op(A) @ the panel Bp, for K block pc.
@@ -275,9 +285,17 @@ void gemm_bf16_with(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int6
         const int64_t row_end = std::min(M, s1 * MR);
         for (int64_t ic = s0 * MR; ic < row_end; ic += MC) {
             const int64_t mc = std::min(MC, row_end - ic);
-            kernels.pack_a(trans_a, A, lda, ic, pc, mc, kc, Ap);
+            if (a_source) {  // the block that A's source computes
+                thread_local AlignedVector<float> block;
+                const float* a = trans_a ? source_block(*a_source, pc, kc, ic, mc, block)
+                                         : source_block(*a_source, ic, mc, pc, kc, block);
+                kernels.pack_a(trans_a, a, trans_a ? mc : kc, 0, 0, mc, kc, Ap);
+            } else {
+                kernels.pack_a(trans_a, A, lda, ic, pc, mc, kc, Ap);
+            }
             // (Into L2: the next block is packed a block later, which L2 is near enough for.)
-            BlockPrefetch<float, 2> next = BlockPrefetch<float, 2>::after(trans_a, A, lda, ic, MC, row_end, pc, kc);
+            BlockPrefetch<float, 2> next = A ? BlockPrefetch<float, 2>::after(trans_a, A, lda, ic, MC, row_end, pc, kc)
+                                             : BlockPrefetch<float, 2>();
             const int64_t calls = (mc + MR - 1) / MR * ((nc + NR - 1) / NR);
             const int64_t lines_per_call = next.lines() / calls + 1;
             for (int64_t jr = 0; jr < nc; jr += NR) {
@@ -359,12 +377,12 @@ const Bf16Kernels* amx_kernels_on_this_cpu(std::string& why_not) {
 
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
                const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const float* bias,
-               const GemmRowsDone* rows_done) {
+               const GemmRowsDone* rows_done, const GemmSources* sources) {
     const Bf16Kernels* kernels = native_kernels();
     if (kernels)
-        return gemm_bf16_with(*kernels, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias,
-                              rows_done);
-    gemm_bf16_emulated(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, rows_done);
+        return gemm_bf16_with(*kernels, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, rows_done,
+                              sources);
+    gemm_bf16_emulated(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, rows_done, sources);
 }
 
 #endif  // PATCHGRAD_DOUBLE

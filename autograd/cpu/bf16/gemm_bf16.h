@@ -81,11 +81,12 @@ std::string gemm_bf16_description();
 // Arguments as in gemm() (gemm.h).
 void gemm_bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
                const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const float* bias = nullptr,
-               const GemmRowsDone* rows_done = nullptr);
+               const GemmRowsDone* rows_done = nullptr, const GemmSources* sources = nullptr);
 
 // Always the emulation: inputs rounded to bf16, multiplied by the float32 gemm_blocked.
 void gemm_bf16_emulated(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                         int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
-                        const float* bias = nullptr, const GemmRowsDone* rows_done = nullptr);
+                        const float* bias = nullptr, const GemmRowsDone* rows_done = nullptr,
+                        const GemmSources* sources = nullptr);
 
 }  // namespace patchgrad

@@ -25,7 +25,12 @@ namespace patchgrad {
 
 void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
                     const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias,
-                    const GemmRowsDone* rows_done) {
+                    const GemmRowsDone* rows_done, const GemmSources* sources) {
+    if (sources) {  // (each computed operand written whole first)
+        GemmOperands o;
+        gemm_operands(trans_a, trans_b, M, N, K, A, lda, B, ldb, sources, o);
+        return gemm_reference(trans_a, trans_b, M, N, K, alpha, o.A, o.lda, o.B, o.ldb, beta, C, ldc, bias, rows_done);
+    }
     // [snippet:gemm-reference]
     for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < N; ++j) {
@@ -40,6 +45,21 @@ void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
         }
     // [/snippet:gemm-reference]
     if (rows_done && M > 0 && N > 0) (*rows_done)(0, M);
+}
+
+void gemm_operands(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const real* A, int64_t lda,
+                   const real* B, int64_t ldb, const GemmSources* sources, GemmOperands& operands) {
+    operands.A = A, operands.lda = lda, operands.B = B, operands.ldb = ldb;
+    const auto whole = [](const GemmOperandSource* source, int64_t rows, int64_t cols, std::vector<real>& values,
+                          const real*& matrix, int64_t& ld) {
+        if (!source || rows <= 0 || cols <= 0) return;
+        values.resize(static_cast<size_t>(rows * cols));
+        (*source)(0, rows, 0, cols, values.data(), cols);
+        matrix = values.data(), ld = cols;
+    };
+    if (!sources) return;
+    whole(sources->a, trans_a ? K : M, trans_a ? M : K, operands.a_values, operands.A, operands.lda);
+    whole(sources->b, trans_b ? N : K, trans_b ? K : N, operands.b_values, operands.B, operands.ldb);
 }
 
 // ---- blocked -----------------------------------------------------------------------------
@@ -125,7 +145,7 @@ std::string gemm_kernel_description() {
 
 void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
                   const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias,
-                  const GemmRowsDone* rows_done) {
+                  const GemmRowsDone* rows_done, const GemmSources* sources) {
     if (M <= 0 || N <= 0) return;
     if (K <= 0) {
         scale_c(M, N, beta, C, ldc, bias);
@@ -153,9 +173,15 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
                             : rows_in_place && K <= 2 * KC ? K
                                                            : KC;
 
+    const GemmOperandSource* a_source = sources ? sources->a : nullptr;
+    const GemmOperandSource* b_source = sources ? sources->b : nullptr;
     const auto column_words = [](int64_t kc) { return kc; };
     const auto pack_panel = [&](int64_t pc, int64_t kc, int64_t c0, int64_t cols, real* Bp) {
-        kernels.pack_b(trans_b, B, ldb, pc, c0, kc, cols, Bp);
+        if (!b_source) return kernels.pack_b(trans_b, B, ldb, pc, c0, kc, cols, Bp);
+        thread_local AlignedVector<real> block;  // the panel's block of B, computed
+        const real* b = trans_b ? source_block(*b_source, c0, cols, pc, kc, block)
+                                : source_block(*b_source, pc, kc, c0, cols, block);
+        kernels.pack_b(trans_b, b, trans_b ? kc : cols, 0, 0, kc, cols, Bp);
     };
     // C's slivers [s0, s1) += their block of op(A) @ the panel Bp, for K block pc.
     const auto multiply = [&](int64_t pc, int64_t kc, int64_t jc, int64_t nc, int64_t s0, int64_t s1, const real* Bp,
@@ -180,14 +206,29 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
         const int64_t row_end = std::min(M, s1 * MR);
         for (int64_t ic = s0 * MR; ic < row_end; ic += MC) {
             const int64_t mc = std::min(MC, row_end - ic);
+            // Where this block of op(A) is read: A itself at rows ic, k pc, or the block that A's
+            // source computes, at 0, 0 (rows ld apart).
+            const real* a = A;
+            int64_t ld = lda, i0 = ic, k0 = pc;
+            // (A row-major A read in place that meets the whole panel a row of tiles at a time has
+            // each row of tiles' MR rows computed just before it, below: in L1 rather than L2.)
+            const int64_t group = std::max<int64_t>(NR, (int64_t(256) << 10) / (kc * int64_t(sizeof(real))) / NR * NR);
+            const bool source_by_rows_of_tiles = a_source && direct && !trans_a && nc <= group;
+            if (a_source && !source_by_rows_of_tiles) {
+                thread_local AlignedVector<real> block;
+                a = trans_a ? source_block(*a_source, pc, kc, ic, mc, block)
+                            : source_block(*a_source, ic, mc, pc, kc, block);
+                ld = trans_a ? mc : kc, i0 = 0, k0 = 0;
+            }
             if (by_rows)
-                kernels.pack_a_rows(A, lda, ic, pc, mc, kc, Ap);
+                kernels.pack_a_rows(a, ld, i0, k0, mc, kc, Ap);
             else if (!direct)
-                kernels.pack_a(trans_a, A, lda, ic, pc, mc, kc, Ap);
+                kernels.pack_a(trans_a, a, ld, i0, k0, mc, kc, Ap);
             // The next block of a row-major A, asked for a few lines a kernel call, so that all of
             // it is in cache long before it is read.
-            BlockPrefetch<real> next =
-                trans_a ? BlockPrefetch<real>() : BlockPrefetch<real>::after(false, A, lda, ic, MC, row_end, pc, kc);
+            BlockPrefetch<real> next = trans_a || !A
+                                           ? BlockPrefetch<real>()
+                                           : BlockPrefetch<real>::after(false, A, lda, ic, MC, row_end, pc, kc);
             const int64_t row_tiles = (mc + MR - 1) / MR, column_slivers = (nc + NR - 1) / NR;
             // C's tile at rows ic + ir, columns jc + jr: one kernel call.
             const auto tile = [&](int64_t ir, int64_t jr) {
@@ -196,12 +237,12 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
                 const real* bias_tile = bias_block ? bias_block + jr : nullptr;
                 real* c = C + r * ldc + jc + jr;
                 if (direct && mr == MR) {
-                    const real* a = trans_a ? A + pc * lda + r : A + r * lda + pc;
-                    kernels.strided[vectors - 1](kc, a, trans_a ? lda : 1, trans_a ? 1 : lda, Bp + jr * kc, alpha,
+                    const real* sliver = trans_a ? a + k0 * ld + i0 + ir : a + (i0 + ir) * ld + k0;
+                    kernels.strided[vectors - 1](kc, sliver, trans_a ? ld : 1, trans_a ? 1 : ld, Bp + jr * kc, alpha,
                                                  beta_block, bias_tile, c, ldc, mr, nr);
                     return;
                 }
-                if (direct) kernels.pack_a(trans_a, A, lda, r, pc, mr, kc, Ap + ir * kc);
+                if (direct) kernels.pack_a(trans_a, a, ld, i0 + ir, k0, mr, kc, Ap + ir * kc);
                 packed_kernels[vectors - 1](kc, Ap + ir * sliver_stride, 0, 0, Bp + jr * kc, alpha, beta_block,
                                             bias_tile, c, ldc, mr, nr);
             };
@@ -213,14 +254,18 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
                 // of up to 256 KiB, which stay in any L2 while each row of tiles reads them. A's
                 // next block is asked for over all of the block's calls.
                 const int64_t lines_per_call = next.lines() / (row_tiles * column_slivers) + 1;
-                const int64_t group =
-                    std::max<int64_t>(NR, (int64_t(256) << 10) / (kc * int64_t(sizeof(real))) / NR * NR);
                 for (int64_t j0 = 0; j0 < nc; j0 += group)
-                    for (int64_t ir = 0; ir < mc; ir += MR)
+                    for (int64_t ir = 0; ir < mc; ir += MR) {
+                        if (source_by_rows_of_tiles) {  // rows ic + ir .. at a
+                            thread_local AlignedVector<real> rows;
+                            a = source_block(*a_source, ic + ir, std::min(MR, mc - ir), pc, kc, rows);
+                            ld = kc, i0 = -ir, k0 = 0;
+                        }
                         for (int64_t jr = j0; jr < std::min(nc, j0 + group); jr += NR) {
                             tile(ir, jr);
                             next.fetch(lines_per_call);
                         }
+                    }
             } else {
                 // A packed block (in L2), or a transposed A read in place, swept by one sliver of B
                 // (in L1) after another; a row-major A's next block asked for during the first sweep.
@@ -240,12 +285,12 @@ namespace {
 
 void gemm_untimed(bool allow_bf16, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha,
                   const real* A, int64_t lda, const real* B, int64_t ldb, real beta, real* C, int64_t ldc,
-                  const real* bias, const GemmRowsDone* rows_done) {
+                  const real* bias, const GemmRowsDone* rows_done, const GemmSources* sources) {
 #ifdef PATCHGRAD_DOUBLE
     (void)allow_bf16;  // (no bf16 in the float64 build)
 #else
     if (allow_bf16 && matmul_precision() == MatmulPrecision::Bf16)
-        return gemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, rows_done);
+        return gemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, rows_done, sources);
 #endif
 #ifdef PATCHGRAD_USE_OPENBLAS
     if (M <= 0 || N <= 0) return;
@@ -257,23 +302,25 @@ void gemm_untimed(bool allow_bf16, bool trans_a, bool trans_b, int64_t M, int64_
     // CBLAS sizes are int; anything larger stays with our own kernel.
     const int64_t int_max = std::numeric_limits<int>::max();
     if (std::max({M, N, K, lda, ldb, ldc}) > int_max)
-        return gemm_blocked(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, rows_done);
+        return gemm_blocked(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, rows_done, sources);
     // BLAS has no bias: C = beta * C + bias first, then the product adds onto it.
     if (bias) {
         scale_c(M, N, beta, C, ldc, bias);
         beta = 1;
     }
+    GemmOperands o;  // (BLAS reads whole matrices: a computed operand is written whole first)
+    gemm_operands(trans_a, trans_b, M, N, K, A, lda, B, ldb, sources, o);
 #ifdef PATCHGRAD_DOUBLE
     cblas_dgemm(
 #else
     cblas_sgemm(
 #endif
         CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(M),
-        static_cast<int>(N), static_cast<int>(K), alpha, A, static_cast<int>(lda), B, static_cast<int>(ldb), beta, C,
-        static_cast<int>(ldc));
+        static_cast<int>(N), static_cast<int>(K), alpha, o.A, static_cast<int>(o.lda), o.B, static_cast<int>(o.ldb),
+        beta, C, static_cast<int>(ldc));
     all_rows_done(rows_done, M, N);
 #else
-    gemm_blocked(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, rows_done);
+    gemm_blocked(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, rows_done, sources);
 #endif
 }
 
@@ -281,24 +328,25 @@ void gemm_untimed(bool allow_bf16, bool trans_a, bool trans_b, int64_t M, int64_
 // "gemm 8320 x 128 x 384 A^T".
 void gemm_timed(bool allow_bf16, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A,
                 int64_t lda, const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias,
-                const GemmRowsDone* rows_done = nullptr) {
+                const GemmRowsDone* rows_done = nullptr, const GemmSources* sources = nullptr) {
     if (!recording_loops())
-        return gemm_untimed(allow_bf16, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias,
-                            rows_done);
+        return gemm_untimed(allow_bf16, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, rows_done,
+                            sources);
     const std::string label = "gemm " + std::to_string(M) + " x " + std::to_string(N) + " x " + std::to_string(K) +
                               (trans_a ? " A^T" : "") + (trans_b ? " B^T" : "");
     const LoopLabel named(label);
     as_products([&] {
-        gemm_untimed(allow_bf16, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, rows_done);
+        gemm_untimed(allow_bf16, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, rows_done,
+                     sources);
     });
 }
 
 }  // namespace
 
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
-          const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias,
-          const GemmRowsDone* rows_done) {
-    gemm_timed(true, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, rows_done);
+          const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias, const GemmRowsDone* rows_done,
+          const GemmSources* sources) {
+    gemm_timed(true, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, rows_done, sources);
 }
 
 bool gemm_small_is_float32() {

@@ -19,6 +19,12 @@
 // rows of dOut W2 by GELU's derivative; linear and mlp add a block's skip connection (their
 // residual) to the rows of their result.
 //
+// `sources`, when given, computes A or B (or both) as gemm reads them, a block at a time, in
+// place of reading the matrix: an op fuses what precedes its product there (layer_norm_linear
+// and mlp normalise their input's rows as the first product reads them, so that LayerNorm's
+// output is never stored). A and B still point to a matrix of the operand's shape that the
+// source reads (LayerNorm's input), which gemm only asks the memory for ahead of time.
+//
 // Every version is deterministic: each C element is summed over k in a fixed order that
 // depends only on M, N, K and the transposes, never on timing or threads.
 #pragma once
@@ -35,13 +41,13 @@ namespace patchgrad {
 // The readable definition: one dot product per C element, k in increasing order.
 void gemm_reference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
                     const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias = nullptr,
-                    const GemmRowsDone* rows_done = nullptr);
+                    const GemmRowsDone* rows_done = nullptr, const GemmSources* sources = nullptr);
 
 // patchgrad's own fast kernel: cache blocking, packed panels and a register-tiled
 // micro-kernel in plain C++ that the compiler vectorises (see gemm.cpp).
 void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
                   const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias = nullptr,
-                  const GemmRowsDone* rows_done = nullptr);
+                  const GemmRowsDone* rows_done = nullptr, const GemmSources* sources = nullptr);
 
 // The gemm kernel in use (cpu_isa.h's active level) and its tile, e.g. "avx512, tile 12 x 32".
 std::string gemm_kernel_description();
@@ -50,7 +56,18 @@ std::string gemm_kernel_description();
 // cblas_sgemm / cblas_dgemm when built with PATCHGRAD_USE_OPENBLAS, gemm_blocked if not.
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, real alpha, const real* A, int64_t lda,
           const real* B, int64_t ldb, real beta, real* C, int64_t ldc, const real* bias = nullptr,
-          const GemmRowsDone* rows_done = nullptr);
+          const GemmRowsDone* rows_done = nullptr, const GemmSources* sources = nullptr);
+
+// The operands as gemm reads them, for the paths that have no blocks to compute a source's by
+// (the reference, BLAS, the bf16 emulation): A and B themselves, or each that `sources` computes
+// written whole, as stored, into a_values or b_values (lda, ldb its row length).
+struct GemmOperands {
+    const real *A, *B;
+    int64_t lda, ldb;
+    std::vector<real> a_values, b_values;
+};
+void gemm_operands(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const real* A, int64_t lda,
+                   const real* B, int64_t ldb, const GemmSources* sources, GemmOperands& operands);
 
 // gemm for small products, attention's per head (65 x 65 x 32 in cifar-tiny). Under the bf16
 // precision they stay float32 where the bf16 kernel is AMX's, whose gemm tiles pay only over a

@@ -82,6 +82,15 @@ struct GemmTarget {
     const GemmRowsDone* rows_done = nullptr;
 };
 
+// A block of an operand that gemm.h's `sources` computes: rows [r0, r0 + rows) and columns
+// [c0, c0 + cols) of the matrix as stored, written into buf (rows cols apart), which it returns.
+inline const real* source_block(const GemmOperandSource& source, int64_t r0, int64_t rows, int64_t c0, int64_t cols,
+                                AlignedVector<real>& buf) {
+    buf.resize(std::max(buf.size(), static_cast<size_t>(rows * cols)));
+    source(r0, r0 + rows, c0, c0 + cols, buf.data(), cols);
+    return buf.data();
+}
+
 // rows_done on all M rows, on the threads: after a product that has no blocks of its own (BLAS,
 // an empty K).
 inline void all_rows_done(const GemmRowsDone* rows_done, int64_t M, int64_t N) {

@@ -20,6 +20,15 @@ namespace patchgrad {
 // What gemm calls on rows [i0, i1) of C once they are final (gemm.h).
 using GemmRowsDone = std::function<void(int64_t i0, int64_t i1)>;
 
+// An operand that gemm computes as it reads it (gemm.h): writes rows [r0, r1) and columns
+// [c0, c1) of the matrix as stored (A [M, K], or [K, M] when transposed; B likewise) into out,
+// its rows ld apart.
+using GemmOperandSource = std::function<void(int64_t r0, int64_t r1, int64_t c0, int64_t c1, real* out, int64_t ld)>;
+struct GemmSources {
+    const GemmOperandSource* a = nullptr;
+    const GemmOperandSource* b = nullptr;
+};
+
 // C[mr, nr] = alpha * (A sliver @ B sliver) + beta * C + bias[0 .. nr), over kc terms, for
 // mr <= MR and nr <= the columns the kernel covers. Element (i, p) of the A sliver is
 // a[p * a_k + i * a_i] (packed: a_k = MR, a_i = 1); row p of the B sliver is b[p * NR ...].
@@ -124,7 +133,8 @@ void amx_configure_tiles();
 // driver, for the tests (an emulation of AMX runs through it) and AMX's first-use check.
 void gemm_bf16_with(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                     float alpha, const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
-                    int64_t ldc, const float* bias = nullptr, const GemmRowsDone* rows_done = nullptr);
+                    int64_t ldc, const float* bias = nullptr, const GemmRowsDone* rows_done = nullptr,
+                    const GemmSources* sources = nullptr);
 // AMX's check on first use (gemm_bf16.cpp): four small products through gemm_bf16_with, one
 // per transpose pair, within a loose multiple of the bf16 error bound. "" when `kernels` pass,
 // else the kernel, the shape, the transposes and the worst element, for a user to report.

@@ -114,6 +114,36 @@ TEST_CASE("linear: with a residual, the same bits as linear and +, values and gr
         }
 }
 
+TEST_CASE("linear: with a norm, the same bits as layer_norm and linear, values and gradients", "[op:linear][forward]") {
+    for (const LinearCase& c : kCases)
+        for (const bool with_residual : {false, true})
+            for (const bool x_grad : {true, false}) {
+                INFO("x " << shape_str(c.x) << " weight " << shape_str(c.w) << " residual " << with_residual
+                          << " x grad " << x_grad);
+                std::vector<std::vector<real>> results[2];
+                for (const bool fused : {true, false}) {
+                    Rng same(12);
+                    const int64_t in = c.w[1];
+                    Tensor x = rand_tensor(c.x, same, -2, 2, x_grad), w = rand_tensor(c.w, same),
+                           b = rand_tensor({c.w[0]}, same);
+                    const InputNorm norm{true, rand_tensor({in}, same, 0.5, 1.5), rand_tensor({in}, same), 1e-5};
+                    Shape out_shape = c.x;
+                    out_shape.back() = c.w[0];
+                    const Tensor residual = with_residual ? rand_tensor(out_shape, same) : Tensor();
+                    const Tensor y = fused ? linear(x, w, b, residual, norm)
+                                           : linear(layer_norm(x, norm.weight, norm.bias, norm.eps), w, b, residual);
+                    weighted_sum(y, rand_tensor(y.shape(), same, -1, 1, false)).backward();
+                    for (const Tensor& t : {y.detach(), w.grad(), b.grad(), norm.weight.grad(), norm.bias.grad()})
+                        results[fused].push_back(t.to_vector());
+                    if (x_grad) results[fused].push_back(x.grad().to_vector());
+                    if (with_residual) results[fused].push_back(residual.grad().to_vector());
+                }
+                check_same_bits(results[0], results[1],
+                                "0: the value, 1-4: the gradients of W, b, the norm's weight and bias, then x's and "
+                                "the residual's");
+            }
+}
+
 TEST_CASE("linear and mlp: a residual that is x itself, the same bits as + x over several K blocks",
           "[op:linear][op:mlp][forward]") {
     // x's gradient is dOut plus the product's, summed in K blocks of at most 256: the residual's
@@ -148,6 +178,34 @@ TEST_CASE("linear: gradcheck with a residual, x itself among them", "[op:linear]
     check_gradients(
         [](const std::vector<Tensor>& in) { return linear(in[0], in[1], Tensor(), in[2]); },
         {rand_tensor({3, 5}, rng, -1, 1, false), rand_tensor({4, 5}, rng, -1, 1, false), rand_tensor({3, 4}, rng)}, 36);
+}
+
+TEST_CASE("linear: gradcheck with a norm in front, x itself the residual, and a frozen input",
+          "[op:linear][gradcheck]") {
+    Rng rng(19);
+    const auto norm = [](const std::vector<Tensor>& t, size_t i) { return InputNorm{true, t[i], t[i + 1], 1e-5}; };
+    check_gradients([&](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2], Tensor(), norm(in, 3)); },
+                    {rand_tensor({2, 3, 5}, rng, -2, 2), rand_tensor({4, 5}, rng), rand_tensor({4}, rng),
+                     rand_tensor({5}, rng, 0.5, 1.5), rand_tensor({5}, rng)},
+                    37);
+    // A block's attention branch in miniature: z + linear(LN(z)).
+    check_gradients([&](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2], in[0], norm(in, 3)); },
+                    {rand_tensor({2, 3, 5}, rng, -2, 2), rand_tensor({5, 5}, rng), rand_tensor({5}, rng),
+                     rand_tensor({5}, rng, 0.5, 1.5), rand_tensor({5}, rng)},
+                    38);
+    // Only the norm's parameters train; then a norm without a bias.
+    check_gradients(
+        [&](const std::vector<Tensor>& in) { return linear(in[0], in[1], Tensor(), Tensor(), norm(in, 2)); },
+        {rand_tensor({3, 5}, rng, -2, 2, false), rand_tensor({4, 5}, rng, -1, 1, false),
+         rand_tensor({5}, rng, 0.5, 1.5), rand_tensor({5}, rng)},
+        39);
+    check_gradients(
+        [&](const std::vector<Tensor>& in) {
+            return linear(in[0], in[1], in[2], Tensor(), InputNorm{true, in[3], Tensor(), 1e-5});
+        },
+        {rand_tensor({3, 5}, rng, -2, 2), rand_tensor({4, 5}, rng), rand_tensor({4}, rng),
+         rand_tensor({5}, rng, 0.5, 1.5)},
+        40);
 }
 
 TEST_CASE("linear: gradcheck with bias on odd shapes", "[op:linear][gradcheck]") {
@@ -214,6 +272,20 @@ TEST_CASE("linear: errors name the shapes", "[op:linear][errors]") {
             linear(Tensor::zeros({2, 5}), w, Tensor(), Tensor::zeros({2, 5}));
         },
         {"linear", "residual", "[2, 5]", "[2, 4]"});
+    // A norm in front: its own errors, as layer_norm's.
+    const InputNorm wrong{true, Tensor::ones({4}), Tensor::zeros({5}), 1e-5};
+    require_error(
+        [&] {
+            linear(Tensor::zeros({2, 5}), w, Tensor(), Tensor(), wrong);
+        },
+        {"layer_norm", "weight", "[4]", "[5]", "[2, 5]"});
+    const InputNorm negative{true, Tensor::ones({5}), Tensor::zeros({5}), -1};
+    require_error(
+        [&] {
+            mlp(Tensor::zeros({2, 5}), Tensor::zeros({3, 5}), Tensor(), Tensor::zeros({2, 3}), Tensor(),
+                GeluApproximation::None, Tensor(), negative);
+        },
+        {"layer_norm", "eps", "-1", "[2, 5]"});
 }
 
 }  // namespace patchgrad

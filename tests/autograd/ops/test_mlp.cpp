@@ -21,9 +21,9 @@ const MlpCase kCases[] = {{{2, 3, 5}, 7, 4},    {{1, 6}, 1, 6},   {{13, 2}, 9, 3
 
 // mlp's value and the gradients of x and the four parameters (undefined where not asked for),
 // from the fused op or from the three ops, on the same inputs.
-// With a residual, its gradient too.
+// With a residual, its gradient too; with a norm, its weight's and bias's.
 std::vector<Tensor> values_and_gradients(bool fused, const MlpCase& c, bool with_biases, bool x_grad, bool w_grad,
-                                         GeluApproximation a, bool with_residual = false) {
+                                         GeluApproximation a, bool with_residual = false, bool with_norm = false) {
     Rng rng(11);
     Tensor x = rand_tensor(c.x, rng, -2, 2, x_grad);
     const int64_t in = c.x.back();
@@ -33,10 +33,14 @@ std::vector<Tensor> values_and_gradients(bool fused, const MlpCase& c, bool with
     Shape out_shape = c.x;
     out_shape.back() = c.out;
     const Tensor residual = with_residual ? rand_tensor(out_shape, rng) : Tensor();
-    const Tensor y = fused ? mlp(x, w1, b1, w2, b2, a, residual) : mlp_through_ops(x, w1, b1, w2, b2, a, residual);
+    InputNorm norm;
+    if (with_norm) norm = {true, rand_tensor({in}, rng, 0.5, 1.5, w_grad), rand_tensor({in}, rng, -1, 1, w_grad)};
+    const Tensor y =
+        fused ? mlp(x, w1, b1, w2, b2, a, residual, norm) : mlp_through_ops(x, w1, b1, w2, b2, a, residual, norm);
     weighted_sum(y, rand_tensor(y.shape(), rng, -1, 1, false)).backward();
     std::vector<Tensor> result{y.detach()};
-    for (const Tensor& t : {x, w1, b1, w2, b2, residual}) result.push_back(t.defined() ? t.grad() : Tensor());
+    for (const Tensor& t : {x, w1, b1, w2, b2, residual, norm.weight, norm.bias})
+        result.push_back(t.defined() ? t.grad() : Tensor());
     return result;
 }
 
@@ -47,19 +51,25 @@ TEST_CASE("mlp: the same bits as linear, gelu and linear, values and gradients",
         for (const GeluApproximation a : {GeluApproximation::None, GeluApproximation::Tanh})
             for (const bool with_biases : {true, false})
                 for (const auto& [x_grad, w_grad] : {std::pair{true, true}, {false, true}, {true, false}})
-                    for (const bool residual : {false, true}) {
-                        INFO("x " << shape_str(c.x) << ", hidden " << c.hidden << ", out " << c.out << ", biases "
-                                  << with_biases << ", x grad " << x_grad << ", weight grads " << w_grad << ", tanh "
-                                  << (a == GeluApproximation::Tanh) << ", residual " << residual);
-                        const auto fused = values_and_gradients(true, c, with_biases, x_grad, w_grad, a, residual);
-                        const auto steps = values_and_gradients(false, c, with_biases, x_grad, w_grad, a, residual);
-                        for (size_t k = 0; k < fused.size(); ++k) {
-                            INFO("0: the value, 1: x's gradient, 2-6: W1's, b1's, W2's, b2's, the residual's; k = "
-                                 << k);
-                            REQUIRE(fused[k].defined() == steps[k].defined());
-                            if (fused[k].defined()) CHECK(fused[k].to_vector() == steps[k].to_vector());
+                    for (const bool residual : {false, true})
+                        for (const bool norm : {false, true}) {
+                            INFO("x " << shape_str(c.x) << ", hidden " << c.hidden << ", out " << c.out << ", biases "
+                                      << with_biases << ", x grad " << x_grad << ", weight grads " << w_grad
+                                      << ", tanh " << (a == GeluApproximation::Tanh) << ", residual " << residual
+                                      << ", norm " << norm);
+                            const auto fused =
+                                values_and_gradients(true, c, with_biases, x_grad, w_grad, a, residual, norm);
+                            const auto steps =
+                                values_and_gradients(false, c, with_biases, x_grad, w_grad, a, residual, norm);
+                            for (size_t k = 0; k < fused.size(); ++k) {
+                                INFO(
+                                    "0: the value, 1: x's gradient, 2-8: W1's, b1's, W2's, b2's, the residual's, the "
+                                    "norm's weight's and bias's; k = "
+                                    << k);
+                                REQUIRE(fused[k].defined() == steps[k].defined());
+                                if (fused[k].defined()) CHECK(fused[k].to_vector() == steps[k].to_vector());
+                            }
                         }
-                    }
 }
 
 // Without a backward to follow, the forward computes GELU alone (no GELU' over h).
@@ -137,6 +147,36 @@ TEST_CASE("mlp: gradcheck when only some inputs require grad, and when x is used
         {rand_tensor({4, 5}, rng), rand_tensor({6, 5}, rng), rand_tensor({6}, rng), rand_tensor({5, 6}, rng),
          rand_tensor({5}, rng)},
         52);
+}
+
+TEST_CASE("mlp: gradcheck with a norm in front, x itself the residual, and a frozen input", "[op:mlp][gradcheck]") {
+    Rng rng(15);
+    const auto norm = [](const std::vector<Tensor>& t, size_t i) { return InputNorm{true, t[i], t[i + 1], 1e-5}; };
+    const GradcheckOptions options = options_for_large_sums();
+    check_gradients(
+        [&](const std::vector<Tensor>& t) {
+            return mlp(t[0], t[1], t[2], t[3], t[4], GeluApproximation::None, Tensor(), norm(t, 5));
+        },
+        {rand_tensor({2, 3, 5}, rng, -2, 2), rand_tensor({6, 5}, rng), rand_tensor({6}, rng), rand_tensor({4, 6}, rng),
+         rand_tensor({4}, rng), rand_tensor({5}, rng, 0.5, 1.5), rand_tensor({5}, rng)},
+        55, options);
+    // A block's MLP branch: z' + mlp(LN(z')).
+    check_gradients(
+        [&](const std::vector<Tensor>& t) {
+            return mlp(t[0], t[1], t[2], t[3], t[4], GeluApproximation::Tanh, t[0], norm(t, 5));
+        },
+        {rand_tensor({4, 5}, rng, -2, 2), rand_tensor({6, 5}, rng), rand_tensor({6}, rng), rand_tensor({5, 6}, rng),
+         rand_tensor({5}, rng), rand_tensor({5}, rng, 0.5, 1.5), rand_tensor({5}, rng)},
+        56, options);
+    // Only the norm's parameters train.
+    check_gradients(
+        [&](const std::vector<Tensor>& t) {
+            return mlp(t[0], t[1], t[2], t[3], t[4], GeluApproximation::None, Tensor(), norm(t, 5));
+        },
+        {rand_tensor({3, 5}, rng, -2, 2, false), rand_tensor({6, 5}, rng, -1, 1, false),
+         rand_tensor({6}, rng, -1, 1, false), rand_tensor({2, 6}, rng, -1, 1, false),
+         rand_tensor({2}, rng, -1, 1, false), rand_tensor({5}, rng, 0.5, 1.5), rand_tensor({5}, rng)},
+        57, options);
 }
 
 TEST_CASE("mlp: errors name the shapes", "[op:mlp][errors]") {

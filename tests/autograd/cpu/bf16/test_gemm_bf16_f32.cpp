@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "autograd/cpu/gemm/rows_done_check.h"
+#include "autograd/cpu/gemm/sources_check.h"
 #include "autograd/determinism_util.h"
 #include "catch.h"
 #include "patchgrad/autograd/cpu/bf16/bf16.h"
@@ -47,7 +48,7 @@ constexpr double kBf16Unit = 1.0 / 256;  // u = 2^-8: bf16 keeps 8 significant b
 //  - against the exact product of the float32 inputs: the error bound of bf16 inputs,
 //    |error| <= ((2u + u^2) + gamma_K (1 + u)^2) * sum_k |a_k b_k|, u = 2^-8.
 using Bf16Fn = void (*)(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t,
-                        float, float*, int64_t, const float*, const GemmRowsDone*);
+                        float, float*, int64_t, const float*, const GemmRowsDone*, const GemmSources*);
 
 // `pad` extra columns in every row of A, B and C (attention reads q, k and v out of the rows of
 // qkv, three heads' worth apart): the kernels must use the leading dimensions, not the sizes.
@@ -60,7 +61,7 @@ void check_bf16(Bf16Fn kernel, bool trans_a, bool trans_b, int64_t M, int64_t N,
         C(M * ldc, std::numeric_limits<float>::quiet_NaN());
     for (auto& v : A) v = static_cast<float>(rng.uniform(-1, 1));
     for (auto& v : B) v = static_cast<float>(rng.uniform(-1, 1));
-    kernel(trans_a, trans_b, M, N, K, 1, A.data(), lda, B.data(), ldb, 0, C.data(), ldc, nullptr,
+    kernel(trans_a, trans_b, M, N, K, 1, A.data(), lda, B.data(), ldb, 0, C.data(), ldc, nullptr, nullptr,
            nullptr);  // beta 0: C unread
 
     const double s = kernel == &gemm_bf16 ? gemm_bf16_sum_roundoff() : std::ldexp(1.0, -24);  // others: x86, emulations
@@ -119,7 +120,7 @@ void check_same_bits_for_any_thread_count(Bf16Fn kernel, bool trans_a, bool tran
         ThreadCount guard(threads);
         std::vector<float> C(M * N);
         kernel(trans_a, trans_b, M, N, K, 1, A.data(), trans_a ? M : K, B.data(), trans_b ? K : N, 0, C.data(), N,
-               nullptr, nullptr);
+               nullptr, nullptr, nullptr);
         results.push_back(C);
     }
     for (size_t i = 1; i < results.size(); ++i) CHECK(results[0] == results[i]);
@@ -195,8 +196,10 @@ struct SwappedTilesAmx : EmulatedAmxTiles {
 
 void gemm_bf16_amx_emulated(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                             int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
-                            const float* bias, const GemmRowsDone* rows_done = nullptr) {
-    gemm_bf16_with(kAmxEmulated, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, rows_done);
+                            const float* bias, const GemmRowsDone* rows_done = nullptr,
+                            const GemmSources* sources = nullptr) {
+    gemm_bf16_with(kAmxEmulated, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias, rows_done,
+                   sources);
 }
 
 #if defined(__x86_64__)
@@ -204,19 +207,20 @@ void gemm_bf16_amx_emulated(bool trans_a, bool trans_b, int64_t M, int64_t N, in
 // vdpbf16ps test calls it, where the CPU has AVX512_BF16.
 void gemm_bf16_vdpbf16ps(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const float* bias,
-                         const GemmRowsDone* rows_done = nullptr) {
+                         const GemmRowsDone* rows_done = nullptr, const GemmSources* sources = nullptr) {
     gemm_bf16_with(gemm_bf16_kernels_avx512, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias,
-                   rows_done);
+                   rows_done, sources);
 }
 #endif
 
 // The AMX kernel itself, where this CPU has it (amx_kernels_on_this_cpu); only the native test calls it.
 void gemm_bf16_amx_native(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
                           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc,
-                          const float* bias, const GemmRowsDone* rows_done = nullptr) {
+                          const float* bias, const GemmRowsDone* rows_done = nullptr,
+                          const GemmSources* sources = nullptr) {
     std::string why_not;
     gemm_bf16_with(*amx_kernels_on_this_cpu(why_not), trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc,
-                   bias, rows_done);
+                   bias, rows_done, sources);
 }
 
 }  // namespace
@@ -434,6 +438,12 @@ TEST_CASE("bf16: rows_done sees every row of C once, already final, and changes 
     check_rows_done<float>(&gemm_bf16_amx_emulated);
     check_rows_done<float>(&gemm_bf16_emulated);
     for_each_isa([](Isa) { check_rows_done<float>(&gemm_bf16); });  // the native kernel where there is one
+}
+
+TEST_CASE("bf16: an operand computed as it is read gives the bits of the computed matrix", "[op:gemm][bf16]") {
+    check_sources<float>(&gemm_bf16_amx_emulated);
+    check_sources<float>(&gemm_bf16_emulated);
+    for_each_isa([](Isa) { check_sources<float>(&gemm_bf16); });  // the native kernel where there is one
 }
 
 TEST_CASE("bf16: gemm follows the matmul precision, and the guard restores it", "[op:gemm][bf16]") {

@@ -53,9 +53,9 @@ void check_rows_done(const Gemm& gemm_fn) {
                 }
             };
             gemm_fn(c.trans_a, c.trans_b, c.M, c.N, c.K, Real(1), A.data(), lda, B.data(), ldb, Real(1), plain.data(),
-                    c.N, bias.data(), nullptr);
+                    c.N, bias.data(), nullptr, nullptr);
             gemm_fn(c.trans_a, c.trans_b, c.M, c.N, c.K, Real(1), A.data(), lda, B.data(), ldb, Real(1), with.data(),
-                    c.N, bias.data(), &record);
+                    c.N, bias.data(), &record, nullptr);
             REQUIRE(calls == std::vector<int>(c.M, 1));
             REQUIRE(seen == with);
             REQUIRE(with == plain);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "autograd/cpu/gemm/rows_done_check.h"
+#include "autograd/cpu/gemm/sources_check.h"
 #include "autograd/determinism_util.h"
 #include "catch.h"
 #include "patchgrad/autograd/cpu/gemm/gemm.h"
@@ -18,7 +19,7 @@ using namespace patchgrad::test;
 namespace {
 
 using GemmFn = void (*)(bool, bool, int64_t, int64_t, int64_t, real, const real*, int64_t, const real*, int64_t, real,
-                        real*, int64_t, const real*, const GemmRowsDone*);
+                        real*, int64_t, const real*, const GemmRowsDone*, const GemmSources*);
 
 std::vector<real> random_values(int64_t n, Rng& rng) {
     std::vector<real> v(static_cast<size_t>(n));
@@ -46,7 +47,7 @@ void check_against_reference(GemmFn kernel, bool trans_a, bool trans_b, int64_t 
     gemm_reference(trans_a, trans_b, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, expected.data(), ldc,
                    bias_or_null);
     kernel(trans_a, trans_b, M, N, K, alpha, A.data(), lda, B.data(), ldb, beta, actual.data(), ldc, bias_or_null,
-           nullptr);
+           nullptr, nullptr);
 
     std::vector<real> abs_a(A.size()), abs_b(B.size()), bound(C0.size());
     for (size_t i = 0; i < A.size(); ++i) abs_a[i] = std::abs(A[i]);
@@ -143,13 +144,13 @@ TEST_CASE("gemm: a bias vector is added to every row of C, as in addmm", "[op:ge
         const std::vector<real> A = {1, 2, 3, 4, 5, 6}, B = {1, 2, 3, 4, 5, 6}, bias = {10, 20};
         for (GemmFn kernel : {gemm_reference, gemm_blocked, gemm}) {
             std::vector<real> C = {2, 2, 2, 2};
-            kernel(false, false, 2, 2, 3, 1, A.data(), 3, B.data(), 2, 0.5, C.data(), 2, bias.data(), nullptr);
+            kernel(false, false, 2, 2, 3, 1, A.data(), 3, B.data(), 2, 0.5, C.data(), 2, bias.data(), nullptr, nullptr);
             CHECK(C == std::vector<real>{33, 49, 60, 85});
             std::vector<real> D(4, std::numeric_limits<real>::quiet_NaN());  // beta = 0: C is never read
-            kernel(false, false, 2, 2, 3, 1, A.data(), 3, B.data(), 2, 0, D.data(), 2, bias.data(), nullptr);
+            kernel(false, false, 2, 2, 3, 1, A.data(), 3, B.data(), 2, 0, D.data(), 2, bias.data(), nullptr, nullptr);
             CHECK(D == std::vector<real>{32, 48, 59, 84});
             std::vector<real> E = {2, 2, 2, 2};  // K = 0: beta C + bias
-            kernel(false, false, 2, 2, 0, 1, nullptr, 1, nullptr, 2, 0.5, E.data(), 2, bias.data(), nullptr);
+            kernel(false, false, 2, 2, 0, 1, nullptr, 1, nullptr, 2, 0.5, E.data(), 2, bias.data(), nullptr, nullptr);
             CHECK(E == std::vector<real>{11, 21, 11, 21});
         }
         // Edge tiles (N = 17, 65: a sliver at most half full), K = 300 (one K block where a
@@ -182,7 +183,7 @@ TEST_CASE("gemm: beta = 0 overwrites C without reading it, even NaN", "[op:gemm]
         const std::vector<real> A = {1, 2, 3, 4, 5, 6}, B = {1, 2, 3, 4, 5, 6};
         for (GemmFn kernel : {gemm_reference, gemm_blocked, gemm}) {
             std::vector<real> C(4, std::numeric_limits<real>::quiet_NaN());
-            kernel(false, false, 2, 2, 3, 1, A.data(), 3, B.data(), 2, 0, C.data(), 2, nullptr, nullptr);
+            kernel(false, false, 2, 2, 3, 1, A.data(), 3, B.data(), 2, 0, C.data(), 2, nullptr, nullptr, nullptr);
             CHECK(C == std::vector<real>{22, 28, 49, 64});
         }
     });
@@ -192,14 +193,14 @@ TEST_CASE("gemm: K = 0 scales C by beta, M = 0 or N = 0 leaves it alone", "[op:g
     for_each_isa([&](Isa) {
         for (GemmFn kernel : {gemm_reference, gemm_blocked, gemm}) {
             std::vector<real> C = {1, 2, 3, 4};
-            kernel(false, false, 2, 2, 0, 1, nullptr, 1, nullptr, 2, 0.5, C.data(), 2, nullptr, nullptr);
+            kernel(false, false, 2, 2, 0, 1, nullptr, 1, nullptr, 2, 0.5, C.data(), 2, nullptr, nullptr, nullptr);
             CHECK(C == std::vector<real>{0.5, 1, 1.5, 2});
-            kernel(false, false, 2, 2, 0, 1, nullptr, 1, nullptr, 2, 0, C.data(), 2, nullptr, nullptr);
+            kernel(false, false, 2, 2, 0, 1, nullptr, 1, nullptr, 2, 0, C.data(), 2, nullptr, nullptr, nullptr);
             CHECK(C == std::vector<real>{0, 0, 0, 0});
 
             std::vector<real> D = {1, 2, 3, 4};
-            kernel(false, false, 0, 2, 3, 1, nullptr, 3, nullptr, 2, 0, D.data(), 2, nullptr, nullptr);
-            kernel(false, false, 2, 0, 3, 1, nullptr, 3, nullptr, 1, 0, D.data(), 1, nullptr, nullptr);
+            kernel(false, false, 0, 2, 3, 1, nullptr, 3, nullptr, 2, 0, D.data(), 2, nullptr, nullptr, nullptr);
+            kernel(false, false, 2, 0, 3, 1, nullptr, 3, nullptr, 1, 0, D.data(), 1, nullptr, nullptr, nullptr);
             CHECK(D == std::vector<real>{1, 2, 3, 4});
         }
     });
@@ -311,6 +312,12 @@ TEST_CASE("gemm: a weight gradient's groups share K evenly, so every thread's ta
 TEST_CASE("gemm: rows_done sees every row of C once, already final, and changes nothing", "[gemm]") {
     for_each_isa([](Isa) {
         for (GemmFn kernel : {gemm_reference, gemm_blocked, gemm}) check_rows_done<real>(kernel);
+    });
+}
+
+TEST_CASE("gemm: an operand computed as it is read gives the bits of the computed matrix", "[op:gemm][forward]") {
+    for_each_isa([](Isa) {
+        for (GemmFn kernel : {gemm_reference, gemm_blocked, gemm}) check_sources<real>(kernel);
     });
 }
 

@@ -14,7 +14,7 @@ using namespace patchgrad::test;
 namespace {
 
 using GemmFn = void (*)(bool, bool, int64_t, int64_t, int64_t, real, const real*, int64_t, const real*, int64_t, real,
-                        real*, int64_t, const real*, const GemmRowsDone*);
+                        real*, int64_t, const real*, const GemmRowsDone*, const GemmSources*);
 
 // `kernel` and gemm_reference, both in float32, on random op(A) [M, K] and op(B) [K, N]
 // (beta = 0): each has a rounding error of at most ~K/2 eps |op(A)| @ |op(B)| per element
@@ -28,7 +28,7 @@ void check_f32(GemmFn kernel, bool trans_a, bool trans_b, int64_t M, int64_t N, 
     const int64_t lda = trans_a ? M : K, ldb = trans_b ? K : N;
     std::vector<real> expected(M * N), actual(M * N);
     gemm_reference(trans_a, trans_b, M, N, K, 1, A.data(), lda, B.data(), ldb, 0, expected.data(), N);
-    kernel(trans_a, trans_b, M, N, K, 1, A.data(), lda, B.data(), ldb, 0, actual.data(), N, nullptr, nullptr);
+    kernel(trans_a, trans_b, M, N, K, 1, A.data(), lda, B.data(), ldb, 0, actual.data(), N, nullptr, nullptr, nullptr);
 
     const double eps = std::numeric_limits<float>::epsilon();
     int64_t bad = -1;

@@ -266,9 +266,9 @@ void gemm_bf16_with(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int6
     const auto pack_panel = [&](int64_t pc, int64_t kc, int64_t c0, int64_t cols, uint32_t* Bp) {
         if (!b_source) return kernels.pack_b(trans_b, B, ldb, pc, c0, kc, cols, Bp);
         thread_local AlignedVector<float> block;  // the panel's block of B, computed
-        const float* b = trans_b ? source_block(*b_source, c0, cols, pc, kc, block)
-                                 : source_block(*b_source, pc, kc, c0, cols, block);
-        kernels.pack_b(trans_b, b, trans_b ? kc : cols, 0, 0, kc, cols, Bp);
+        int64_t ld;
+        const float* b = source_block(*b_source, !trans_b, c0, cols, pc, kc, block, ld);
+        kernels.pack_b(trans_b, b, ld, 0, 0, kc, cols, Bp);
     };
     const Bf16MicroKernel* micro = trans_a ? kernels.micro : kernels.micro_rows;
     // C's slivers [s0, s1) += their block of op(A) @ the panel Bp, for K block pc.
@@ -287,9 +287,9 @@ void gemm_bf16_with(const Bf16Kernels& kernels, bool trans_a, bool trans_b, int6
             const int64_t mc = std::min(MC, row_end - ic);
             if (a_source) {  // the block that A's source computes
                 thread_local AlignedVector<float> block;
-                const float* a = trans_a ? source_block(*a_source, pc, kc, ic, mc, block)
-                                         : source_block(*a_source, ic, mc, pc, kc, block);
-                kernels.pack_a(trans_a, a, trans_a ? mc : kc, 0, 0, mc, kc, Ap);
+                int64_t ld;
+                const float* a = source_block(*a_source, trans_a, ic, mc, pc, kc, block, ld);
+                kernels.pack_a(trans_a, a, ld, 0, 0, mc, kc, Ap);
             } else {
                 kernels.pack_a(trans_a, A, lda, ic, pc, mc, kc, Ap);
             }

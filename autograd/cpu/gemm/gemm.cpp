@@ -179,9 +179,9 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
     const auto pack_panel = [&](int64_t pc, int64_t kc, int64_t c0, int64_t cols, real* Bp) {
         if (!b_source) return kernels.pack_b(trans_b, B, ldb, pc, c0, kc, cols, Bp);
         thread_local AlignedVector<real> block;  // the panel's block of B, computed
-        const real* b = trans_b ? source_block(*b_source, c0, cols, pc, kc, block)
-                                : source_block(*b_source, pc, kc, c0, cols, block);
-        kernels.pack_b(trans_b, b, trans_b ? kc : cols, 0, 0, kc, cols, Bp);
+        int64_t ld;
+        const real* b = source_block(*b_source, !trans_b, c0, cols, pc, kc, block, ld);
+        kernels.pack_b(trans_b, b, ld, 0, 0, kc, cols, Bp);
     };
     // C's slivers [s0, s1) += their block of op(A) @ the panel Bp, for K block pc.
     const auto multiply = [&](int64_t pc, int64_t kc, int64_t jc, int64_t nc, int64_t s0, int64_t s1, const real* Bp,
@@ -216,9 +216,8 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
             const bool source_by_rows_of_tiles = a_source && direct && !trans_a && nc <= group;
             if (a_source && !source_by_rows_of_tiles) {
                 thread_local AlignedVector<real> block;
-                a = trans_a ? source_block(*a_source, pc, kc, ic, mc, block)
-                            : source_block(*a_source, ic, mc, pc, kc, block);
-                ld = trans_a ? mc : kc, i0 = 0, k0 = 0;
+                a = source_block(*a_source, trans_a, ic, mc, pc, kc, block, ld);
+                i0 = 0, k0 = 0;
             }
             if (by_rows)
                 kernels.pack_a_rows(a, ld, i0, k0, mc, kc, Ap);
@@ -258,8 +257,8 @@ void gemm_blocked(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, r
                     for (int64_t ir = 0; ir < mc; ir += MR) {
                         if (source_by_rows_of_tiles) {  // rows ic + ir .. at a
                             thread_local AlignedVector<real> rows;
-                            a = source_block(*a_source, ic + ir, std::min(MR, mc - ir), pc, kc, rows);
-                            ld = kc, i0 = -ir, k0 = 0;
+                            a = source_block(*a_source, false, ic + ir, std::min(MR, mc - ir), pc, kc, rows, ld);
+                            i0 = -ir, k0 = 0;
                         }
                         for (int64_t jr = j0; jr < std::min(nc, j0 + group); jr += NR) {
                             tile(ir, jr);

@@ -82,12 +82,18 @@ struct GemmTarget {
     const GemmRowsDone* rows_done = nullptr;
 };
 
-// A block of an operand that gemm.h's `sources` computes: rows [r0, r0 + rows) and columns
-// [c0, c0 + cols) of the matrix as stored, written into buf (rows cols apart), which it returns.
-inline const real* source_block(const GemmOperandSource& source, int64_t r0, int64_t rows, int64_t c0, int64_t cols,
-                                AlignedVector<real>& buf) {
-    buf.resize(std::max(buf.size(), static_cast<size_t>(rows * cols)));
-    source(r0, r0 + rows, c0, c0 + cols, buf.data(), cols);
+// The block of an operand that gemm.h's `sources` computes: n rows (of op(A); columns, of op(B))
+// from i0 and kc values of k from k0, as the matrix stores them: k along its rows where
+// `k_rows` (a transposed A, a B that is not), else along its columns. Written into buf, which it
+// returns, with ld the distance between its stored rows.
+inline const real* source_block(const GemmOperandSource& source, bool k_rows, int64_t i0, int64_t n, int64_t k0,
+                                int64_t kc, AlignedVector<real>& buf, int64_t& ld) {
+    buf.resize(std::max(buf.size(), static_cast<size_t>(n * kc)));
+    ld = k_rows ? n : kc;
+    if (k_rows)
+        source(k0, k0 + kc, i0, i0 + n, buf.data(), ld);
+    else
+        source(i0, i0 + n, k0, k0 + kc, buf.data(), ld);
     return buf.data();
 }
 

@@ -41,26 +41,38 @@ bool residual_is_input(const Tensor& residual, std::initializer_list<const Tenso
 void pass_to_residual(const Tensor& residual, const Tensor& out, bool copy);
 
 // A LayerNorm in front of an op's first product (InputNorm, ops.h; layer_norm.cpp): its output
-// y [rows, D] is never stored. The product computes the blocks of y it reads from x instead
-// (gemm.h's sources): forward_source's in the forward, keeping each row's mean and
-// 1 / sqrt(var + eps) as it goes; saved_source's, from those, in the backward's weight gradient
+// y [rows, D] is never stored. The product computes the blocks of y it reads from x instead:
+// forward_sources() are gemm's sources for the forward (gemm.h), which keep each row's mean and
+// 1 / sqrt(var + eps) as they go; saved_source(), from those, the backward's weight gradient's
 // (dW = dOut^T y). Both give layer_norm's bits. backward: layer_norm's backward, from dy [rows,
-// D], y's gradient, into the gradients of x, the norm's weight and its bias, where wants_dy().
-// Errors name layer_norm, as layer_norm's own do.
+// D], y's gradient (undefined: none, as where !wants_dy()), into the gradients of x, the norm's
+// weight and its bias. Errors name layer_norm, as layer_norm's own do. Not copied: its sources
+// point into it.
 class FusedLayerNorm {
 public:
     FusedLayerNorm(const Tensor& x, const InputNorm& norm);
-    GemmOperandSource forward_source();
+    FusedLayerNorm(const FusedLayerNorm&) = delete;
+    FusedLayerNorm& operator=(const FusedLayerNorm&) = delete;
+    const Tensor& input() const { return x_; }
+    const GemmSources* forward_sources() const { return &forward_sources_; }
     GemmOperandSource saved_source() const;
     bool wants_dy() const;
-    void backward(const real* dy) const;
+    void backward(const Tensor& dy) const;
 
 private:
     Tensor x_, weight_, bias_;
     real eps_;
     int64_t rows_ = 0, D_ = 0;
     std::vector<real> mean_, rstd_;
+    GemmOperandSource forward_source_;
+    GemmSources forward_sources_{&forward_source_, nullptr};
 };
+
+// linear's backward (above) for a product whose input is a norm's output: dW from the norm's
+// rows computed again, and dy = dOut W into a buffer that it returns for the norm's backward
+// (undefined where the norm wants no gradient).
+Tensor linear_backward_through_norm(const FusedLayerNorm& norm, const Tensor& weight, const Tensor& bias,
+                                    const real* dout, int64_t rows);
 
 // y[i] = GELU(x[i]) for i in [0, n), gelu's own loop (gelu.cpp).
 void gelu_values(const real* x, real* y, int64_t n, GeluApproximation approximation);

@@ -184,16 +184,13 @@ FusedLayerNorm::FusedLayerNorm(const Tensor& x, const InputNorm& norm)
     rows_ = D_ > 0 ? shape_numel(x.shape()) / D_ : 0;
     mean_.resize(static_cast<size_t>(rows_));
     rstd_.resize(static_cast<size_t>(rows_));
-}
-
-GemmOperandSource FusedLayerNorm::forward_source() {
     const real* xd = x_.data();
     const real* w = weight_.defined() ? weight_.data() : nullptr;
     const real* b = bias_.defined() ? bias_.data() : nullptr;
     real *mean = mean_.data(), *rstd = rstd_.data();
     const real eps = eps_;
     const int64_t D = D_;
-    return [=](int64_t r0, int64_t r1, int64_t c0, int64_t c1, real* out, int64_t ld) {
+    forward_source_ = [=](int64_t r0, int64_t r1, int64_t c0, int64_t c1, real* out, int64_t ld) {
         if (c0 == 0 && c1 == D) return forward_rows(xd, w, b, eps, D, r0, r1, out, ld, mean, rstd);
         thread_local std::vector<real> row;  // a part of each row: the whole row, then the part
         row.resize(static_cast<size_t>(D));
@@ -221,8 +218,8 @@ bool FusedLayerNorm::wants_dy() const {
     return false;
 }
 
-void FusedLayerNorm::backward(const real* dy) const {
-    layer_norm_backward(x_, weight_, bias_, mean_.data(), rstd_.data(), dy, rows_, D_);
+void FusedLayerNorm::backward(const Tensor& dy) const {
+    if (dy.defined()) layer_norm_backward(x_, weight_, bias_, mean_.data(), rstd_.data(), dy.data(), rows_, D_);
 }
 
 }  // namespace patchgrad

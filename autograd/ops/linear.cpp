@@ -53,10 +53,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const T
     // as gemm reads them (FusedLayerNorm, fused.h).
     const GemmRowsDone add_residual = residual_rows(residual, y.data());
     const auto ln = norm.on ? std::make_shared<FusedLayerNorm>(x, norm) : nullptr;
-    const GemmOperandSource normalized = ln ? ln->forward_source() : GemmOperandSource();
-    const GemmSources sources{&normalized, nullptr};
     gemm(false, true, rows, out, in, 1, x.data(), in, weight.data(), in, 0, y.data(), out,
-         bias.defined() ? bias.data() : nullptr, add_residual ? &add_residual : nullptr, ln ? &sources : nullptr);
+         bias.defined() ? bias.data() : nullptr, add_residual ? &add_residual : nullptr,
+         ln ? ln->forward_sources() : nullptr);
 
     // (With a norm, x's gradient comes from the norm's backward, after the residual's.)
     const bool residual_first =
@@ -69,13 +68,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const T
                    if (!residual_first) pass_to_residual(residual, o, false);
                    return;
                }
-               // dy, the norm's output's gradient, then the norm's backward from it.
-               Tensor dy = ln->wants_dy() ? Tensor::empty({rows, weight.size(1)}) : Tensor();
-               const GemmOperandSource normalized = ln->saved_source();
-               linear_backward(x.data(), GradOverwrite{dy.defined() ? dy.data() : nullptr, 0}, weight, bias,
-                               o.grad_data(), rows, nullptr, &normalized);
+               const Tensor dy = linear_backward_through_norm(*ln, weight, bias, o.grad_data(), rows);
                if (!residual_first) pass_to_residual(residual, o, false);
-               if (dy.defined()) ln->backward(dy.data());
+               ln->backward(dy);
            });
     return y;
     // [/hide:matmul-backward]
@@ -162,6 +157,15 @@ void linear_backward(const real* x, GradOverwrite dx, const Tensor& weight, cons
         real* db = bias.grad_data();
         for (int64_t j = 0; j < out; ++j) db[j] += sum[j];
     }
+}
+
+Tensor linear_backward_through_norm(const FusedLayerNorm& norm, const Tensor& weight, const Tensor& bias,
+                                    const real* dout, int64_t rows) {
+    Tensor dy = norm.wants_dy() ? Tensor::empty({rows, weight.size(1)}) : Tensor();
+    const GemmOperandSource normalized = norm.saved_source();
+    linear_backward(norm.input().data(), GradOverwrite{dy.defined() ? dy.data() : nullptr, 0}, weight, bias, dout, rows,
+                    nullptr, &normalized);
+    return dy;
 }
 // [/hide:matmul-backward]
 

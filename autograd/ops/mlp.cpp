@@ -56,10 +56,8 @@ Tensor mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, co
     };
     // A norm's rows are computed as the first product reads them (FusedLayerNorm, fused.h).
     const auto ln = norm.on ? std::make_shared<FusedLayerNorm>(x, norm) : nullptr;
-    const GemmOperandSource normalized = ln ? ln->forward_source() : GemmOperandSource();
-    const GemmSources sources{&normalized, nullptr};
     gemm(false, true, rows, F, in, 1, x.data(), in, fc1_weight.data(), in, 0, hd, F,
-         fc1_bias.defined() ? fc1_bias.data() : nullptr, &gelu_rows, ln ? &sources : nullptr);
+         fc1_bias.defined() ? fc1_bias.data() : nullptr, &gelu_rows, ln ? ln->forward_sources() : nullptr);
     Shape out_shape = x.shape();
     out_shape.back() = E;
     check_residual("mlp", residual, out_shape);
@@ -92,12 +90,7 @@ Tensor mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias, co
                if (!wants_dh) return;
                if (!ln)
                    return linear_backward(x.data(), grad_for_overwrite_if_wanted(x), fc1_weight, fc1_bias, dhd, rows);
-               // dy, the norm's output's gradient, then the norm's backward from it.
-               Tensor dy = wants_dx ? Tensor::empty({rows, fc1_weight.size(1)}) : Tensor();
-               const GemmOperandSource normalized = ln->saved_source();
-               linear_backward(x.data(), GradOverwrite{dy.defined() ? dy.data() : nullptr, 0}, fc1_weight, fc1_bias,
-                               dhd, rows, nullptr, &normalized);
-               if (dy.defined()) ln->backward(dy.data());
+               ln->backward(linear_backward_through_norm(*ln, fc1_weight, fc1_bias, dhd, rows));
            });
     return out;
     // [/hide:gelu-backward]
